@@ -1,0 +1,114 @@
+"""Cross-process locks and owner leases.
+
+``file_lock`` serialises short critical sections (an append, a read-modify-write
+of a shared JSON file). ``OwnerLease`` marks who owns a long-lived thing (a
+session) and tells a live owner from a dead one by pid *and* process start
+time, so a recycled pid never looks alive.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from libcommon import clock, jsonio
+from libcommon.atomic import atomic_write_json
+from libcommon.errors import CorruptStore, Fenced
+
+LOCK_TIMEOUT_S = 30.0
+
+
+@contextmanager
+def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if missing)."""
+    import filelock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(path), timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise Fenced(
+            f"could not take the lock {path} within {timeout:g}s",
+            hint="another ax process holds it; wait for it to finish and retry",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def process_start_time(pid: int) -> int | None:
+    """The process start time in clock ticks since boot, or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[19])
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    pid: int
+    start_time: int | None
+    acquired: str
+
+    def is_alive(self) -> bool:
+        current = process_start_time(self.pid)
+        return current is not None and current == self.start_time
+
+    def is_me(self) -> bool:
+        return self.pid == os.getpid() and self.start_time == process_start_time(os.getpid())
+
+
+class OwnerLease:
+    """A lease file holding ``{"pid", "startTime", "acquired"}`` of its owner."""
+
+    def __init__(self, path: Path, what: str = "session") -> None:
+        self.path = path
+        self.what = what
+        self._guard = path.with_name(path.name + ".guard")
+
+    def holder(self) -> LeaseHolder | None:
+        data = jsonio.read_json(self.path)
+        if data is None:
+            return None
+        try:
+            return LeaseHolder(int(data["pid"]), data["startTime"], str(data["acquired"]))
+        except (KeyError, TypeError, ValueError):
+            raise CorruptStore(str(self.path), "lease file without pid/startTime") from None
+
+    def acquire(self) -> LeaseHolder:
+        """Take the lease; a stale one is replaced, a live foreign one raises Fenced."""
+        with file_lock(self._guard):
+            current = self.holder()
+            if current is not None and current.is_alive() and not current.is_me():
+                raise Fenced(
+                    f"{self.what} is owned by live process {current.pid} "
+                    f"(since {current.acquired})",
+                    hint=f"wait for process {current.pid} to finish, or stop it",
+                )
+            mine = LeaseHolder(os.getpid(), process_start_time(os.getpid()), clock.timestamp())
+            atomic_write_json(
+                self.path,
+                {"pid": mine.pid, "startTime": mine.start_time, "acquired": mine.acquired},
+            )
+            return mine
+
+    def release(self) -> None:
+        """Give the lease up if this process holds it; someone else's is left alone."""
+        with file_lock(self._guard):
+            current = self.holder()
+            if current is not None and current.is_me():
+                self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> LeaseHolder:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,15 @@
+"""The ax-slate command line: parse, call the core, print."""
+
+from __future__ import annotations
+
+from libcommon.cliapp import Environment, entry_point, make_app, run_main
+
+app = make_app("ax-slate", "Working memory: trail, notes, the slate frame, recall, external slates and the review gate.")
+
+
+def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
+    return run_main(app, argv, env)
+
+
+def run() -> None:
+    entry_point(main)
