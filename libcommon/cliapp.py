@@ -121,7 +121,9 @@ def make_app(prog: str, help: str) -> typer.Typer:
     return app
 
 
-def run_main(app: typer.Typer, argv: list[str] | None = None, environ: Environment | None = None) -> int:
+def run_main(
+    app: typer.Typer, argv: list[str] | None = None, environ: Environment | None = None
+) -> int:
     """Run ``app`` and return its exit status instead of exiting the process."""
     environment = environ or Environment()
     prog = app.info.name or "ax"

@@ -46,7 +46,9 @@ CliRunner = Callable[..., CliResult]
 def run_cli() -> CliRunner:
     """Run a tool's ``main`` in-process: ``run_cli(main, ["verb", ...], stdin="...")``."""
 
-    def run(main: Callable[..., int], argv: list[str], stdin: str = "", isatty: bool = False) -> CliResult:
+    def run(
+        main: Callable[..., int], argv: list[str], stdin: str = "", isatty: bool = False
+    ) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
         env = Environment(
             stdin=io.StringIO(stdin),

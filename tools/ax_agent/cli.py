@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-agent", "The coding agent: the turn loop, providers, model-facing tools, approvals and resume.")
+app = make_app(
+    "ax-agent",
+    "The coding agent: the turn loop, providers, model-facing tools, approvals and resume.",
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

@@ -1,4 +1,4 @@
-"""ax-check: typed verification: resolve build/test/lint commands from the project's own manifests and run them.
+"""ax-check: typed verification: build/test/lint commands resolved from the project's own manifests.
 
 This module is the public face: other tools import only what it names.
 """

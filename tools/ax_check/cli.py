@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-check", "Typed verification: resolve build/test/lint commands from the project's own manifests and run them.")
+app = make_app(
+    "ax-check",
+    "Typed verification: build/test/lint commands resolved from the project's own manifests.",
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

@@ -1,4 +1,4 @@
-"""ax-exec: managed execution: timeouts, verified tree kill, secret-free environments and the Linux sandbox.
+"""ax-exec: managed execution with verified tree kill, clean environments and a sandbox.
 
 This module is the public face: other tools import only what it names.
 """

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-exec", "Managed execution: timeouts, verified tree kill, secret-free environments and the Linux sandbox.")
+app = make_app(
+    "ax-exec",
+    "Managed execution: timeouts, verified tree kill, clean environments and the Linux sandbox.",
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

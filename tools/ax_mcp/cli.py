@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-mcp", "An MCP stdio server exposing ax's slate, checks and command review to other agents.")
+app = make_app(
+    "ax-mcp", "An MCP stdio server exposing ax's slate, checks and command review to other agents."
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

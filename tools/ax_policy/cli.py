@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-policy", "Trust, path validation, command review and the allow/ask/deny decision engine.")
+app = make_app(
+    "ax-policy", "Trust, path validation, command review and the allow/ask/deny decision engine."
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

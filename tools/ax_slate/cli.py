@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 
-app = make_app("ax-slate", "Working memory: trail, notes, the slate frame, recall, external slates and the review gate.")
+app = make_app(
+    "ax-slate", "Working memory: trail, notes, frame, recall, external slates and the review gate."
+)
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
