@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import axtest
 import pytest
 
 from libcommon.cliapp import Environment
-
-TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent"]
 
 
 @pytest.fixture(autouse=True)
@@ -64,10 +61,7 @@ def run_cli() -> CliRunner:
     return run
 
 
-def tool_path(name: str) -> str:
-    """The installed console script ``ax-<name>``; its absence is a failure, not a skip."""
-    beside = Path(sys.executable).parent / f"ax-{name}"
-    found = str(beside) if beside.exists() else shutil.which(f"ax-{name}")
-    if found is None:
-        pytest.fail(f"ax-{name} is not installed in this environment (pip install the project)")
-    return found
+@pytest.fixture(name="tool_path")
+def tool_path_fixture() -> Callable[[str], str]:
+    """``tool_path("log")`` is the installed ``ax-log`` script."""
+    return axtest.tool_path

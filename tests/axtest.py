@@ -1,0 +1,20 @@
+"""Helpers shared by tests (importable as ``axtest``; pytest puts tests/ on sys.path)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent"]
+
+
+def tool_path(name: str) -> str:
+    """The installed console script ``ax-<name>``; its absence is a failure, not a skip."""
+    beside = Path(sys.executable).parent / f"ax-{name}"
+    found = str(beside) if beside.exists() else shutil.which(f"ax-{name}")
+    if found is None:
+        pytest.fail(f"ax-{name} is not installed in this environment (pip install the project)")
+    return found

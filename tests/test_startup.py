@@ -1,0 +1,48 @@
+"""Each tool's ``--help`` runs in a fresh interpreter without the heavy imports.
+
+The installed console script runs with ``PYTHONPROFILEIMPORTTIME=1``, which makes
+CPython list every module it imports on stderr; that list is the evidence.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from axtest import TOOLS, tool_path
+
+HEAVY = {"anthropic", "httpx", "rich"}
+
+
+def imported_modules(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    modules = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "package":  # the header row
+                modules.add(name)
+    return proc, modules
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_help_does_not_import_heavy_modules(tool: str) -> None:
+    proc, modules = imported_modules([tool_path(tool), "--help"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"ax-{tool}" in proc.stdout
+    # The import list was really read: typer must be in it.
+    assert "typer" in modules
+    heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert heavy == [], f"ax-{tool} --help imported {heavy}"
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_version_from_the_installed_script(tool: str) -> None:
+    from libcommon import __version__
+
+    proc = subprocess.run([tool_path(tool), "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stdout == f"ax-{tool} {__version__}\n"
+    assert proc.stderr == ""
