@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,3 +20,13 @@ def tool_path(name: str) -> str:
     if found is None:
         pytest.fail(f"ax-{name} is not installed in this environment (pip install the project)")
     return found
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+CliRunner = Callable[..., CliResult]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import axtest
 import pytest
+from axtest import CliResult, CliRunner
 
 from libcommon.cliapp import Environment
 
@@ -27,16 +27,6 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return Path(os.path.realpath(ws))
-
-
-@dataclass
-class CliResult:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-CliRunner = Callable[..., CliResult]
 
 
 @pytest.fixture
