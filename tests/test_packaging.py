@@ -48,7 +48,9 @@ def test_every_extra_runtime_dependency_has_a_written_reason() -> None:
 @pytest.mark.parametrize("package", ["libcommon", *(f"ax_{t}" for t in TOOLS)])
 def test_tests_run_against_the_installed_wheel(package: str) -> None:
     location = Path(importlib.import_module(package).__file__ or "").resolve()
-    assert ROOT not in location.parents, f"{package} was imported from the checkout: {location}"
+    for source in (ROOT / "libcommon", ROOT / "tools"):
+        assert source not in location.parents, f"{package} was imported from {location}"
+    assert "site-packages" in location.parts
 
 
 @pytest.mark.parametrize("tool", TOOLS)
