@@ -18,6 +18,9 @@ from libcommon.errors import UsageError
 
 SLUG_HASH_CHARS = 12
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# A session owns sessions/<id>/ next to files named <id>.<suffix>; an id that ends in
+# one of these suffixes would make one session's folder another session's file.
+RESERVED_ID_SUFFIXES = (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
 _UNSAFE_SLUG_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -80,6 +83,11 @@ def check_session_id(session_id: str) -> str:
             f"invalid session id {session_id!r}",
             hint="use 1-128 characters: letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",
+        )
+    if session_id.endswith(RESERVED_ID_SUFFIXES):
+        raise UsageError(
+            f"invalid session id {session_id!r}: it ends in a suffix ax uses for its own files",
+            hint=f"pick an id that does not end in {', '.join(RESERVED_ID_SUFFIXES)}",
         )
     return session_id
 

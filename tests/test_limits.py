@@ -14,3 +14,4 @@ def test_libcommon_limits() -> None:
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
     assert paths.SLUG_HASH_CHARS == 12
     assert paths.SESSION_ID_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+    assert paths.RESERVED_ID_SUFFIXES == (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
