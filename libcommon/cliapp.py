@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 REQUEST_MAX_BYTES = 16 * 1024 * 1024
 
 
+class ReaderGone(Exception):
+    """stdout's reader went away. Deliberately not an OSError, which typer would swallow."""
+
+
 @dataclass
 class Environment:
     """The world a command runs in; tests build one with their own streams."""
@@ -151,6 +155,8 @@ def run_main(
             except AxError as exc:
                 report_error(prog, exc, environment.stderr)
                 return exc.status
+            except ReaderGone:
+                return ExitStatus.BROKEN_PIPE
     finally:
         _current.pop()
     return int(result) if isinstance(result, int) else ExitStatus.OK
@@ -162,10 +168,11 @@ def entry_point(main: Callable[[], int]) -> NoReturn:
         status = main()
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (`ax-log events | head`): stop without a traceback,
-        # and keep the interpreter's final flush from raising again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = ExitStatus.BROKEN_PIPE
+    if status == ExitStatus.BROKEN_PIPE:
+        # The reader went away (`ax-log events | head`): keep the interpreter's
+        # final flush of what is still buffered from raising a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(status)
 
 
@@ -194,14 +201,20 @@ def chrome(message: str) -> None:
 
 def emit_json(value: Any) -> None:
     """One JSON document on stdout."""
-    env().stdout.write(jsonio.dumps(value, indent=True).decode() + "\n")
-    env().stdout.flush()
+    _write_out(jsonio.dumps(value, indent=True).decode() + "\n")
 
 
 def emit_line(value: Any) -> None:
     """One JSON Lines record on stdout, flushed so a pipe sees it at once."""
-    env().stdout.write(jsonio.dumps_line(value).decode())
-    env().stdout.flush()
+    _write_out(jsonio.dumps_line(value).decode())
+
+
+def _write_out(text: str) -> None:
+    try:
+        env().stdout.write(text)
+        env().stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
 
 
 def read_request(model: type[ModelT], source: IO[str] | None = None) -> ModelT:

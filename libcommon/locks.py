@@ -42,13 +42,16 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 
 def process_start_time(pid: int) -> int | None:
-    """The process start time in clock ticks since boot, or None if it is gone."""
+    """The process start time in clock ticks since boot, or None if it is gone (or a zombie)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        # Exited but not reaped yet: its /proc entry lingers, but nobody is home.
+        return None
     return int(fields[19])
 
 

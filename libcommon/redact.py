@@ -42,12 +42,17 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # These keep a prefix (the scheme, the header word, the variable name) so the
 # redacted text still says what was there.
 _BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=-]{8,})")
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s:@]+(?::[^/\s@]*)?)@")
-_ASSIGNMENT = re.compile(
-    r"(?i)\b([A-Z0-9_.-]*(?:_TOKEN|_KEY|_SECRET|_PASSWORD|_PASSWD|_PAT|_CREDENTIALS?)"
-    r"|PASSWORD|SECRET|TOKEN|API_?KEY)"
-    r"""(\s*[:=]\s*)(["']?)([^\s"',;]+)"""
+# Greedy up to the last '@' of the authority, so a password holding '@' is covered.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s?#]+)@")
+_SECRET_NAME = (
+    r"[A-Z0-9_.-]*(?:_TOKEN|_KEY|_SECRET|_PASSWORD|_PASSWD|_PAT|_CREDENTIALS?)"
+    r"|PASSWORD|SECRET|TOKEN|API_?KEY"
 )
+# NAME=value, NAME: value, "NAME": "value"; a quoted value is covered up to its closing quote.
+_ASSIGNMENT = re.compile(
+    rf"""(?i)\b({_SECRET_NAME})(["']?\s*[:=]\s*)(?:(["'])(.*?)\3|([^\s"',;]+))"""
+)
+_SECRET_KEY_NAME = re.compile(rf"(?i)(?:{_SECRET_NAME})")
 _HEADER = re.compile(r"(?i)\b((?:x-api-key|api-key|authorization|cookie)\s*:\s*)([^\r\n]+)")
 
 
@@ -56,25 +61,48 @@ def redact(text: str) -> str:
     for kind, pattern in _PATTERNS:
         text = pattern.sub(f"[REDACTED:{kind}]", text)
     text = _HEADER.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _BEARER.sub(_redact_scheme_token, text)
     text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
     return _ASSIGNMENT.sub(_redact_assignment, text)
 
 
+def _redact_scheme_token(match: re.Match[str]) -> str:
+    value = match.group(3)
+    # Prose ("Basic configuration", "the token returned") has no digits or base64
+    # punctuation; real credentials almost always do, or are long.
+    if not (re.search(r"[0-9+/=]", value) or len(value) >= 24):
+        return match.group(0)
+    return match.group(1) + match.group(2) + REDACTED
+
+
 def _redact_assignment(match: re.Match[str]) -> str:
-    value = match.group(4)
+    name, separator, quote, quoted, bare = match.groups()
+    value = quoted if quote else bare
     if value.startswith("[REDACTED") or value.startswith("$"):
         # Already redacted, or a reference like $API_KEY rather than a value.
         return match.group(0)
-    return match.group(1) + match.group(2) + match.group(3) + REDACTED
+    quote = quote or ""
+    return f"{name}{separator}{quote}{REDACTED}{quote}"
 
 
 def redact_value(value: Any) -> Any:
-    """Redact every string inside a JSON-shaped value (dict keys are kept)."""
+    """Redact every string inside a JSON-shaped value.
+
+    Dict keys are kept; a string stored under a secret-named key (``DB_PASSWORD``,
+    ``api_key``) is replaced whole, whatever it looks like.
+    """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {key: redact_value(item) for key, item in value.items()}
+        return {
+            key: REDACTED
+            if isinstance(item, str)
+            and isinstance(key, str)
+            and _SECRET_KEY_NAME.fullmatch(key)
+            and not item.startswith("$")
+            else redact_value(item)
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact_value(item) for item in value]
     return value

@@ -389,11 +389,6 @@ def test_streaming_tool_into_head_is_quiet(tmp_path: Path) -> None:
     assert proc.stderr == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="typer's own EPIPE handler exits 1 before entry_point can map BrokenPipeError "
-    "to ExitStatus.BROKEN_PIPE (141): that branch of entry_point is unreachable",
-)
 def test_streaming_tool_into_closed_pipe_exits_141(tmp_path: Path) -> None:
     script = tmp_path / "stream_tool.py"
     script.write_text(STREAMING_TOOL)

@@ -286,11 +286,6 @@ def _state_of(pid: int) -> str:
     return stat[stat.rindex(")") + 2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a holder that exited but is not yet reaped (zombie) keeps its /proc entry "
-    "and start time, so process_start_time calls it alive and the lease stays fenced",
-)
 def test_zombie_holder_is_stale(tmp_path: Path) -> None:
     path = tmp_path / "s.lock"
     proc = subprocess.Popen(

@@ -294,24 +294,28 @@ def test_layout_session_paths_refuse_bad_ids(workspace: Path, state_dir: Path) -
             method("../escape")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session ids may end in .jsonl/.lock, so one session's folder is another "
-    "session's log or lease file (session_dir('a.jsonl') == session_log('a'))",
-)
-def test_session_paths_of_distinct_ids_never_collide(workspace: Path, state_dir: Path) -> None:
+@pytest.mark.parametrize("session_id", ["a.jsonl", "a.lock", "a.lock.guard", "a.jsonl.partial"])
+def test_ids_that_would_collide_with_another_sessions_files_are_refused(
+    workspace: Path, state_dir: Path, session_id: str
+) -> None:
     layout = state_layout(workspace)
-    ids = ["a", "a.jsonl", "a.lock", "a.lock.guard"]
+    with pytest.raises(UsageError, match="suffix ax uses for its own files"):
+        layout.session_dir(session_id)
+    assert list(state_dir.iterdir()) == []
+
+
+def test_session_paths_of_distinct_ids_never_collide(workspace: Path) -> None:
+    layout = state_layout(workspace)
     paths: dict[Path, str] = {}
-    for session_id in ids:
+    for session_id in ["a", "a.b", "a-jsonl", "a.lock2", "lock"]:
+        lease = layout.session_lease(session_id)
         for kind, path in (
             ("log", layout.session_log(session_id)),
-            ("lease", layout.session_lease(session_id)),
+            ("lease", lease),
+            ("lease guard", lease.with_name(lease.name + ".guard")),
             (
-                "lease guard",
-                layout.session_lease(session_id).with_name(
-                    layout.session_lease(session_id).name + ".guard"
-                ),
+                "partial log",
+                layout.session_log(session_id).with_name(f"{session_id}.jsonl.partial"),
             ),
             ("dir", layout.session_dir(session_id)),
         ):
