@@ -96,30 +96,36 @@ def _show_version(ctx: typer.Context, value: bool) -> None:
         raise typer.Exit(0)
 
 
-def make_app(prog: str, help: str) -> typer.Typer:
-    """A typer app with rich off, ``-h/--help`` and ``--version``."""
+VersionOption = Annotated[
+    bool,
+    typer.Option(
+        "--version", is_eager=True, callback=_show_version, help="Print the version and exit."
+    ),
+]
+
+
+def make_app(prog: str, help: str, root: Callable[..., Any] | None = None) -> typer.Typer:
+    """A typer app with rich off, ``-h/--help`` and ``--version``.
+
+    Most tools are a set of verbs. A tool whose bare invocation does the work
+    (``ax-mcp -C WS`` serves) passes ``root``, a function that takes
+    ``VersionOption`` among its own options and runs when no verb is named.
+    """
     app = typer.Typer(
         name=prog,
         help=help,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
         add_completion=False,
-        no_args_is_help=True,
+        no_args_is_help=root is None,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
+    if root is not None:
+        app.callback(invoke_without_command=True)(root)
+        return app
 
     @app.callback()
-    def root(
-        version: Annotated[
-            bool,
-            typer.Option(
-                "--version",
-                is_eager=True,
-                callback=_show_version,
-                help="Print the version and exit.",
-            ),
-        ] = False,
-    ) -> None:
+    def verbs_only(version: VersionOption = False) -> None:
         del version
 
     return app

@@ -140,7 +140,8 @@ def check_tree(root: Path) -> list[str]:
                 problems.append(f"{where}: libcommon imports the tool {dest}")
             if owner.startswith("ax_") and dest.startswith("ax_"):
                 if dest == owner:
-                    if imp.target == owner and module != owner:
+                    # `from . import sibling` is fine; a name defined in __init__ is not.
+                    if imp.target == owner and module != owner and len(targets) <= len(imp.names):
                         problems.append(
                             f"{where}: imports its own package root; import the module instead"
                         )
@@ -254,6 +255,10 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
             "anthropic belongs only in ax_agent's provider",
         ),
         ({"tools/ax_log/core.py": "from ax_log import thing\n"}, "imports its own package root"),
+        (
+            {"tools/ax_log/core.py": "from . import events, thing\n", "tools/ax_log/events.py": ""},
+            "imports its own package root",
+        ),
     ],
 )
 def test_a_planted_violation_is_caught(
@@ -271,5 +276,7 @@ def test_lazy_and_type_checking_imports_are_allowed(tmp_path: Path) -> None:
             "from ax_exec import run\nfrom ax_log import append\n"
             "def f():\n    import httpx\n"
         ),
+        "tools/ax_log/core.py": "from . import events\nfrom ax_log import events as e\n",
+        "tools/ax_log/events.py": "",
     }
     assert check_tree(_plant(tmp_path, planted)) == []
