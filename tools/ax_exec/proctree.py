@@ -5,9 +5,10 @@ The harness makes itself a child subreaper, so a descendant whose parent dies
 of to init and stays findable. A run's processes are found in ``/proc`` as the
 descendants (by parent links) of the run's roots: the direct child, anything in
 its session or process group, anything seen as a descendant earlier in the run,
-and orphans re-parented to us or to init that carry the run's environment marker.
-A descendant that clears its environment, leaves the session and detaches
-before any scan sees it can escape; the kill report then still verifies only
+orphans re-parented to us or to init that carry the run's environment marker,
+and (in the kill's first and last scans) any process holding the run's output
+pipes. A descendant that clears its environment, leaves the session, detaches
+and closes its output before any scan sees it can escape; the kill report then still verifies only
 what it found, which is why it says "verified" and not "complete".
 
 Killing is TERM to every process, a grace period, KILL to whatever is left
@@ -88,6 +89,20 @@ def all_processes() -> list[ProcInfo]:
     return found
 
 
+def _holds_pipe(pid: int, links: set[str]) -> bool:
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") in links:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _has_marker(pid: int, marker: bytes) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
@@ -102,6 +117,8 @@ class RunTree:
 
     root_pid: int
     run_id: str
+    # Inodes of the run's stdout/stderr pipes: whoever still holds one is the run's.
+    pipe_inodes: tuple[int, ...] = ()
     root_start_time: int | None = None
     # (pid, start time) of every process ever seen in the tree.
     known: set[tuple[int, int]] = field(default_factory=set)
@@ -112,10 +129,16 @@ class RunTree:
             self.root_start_time = info.start_time
             self.known.add((info.pid, info.start_time))
 
-    def scan(self) -> list[ProcInfo]:
-        """Every process of this run that exists now (zombies included), root first."""
+    def scan(self, deep: bool = False) -> list[ProcInfo]:
+        """Every process of this run that exists now (zombies included), root first.
+
+        ``deep`` also looks through every process's open files for the run's
+        pipes; it costs a few milliseconds, so the kill uses it at its first and
+        last scan only.
+        """
         me = os.getpid()
         marker = f"{RUN_MARKER}={self.run_id}".encode()
+        links = {f"pipe:[{inode}]" for inode in self.pipe_inodes} if deep else set()
         procs = {info.pid: info for info in all_processes()}
         children: dict[int, list[int]] = {}
         for info in procs.values():
@@ -130,6 +153,7 @@ class RunTree:
                 or info.pgrp == self.root_pid
                 or (info.pid, info.start_time) in self.known
                 or (info.ppid in (me, 1) and _has_marker(info.pid, marker))
+                or (links and info.alive and _holds_pipe(info.pid, links))
             ):
                 roots.append(info.pid)
         tree: dict[int, ProcInfo] = {}
@@ -143,10 +167,10 @@ class RunTree:
         self.known.update((info.pid, info.start_time) for info in tree.values())
         return sorted(tree.values(), key=lambda info: (info.pid != self.root_pid, info.pid))
 
-    def alive(self, exclude_root: bool = False) -> list[ProcInfo]:
+    def alive(self, exclude_root: bool = False, deep: bool = False) -> list[ProcInfo]:
         return [
             info
-            for info in self.scan()
+            for info in self.scan(deep)
             if info.alive and not (exclude_root and info.pid == self.root_pid)
         ]
 
@@ -189,7 +213,7 @@ class KillResult:
 
 def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S) -> KillResult:
     """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen."""
-    found = tree.alive(exclude_root)
+    found = tree.alive(exclude_root, deep=True)
     leftovers = len(found)
     if found:
         _signal_all(found, signal.SIGTERM)
@@ -199,10 +223,15 @@ def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_G
             found = tree.alive(exclude_root)
         for _ in range(KILL_ROUNDS):
             if not found:
-                break
+                # Confirm with the deep scan before calling the tree gone.
+                found = tree.alive(exclude_root, deep=True)
+                if not found:
+                    break
             _signal_all(found, signal.SIGKILL)
             time.sleep(KILL_POLL_S)
             found = tree.alive(exclude_root)
+        else:
+            found = tree.alive(exclude_root, deep=True)
     reap_orphans(tree)
     return KillResult(leftovers=leftovers, survivors=[info.pid for info in found])
 

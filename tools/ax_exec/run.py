@@ -255,7 +255,7 @@ def _supervise(
     abort: AbortHook | None,
     on_output: OutputHook | None,
 ) -> ExecOutcome:
-    tree = RunTree(process.pid, run_id)
+    tree = RunTree(process.pid, run_id, pipe_inodes=tuple(os.fstat(fd).st_ino for fd in pipes))
     deadline = started + spec.timeout_s
     capture = _Capture(
         stdout=HeadTail(*split_caps(spec.max_output_bytes, keep_end=False)),
