@@ -140,7 +140,10 @@ def test_abort_callable_is_polled() -> None:
 
 
 def test_term_ignoring_child_is_killed_after_the_grace() -> None:
-    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(300)"
+    script = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(300)"
+    )
     outcome = run_managed(ExecSpec(argv=[PY, "-c", script], timeout_s=1))
     assert outcome.termination == "timeout"
     assert outcome.signal == "SIGKILL"
@@ -173,9 +176,13 @@ def test_spec_needs_exactly_one_command() -> None:
 def test_a_50_mb_flood_keeps_memory_bounded() -> None:
     total = 50_000_000
     script = (
-        "import sys\nchunk = b'x' * 65536\nleft = %d\n"
-        "while left:\n    n = min(left, len(chunk))\n    sys.stdout.buffer.write(chunk[:n])\n"
-        "    left -= n\nsys.stdout.buffer.write(b'')\n" % total
+        "import sys\n"
+        "chunk = b'x' * 65536\n"
+        f"left = {total}\n"
+        "while left:\n"
+        "    n = min(left, len(chunk))\n"
+        "    sys.stdout.buffer.write(chunk[:n])\n"
+        "    left -= n\n"
     )
     tracemalloc.start()
     try:
@@ -204,7 +211,9 @@ def test_the_end_of_stderr_is_always_kept() -> None:
 
 def test_truncated_output_is_spilled_under_its_hash(tmp_path: Path) -> None:
     spill = tmp_path / "objects"
-    script = "import sys; sys.stdout.write('a' * 300000); sys.stdout.flush(); sys.stderr.write('b' * 10)"
+    script = (
+        "import sys; sys.stdout.write('a' * 300000); sys.stdout.flush(); sys.stderr.write('b' * 10)"
+    )
     outcome = run_managed(
         ExecSpec(argv=[PY, "-c", script], max_output_bytes=2048, spill_dir=str(spill))
     )
@@ -243,7 +252,14 @@ def test_secrets_are_absent_from_the_child_environment() -> None:
         environ=environ,
     )
     seen = dict(line.split("=", 1) for line in outcome.stdout.head.splitlines())
-    for value in ("sk-value-one", "value-two", "value-three", "value-four", "value-five", "value-six"):
+    for value in (
+        "sk-value-one",
+        "value-two",
+        "value-three",
+        "value-four",
+        "value-five",
+        "value-six",
+    ):
         assert value not in outcome.stdout.head
     assert seen["PLAIN"] == "visible"
     assert seen["HTTPS_PROXY"] == "http://proxy.local:3128"
@@ -265,7 +281,8 @@ def test_secrets_are_absent_from_the_child_environment() -> None:
 def test_live_hook_sees_output_as_it_comes() -> None:
     seen: list[tuple[str, bytes]] = []
     outcome = run_managed(
-        ExecSpec(shell="echo one; echo two >&2"), on_output=lambda name, chunk: seen.append((name, chunk))
+        ExecSpec(shell="echo one; echo two >&2"),
+        on_output=lambda name, chunk: seen.append((name, chunk)),
     )
     assert outcome.exit_code == 0
     assert b"".join(c for n, c in seen if n == "stdout") == b"one\n"
@@ -275,8 +292,15 @@ def test_live_hook_sees_output_as_it_comes() -> None:
 def test_outcome_json_has_the_documented_shape() -> None:
     data = run_managed(ExecSpec(argv=["true"])).to_json()
     for key in (
-        "termination", "exitCode", "signal", "durationMs", "stdout", "stderr", "kill",
-        "sandbox", "spillPath",
+        "termination",
+        "exitCode",
+        "signal",
+        "durationMs",
+        "stdout",
+        "stderr",
+        "kill",
+        "sandbox",
+        "spillPath",
     ):
         assert key in data
     assert set(data["stdout"]) == {"head", "tail", "bytes", "truncated"}

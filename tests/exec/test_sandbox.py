@@ -75,7 +75,9 @@ def test_dev_null_and_the_scratch_dir_stay_writable(profile: SandboxProfile, rep
 
 def test_read_only_refuses_the_workspace_too(repo: Path) -> None:
     _require("read-only")
-    outcome = run_managed(ExecSpec(argv=_write(repo / "src.txt"), sandbox="read-only", cwd=str(repo)))
+    outcome = run_managed(
+        ExecSpec(argv=_write(repo / "src.txt"), sandbox="read-only", cwd=str(repo))
+    )
     assert outcome.exit_code != 0
     assert (repo / "src.txt").read_text() == "original\n"
 
@@ -83,7 +85,9 @@ def test_read_only_refuses_the_workspace_too(repo: Path) -> None:
 def test_workspace_write_allows_the_workspace_but_not_git_or_ax(repo: Path) -> None:
     _require("workspace-write")
     spec = {"sandbox": "workspace-write", "cwd": str(repo), "workspace": str(repo)}
-    ok = run_managed(ExecSpec(shell="echo new > src.txt && mkdir -p pkg && echo y > pkg/m.py", **spec))
+    ok = run_managed(
+        ExecSpec(shell="echo new > src.txt && mkdir -p pkg && echo y > pkg/m.py", **spec)
+    )
     assert ok.exit_code == 0, ok.stderr.head
     assert (repo / "src.txt").read_text() == "new\n"
     for target in (".git/config", ".git/hooks-pre-commit", ".ax/state.json"):
@@ -156,7 +160,10 @@ def test_udp_does_not_leave_a_network_namespace_sandbox(repo: Path) -> None:
         udp.bind(("127.0.0.1", 0))
         udp.settimeout(0.3)
         port = udp.getsockname()[1]
-        send = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))"
+        send = (
+            "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+            f".sendto(b'x', ('127.0.0.1', {port}))"
+        )
         run_managed(ExecSpec(argv=[PY, "-c", send], sandbox="read-only"))
         with pytest.raises(TimeoutError):
             udp.recv(10)

@@ -17,7 +17,8 @@ from libcommon.errors import ExitStatus, UsageError
 
 app = make_app(
     "ax-exec",
-    "Managed execution: timeouts, verified tree kill, secret-free environments and the Linux sandbox.",
+    "Managed execution: timeouts, verified tree kill, secret-free environments "
+    "and the Linux sandbox.",
 )
 
 

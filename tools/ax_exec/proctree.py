@@ -26,6 +26,7 @@ import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ax_exec.environment import RUN_MARKER
 
@@ -81,9 +82,9 @@ def read_proc(pid: int) -> ProcInfo | None:
 
 def all_processes() -> list[ProcInfo]:
     found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = read_proc(int(name))
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            info = read_proc(int(entry.name))
             if info is not None:
                 found.append(info)
     return found
@@ -91,12 +92,12 @@ def all_processes() -> list[ProcInfo]:
 
 def _holds_pipe(pid: int, links: set[str]) -> bool:
     try:
-        names = os.listdir(f"/proc/{pid}/fd")
+        entries = list(os.scandir(f"/proc/{pid}/fd"))
     except OSError:
         return False
-    for name in names:
+    for entry in entries:
         try:
-            if os.readlink(f"/proc/{pid}/fd/{name}") in links:
+            if str(Path(entry.path).readlink()) in links:
                 return True
         except OSError:
             continue
@@ -211,7 +212,9 @@ class KillResult:
         return not self.survivors
 
 
-def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S) -> KillResult:
+def kill_tree(
+    tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S
+) -> KillResult:
     """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen."""
     found = tree.alive(exclude_root, deep=True)
     leftovers = len(found)

@@ -176,7 +176,7 @@ def run_managed(
     run_id = clock.new_id("run")
     parent_env = os.environ if environ is None else environ
     argv = command_argv(spec, parent_env)
-    cwd = os.path.realpath(spec.cwd or os.getcwd())
+    cwd = os.path.realpath(spec.cwd or Path.cwd())
     clean = clean_environment(parent_env, spec.env_deny_patterns, spec.env)
     child_env = dict(clean.variables)
     child_env[RUN_MARKER] = run_id
@@ -185,7 +185,12 @@ def run_managed(
     if spec.sandbox != "none" and not status.enforced:
         # Fail closed: a sandboxed run is never silently run unconfined.
         return _spawn_error(
-            argv, cwd, run_id, started, status, clean.removed,
+            argv,
+            cwd,
+            run_id,
+            started,
+            status,
+            clean.removed,
             f"sandbox {spec.sandbox} is not enforced here: {status.reason}",
         )
     become_subreaper()
@@ -220,7 +225,12 @@ def run_managed(
             )
         except OSError as exc:
             return _spawn_error(
-                argv, cwd, run_id, started, status, clean.removed,
+                argv,
+                cwd,
+                run_id,
+                started,
+                status,
+                clean.removed,
                 f"{exc.strerror or exc}: {exc.filename or argv[0]!r}",
             )
         finally:
@@ -230,8 +240,18 @@ def run_managed(
         pipes: dict[int, StreamName] = {out_r: "stdout", err_r: "stderr"}
         out_r = err_r = -1
         return _supervise(
-            spec, process, pipes, argv, cwd, run_id, started, status, clean.removed,
-            status_r, abort, on_output,
+            spec,
+            process,
+            pipes,
+            argv,
+            cwd,
+            run_id,
+            started,
+            status,
+            clean.removed,
+            status_r,
+            abort,
+            on_output,
         )
     finally:
         for fd in (status_r, out_r, err_r):
@@ -322,8 +342,18 @@ def _supervise(
             capture.spill.discard()
         return _spawn_error(argv, cwd, run_id, started, status, removed, launch_error)
     return _outcome(
-        argv, cwd, run_id, started, status, removed, termination, process, capture,
-        result, attempted, drain_timed_out,
+        argv,
+        cwd,
+        run_id,
+        started,
+        status,
+        removed,
+        termination,
+        process,
+        capture,
+        result,
+        attempted,
+        drain_timed_out,
     )
 
 
@@ -387,4 +417,3 @@ def _outcome(
         drain_timed_out=drain_timed_out,
         env_removed=removed,
     )
-

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -238,8 +240,12 @@ def _probe_profile(profile: SandboxProfile, abi: int, base: Path) -> SandboxStat
         "gitNew": str(workspace / ".git" / "hooks-new"),
         "axNew": str(workspace / ".ax" / "f"),
     }
-    expected_ok = {"scratch", "devnull"} | ({"workspace"} if profile == "workspace-write" else set())
-    methods: list[NetworkMethod] = ["netns", "landlock-tcp", "none"] if abi >= 4 else ["netns", "none"]
+    expected_ok = {"scratch", "devnull"} | (
+        {"workspace"} if profile == "workspace-write" else set()
+    )
+    methods: list[NetworkMethod] = (
+        ["netns", "landlock-tcp", "none"] if abi >= 4 else ["netns", "none"]
+    )
     with _loopback_listeners() as (tcp, udp):
         plan = {"writes": writes, "tcpPort": tcp.getsockname()[1], "udpPort": udp.getsockname()[1]}
         run: _ProbeRun | None = None
@@ -280,17 +286,16 @@ def _probe_profile(profile: SandboxProfile, abi: int, base: Path) -> SandboxStat
     )
 
 
-class _loopback_listeners:  # noqa: N801 - used as a context manager
-    def __enter__(self) -> tuple[socket.socket, socket.socket]:
-        self.tcp = socket.create_server(("127.0.0.1", 0))
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", 0))
-        self.udp.setblocking(False)
-        return self.tcp, self.udp
-
-    def __exit__(self, *exc: object) -> None:
-        self.tcp.close()
-        self.udp.close()
+@contextmanager
+def _loopback_listeners() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A TCP and a UDP socket on the host loopback, for the child to try to reach."""
+    with (
+        socket.create_server(("127.0.0.1", 0)) as tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
+    ):
+        udp.bind(("127.0.0.1", 0))
+        udp.setblocking(False)
+        yield tcp, udp
 
 
 def _datagram_waiting(sock: socket.socket) -> bool:
@@ -331,7 +336,9 @@ def _probe() -> SandboxProbe:
         reason="; ".join(refused) or None,
         profiles=profiles,
     )
-    return SandboxProbe(selected="landlock" if enforced else "none", backends=[landlock, none_report])
+    return SandboxProbe(
+        selected="landlock" if enforced else "none", backends=[landlock, none_report]
+    )
 
 
 def probe_sandbox(refresh: bool = False) -> SandboxProbe:
