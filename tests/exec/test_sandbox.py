@@ -3,7 +3,9 @@ Landlock is not enforced on this machine; never passed without it."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ import pytest
 
 from ax_exec import ExecSpec, SandboxProbe, SandboxProfile, probe_sandbox, run_managed
 from ax_exec import sandbox as sandbox_module
+from ax_exec.launcher import landlock_abi
 
 PY = sys.executable
 PROFILES: list[SandboxProfile] = ["read-only", "workspace-write"]
@@ -216,3 +219,42 @@ def test_no_enforced_backend_fails_closed(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert outcome.error is not None and "simulated" in outcome.error
     assert outcome.sandbox.enforced is False and outcome.sandbox.backend == "none"
     assert not target.exists()
+
+
+def test_landlock_tcp_fallback_denies_tcp_and_says_udp_passes(
+    tmp_path: Path, tcp_server: tuple[int, list[bytes]]
+) -> None:
+    # The fallback used where no network namespace can be made: run it directly
+    # through the launcher so it is exercised even on this machine, which has netns.
+    _require("read-only")
+    abi, _ = landlock_abi()
+    if abi < 4:
+        pytest.skip(f"Landlock ABI {abi} has no network rules (needs 4)")
+    port, received = tcp_server
+    script = (
+        "import socket, sys\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        f"u.sendto(b'udp', ('127.0.0.1', int(sys.argv[1])))\n"
+        f"socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+    )
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.bind(("127.0.0.1", 0))
+        udp.settimeout(2)
+        status_r, status_w = os.pipe()
+        config = sandbox_module.launch_config("read-only", tmp_path, None, "landlock-tcp", status_w)
+        argv = [PY, "-c", script, str(udp.getsockname()[1])]
+        done = subprocess.run(
+            sandbox_module.launcher_command(config, argv),
+            capture_output=True,
+            text=True,
+            pass_fds=[status_w],
+            timeout=30,
+            check=False,
+        )
+        os.close(status_w)
+        os.close(status_r)
+        assert "PermissionError" in done.stderr, done.stderr
+        assert received == []
+        assert udp.recv(10) == b"udp"
+    _, unconfined = sandbox_module.describe("read-only", abi, "landlock-tcp", allow_net=False)
+    assert any(line.startswith("UDP") for line in unconfined)

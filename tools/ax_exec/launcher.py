@@ -40,6 +40,8 @@ _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "arm64": (44
 LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
 LANDLOCK_RULE_PATH_BENEATH = 1
 MIN_ENFORCED_ABI = 3
+# The newest ABI whose rights this file knows; a newer kernel's extra rights go unhandled.
+KNOWN_ABI = 7
 
 # Filesystem rights by the ABI that introduced them.
 FS_EXECUTE = 1 << 0

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ax_exec import sandbox
 from ax_exec.capture import READ_CHUNK_BYTES, HeadTail, Spill, split_caps
 from ax_exec.environment import RUN_MARKER, clean_environment
 from ax_exec.models import ExecOutcome, ExecSpec, KillReport, SandboxStatus, StreamCapture
 from ax_exec.proctree import KillResult, RunTree, become_subreaper, kill_tree
+from ax_exec.sandbox import SCRATCH_PREFIX, launch_config, launcher_command, profile_status
 from libcommon import clock
 
 ABORT_POLL_S = 0.05
@@ -181,7 +181,7 @@ def run_managed(
     child_env = dict(clean.variables)
     child_env[RUN_MARKER] = run_id
 
-    status = sandbox.profile_status(spec.sandbox, spec.allow_net)
+    status = profile_status(spec.sandbox, spec.allow_net)
     if spec.sandbox != "none" and not status.enforced:
         # Fail closed: a sandboxed run is never silently run unconfined.
         return _spawn_error(
@@ -200,12 +200,12 @@ def run_managed(
     child_argv = argv
     pass_fds: tuple[int, ...] = ()
     if spec.sandbox != "none":
-        scratch = Path(tempfile.mkdtemp(prefix=sandbox.SCRATCH_PREFIX))
+        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         child_env["TMPDIR"] = str(scratch)
         workspace = Path(os.path.realpath(spec.workspace or cwd))
         status_r, status_w = os.pipe()
-        config = sandbox.launch_config(spec.sandbox, scratch, workspace, status.network, status_w)
-        child_argv = sandbox.launcher_command(config, argv)
+        config = launch_config(spec.sandbox, scratch, workspace, status.network, status_w)
+        child_argv = launcher_command(config, argv)
         pass_fds = (status_w,)
 
     # Our own pipes, so the raw read ends are ours to multiplex and close.

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ax_exec import launcher
+from ax_exec.launcher import KNOWN_ABI, MIN_ENFORCED_ABI, fs_rights, landlock_abi
 from ax_exec.models import (
     BackendReport,
     NetworkMethod,
@@ -38,6 +38,7 @@ PROBE_TIMEOUT_S = 10.0
 PROTECTED_NAMES = (".git", ".ax")
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SCRATCH_PREFIX = "ax-exec-"
+LAUNCHER = Path(__file__).with_name("launcher.py")
 ENFORCING_PROFILES: tuple[SandboxProfile, ...] = ("read-only", "workspace-write")
 
 _probe_lock = threading.Lock()
@@ -46,7 +47,7 @@ _cached_probe: SandboxProbe | None = None
 
 def launcher_command(config: dict[str, Any], argv: list[str]) -> list[str]:
     """The child's argv: the launcher, its config, then the command it execs."""
-    return [sys.executable, "-I", "-S", launcher.__file__, json.dumps(config), *argv]
+    return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), *argv]
 
 
 def protected_paths(workspace: Path) -> list[str]:
@@ -102,14 +103,13 @@ def describe(
     profile: SandboxProfile, abi: int, network: NetworkMethod, allow_net: bool
 ) -> tuple[list[str], list[str]]:
     """(confines, doesNotConfine) for an enforced Landlock profile."""
-    handled = bin(launcher.fs_rights(abi)).count("1")
+    handled = bin(fs_rights(abi)).count("1")
     roots = "the private scratch directory (TMPDIR)"
     if profile == "workspace-write":
         roots = "the workspace and " + roots
     confines = [
         f"filesystem writes, creations, removals and renames everywhere except {roots} and "
-        f"{', '.join(DEVICE_FILES)} (Landlock ABI {abi}, all {handled} filesystem rights it "
-        "supports handled)",
+        f"{', '.join(DEVICE_FILES)} (Landlock ABI {abi}, {handled} filesystem rights handled)",
     ]
     if profile == "workspace-write":
         confines.append(
@@ -121,6 +121,8 @@ def describe(
         "ptrace of processes outside the sandbox (Landlock)",
     ]
     unconfined = list(_ALWAYS_UNCONFINED)
+    if abi > KNOWN_ABI:
+        unconfined.append(f"filesystem rights added after Landlock ABI {KNOWN_ABI}")
     if abi >= 6:
         confines.append("signals to processes outside the sandbox (Landlock scope)")
         confines.append("abstract unix sockets outside the sandbox (Landlock scope)")
@@ -314,14 +316,14 @@ def _probe() -> SandboxProbe:
         reason="runs commands unconfined; every command needs approval",
         profiles=[none_status()],
     )
-    abi, reason = launcher.landlock_abi()
-    if abi < launcher.MIN_ENFORCED_ABI:
+    abi, reason = landlock_abi()
+    if abi < MIN_ENFORCED_ABI:
         landlock = BackendReport(
             backend="landlock",
             available=abi > 0,
             enforced=False,
             abi=abi or None,
-            reason=reason or f"Landlock ABI {abi} is below {launcher.MIN_ENFORCED_ABI}",
+            reason=reason or f"Landlock ABI {abi} is below {MIN_ENFORCED_ABI}",
         )
         return SandboxProbe(selected="none", backends=[landlock, none_report])
     with tempfile.TemporaryDirectory(prefix="ax-exec-probe-") as tmp:
