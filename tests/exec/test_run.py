@@ -307,3 +307,16 @@ def test_outcome_json_has_the_documented_shape() -> None:
     assert {"attempted", "verified", "leftovers"} <= set(data["kill"])
     assert {"backend", "profile", "enforced", "confines", "doesNotConfine"} <= set(data["sandbox"])
     assert data["sandbox"]["backend"] == "none" and data["sandbox"]["enforced"] is False
+
+
+def test_an_exception_in_the_output_hook_still_kills_the_tree(tmp_path: Path) -> None:
+    pid_file = tmp_path / "sleep.pid"
+
+    def explode(name: str, chunk: bytes) -> None:
+        raise RuntimeError("hook failed")
+
+    with pytest.raises(RuntimeError, match="hook failed"):
+        run_managed(
+            ExecSpec(shell=f"sleep 300 & echo $! > {pid_file}; echo go; wait"), on_output=explode
+        )
+    assert not pid_alive(read_pid(pid_file))
