@@ -133,14 +133,15 @@ def run_command(
         )
     if cwd is not None and not cwd.is_dir():
         raise UsageError(f"--cwd {cwd} is not a directory")
-    root = resolve_workspace(workspace) if workspace is not None else None
+    # The workspace defaults to the run's directory, for both the sandbox and --spill.
+    root = resolve_workspace(workspace if workspace is not None else cwd)
     request: dict[str, Any] = {
         "argv": command or None,
         "shell": shell,
         "cwd": str(cwd) if cwd is not None else None,
         "sandbox": sandbox,
         "allowNet": allow_net,
-        "workspace": str(root) if root is not None else None,
+        "workspace": str(root),
     }
     if timeout is not None:
         request["timeoutS"] = timeout
