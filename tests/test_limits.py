@@ -34,6 +34,7 @@ def test_exec_limits() -> None:
     assert run.LAUNCH_TIMEOUT_S == 10.0
     assert run.EXIT_WAIT_S == 5.0
     assert run.TRACK_INTERVAL_S == 0.5
+    assert run.READY_READS == 16
     assert sandbox.PROBE_TIMEOUT_S == 10.0
     assert launcher.MIN_ENFORCED_ABI == 3
     assert launcher.KNOWN_ABI == 7

@@ -169,11 +169,7 @@ class RunTree:
         return sorted(tree.values(), key=lambda info: (info.pid != self.root_pid, info.pid))
 
     def alive(self, exclude_root: bool = False, deep: bool = False) -> list[ProcInfo]:
-        return [
-            info
-            for info in self.scan(deep)
-            if info.alive and not (exclude_root and info.pid == self.root_pid)
-        ]
+        return _alive(self.scan(deep), self, exclude_root)
 
 
 def send_signal(info: ProcInfo, signum: int) -> bool:
@@ -213,10 +209,16 @@ class KillResult:
 
 
 def kill_tree(
-    tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S
+    tree: RunTree, exclude_root: bool = False, deep: bool = True, grace_s: float = KILL_GRACE_S
 ) -> KillResult:
-    """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen."""
-    found = tree.alive(exclude_root, deep=True)
+    """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen.
+
+    ``deep=False`` skips the pipe-holder search in the first scan; the caller
+    passes it when the run's pipes already reached end-of-file, which proves no
+    process holds them.
+    """
+    scanned = tree.scan(deep)
+    found = _alive(scanned, tree, exclude_root)
     leftovers = len(found)
     if found:
         _signal_all(found, signal.SIGTERM)
@@ -235,18 +237,27 @@ def kill_tree(
             found = tree.alive(exclude_root)
         else:
             found = tree.alive(exclude_root, deep=True)
-    reap_orphans(tree)
+        scanned = tree.scan()
+    _reap_orphans(tree, scanned)
     return KillResult(leftovers=leftovers, survivors=[info.pid for info in found])
 
 
-def reap_orphans(tree: RunTree) -> None:
+def _alive(processes: list[ProcInfo], tree: RunTree, exclude_root: bool) -> list[ProcInfo]:
+    return [
+        info
+        for info in processes
+        if info.alive and not (exclude_root and info.pid == tree.root_pid)
+    ]
+
+
+def _reap_orphans(tree: RunTree, processes: list[ProcInfo]) -> None:
     """Collect the exit status of this run's zombies that were re-parented to us.
 
     Only processes identified as this run's are waited for: another thread's
     subprocess is never reaped behind its back. The root is left to its Popen.
     """
     me = os.getpid()
-    for info in tree.scan():
+    for info in processes:
         if info.ppid == me and info.pid != tree.root_pid and not info.alive:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(info.pid, os.WNOHANG)

@@ -46,6 +46,8 @@ DRAIN_TIMEOUT_S = 2.0
 LAUNCH_TIMEOUT_S = 10.0
 EXIT_WAIT_S = 5.0
 TRACK_INTERVAL_S = 0.5
+# Reads per stream when checking for end-of-file after the child exits (64 KiB each).
+READY_READS = 16
 SHELL = "bash"
 
 StreamName = Literal["stdout", "stderr"]
@@ -94,10 +96,15 @@ class _Capture:
             return
         except OSError:
             chunk = b""
+        self.consume(fd, chunk, selector)
+
+    def consume(self, fd: int, chunk: bytes, selector: selectors.BaseSelector) -> None:
+        """Capture a chunk, or close the pipe at end-of-file (an empty chunk)."""
         if chunk:
             self.feed(self.open_fds[fd], chunk)
             return
-        selector.unregister(fd)
+        if fd in selector.get_map():
+            selector.unregister(fd)
         os.close(fd)
         del self.open_fds[fd]
 
@@ -293,7 +300,8 @@ def _supervise(
             termination = _watch(process, pidfd, capture, selector, tree, deadline, abort)
         if termination == "exited" and launch_error is None:
             process.wait()
-            result = kill_tree(tree, exclude_root=True)
+            # Pipes already at end-of-file prove nobody holds them: skip that search.
+            result = kill_tree(tree, exclude_root=True, deep=not _read_ready(capture, selector))
             attempted = result.leftovers > 0
         else:
             result = kill_tree(tree)
@@ -355,6 +363,24 @@ def _watch(
                 capture.read(int(key.fd), selector)
     finally:
         selector.unregister(pidfd)
+
+
+def _read_ready(capture: _Capture, selector: selectors.BaseSelector) -> bool:
+    """Read what is buffered now; True when every pipe has reached end-of-file.
+
+    Bounded to a pipe buffer's worth of reads per stream: a writer that keeps
+    writing keeps the pipe open, which is the answer anyway.
+    """
+    for fd in list(capture.open_fds):
+        for _ in range(READY_READS):
+            try:
+                chunk = os.read(fd, READ_CHUNK_BYTES)
+            except BlockingIOError:
+                break
+            capture.consume(fd, chunk, selector)
+            if fd not in capture.open_fds:
+                break
+    return not capture.open_fds
 
 
 def _drain(capture: _Capture, selector: selectors.BaseSelector) -> bool:
