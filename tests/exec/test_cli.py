@@ -150,3 +150,13 @@ def test_help_stays_lean() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_deny_env_withholds_more_names(run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORP_VAULT_ADDR", "https://vault.local")
+    monkeypatch.setenv("GITHUB_TOKEN", "value-never-passed")
+    result = run_cli(main, ["run", "--deny-env", "*VAULT*", "--", "env"])
+    outcome = json.loads(result.stdout)
+    assert "vault.local" not in outcome["stdout"]["head"]
+    assert "value-never-passed" not in outcome["stdout"]["head"]
+    assert {"CORP_VAULT_ADDR", "GITHUB_TOKEN"} <= set(outcome["envRemoved"])

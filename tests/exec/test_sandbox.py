@@ -4,9 +4,11 @@ Landlock is not enforced on this machine; never passed without it."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,3 +260,70 @@ def test_landlock_tcp_fallback_denies_tcp_and_says_udp_passes(
         assert udp.recv(10) == b"udp"
     _, unconfined = sandbox_module.describe("read-only", abi, "landlock-tcp", allow_net=False)
     assert any(line.startswith("UDP") for line in unconfined)
+
+
+@pytest.fixture
+def world_dir() -> Iterator[Path]:
+    """A folder "nobody" can reach (pytest's tmp_path sits under a root-only folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="ax-exec-test-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_unprivileged_user_gets_the_same_sandbox(world_dir: Path) -> None:
+    # As root the launcher unshares namespaces directly; everyone else goes through
+    # a user namespace. Run the real code path as "nobody" to cover that branch.
+    _require("workspace-write")
+    if os.geteuid() != 0:
+        pytest.skip("already unprivileged: the other sandbox tests cover this path")
+    setpriv = shutil.which("setpriv")
+    system_python = shutil.which("python3", path="/usr/bin")
+    if setpriv is None or system_python is None:
+        pytest.skip("needs setpriv and /usr/bin/python3 to drop privileges")
+    version = subprocess.run(
+        [system_python, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is {version}, cannot load this venv's packages")
+    ws = world_dir / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    shutil.chown(ws, 65534, 65534)
+    shutil.chown(ws / ".git", 65534, 65534)
+    shutil.chown(ws / ".git" / "config", 65534, 65534)
+    import pydantic
+
+    import ax_exec
+
+    path = os.pathsep.join(
+        [
+            str(Path(ax_exec.__file__).parent.parent),
+            str(Path(pydantic.__file__).parent.parent),
+            str(Path(__file__).parents[2]),
+        ]
+    )
+    script = (
+        "from ax_exec import ExecSpec, run_managed\n"
+        f"o = run_managed(ExecSpec(shell='echo ok > f; id -u; echo x > .git/config',"
+        f" sandbox='workspace-write', cwd={str(ws)!r}))\n"
+        "print(o.sandbox.enforced, o.exit_code, o.stdout.head.strip(), o.stderr.head.strip(),"
+        " o.error)\n"
+    )
+    done = subprocess.run(
+        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", system_python, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(world_dir), "PYTHONPATH": path},
+    )
+    assert done.returncode == 0, done.stderr
+    enforced, exit_code, uid, error = done.stdout.strip().split(" ", 3)
+    assert (enforced, uid) == ("True", "65534")
+    assert exit_code != "0" and "Read-only file system" in error
+    assert (ws / "f").read_text() == "ok\n"
+    assert (ws / ".git" / "config").read_text() == "[core]\n"

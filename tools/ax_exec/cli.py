@@ -113,6 +113,13 @@ def run_command(
         bool,
         typer.Option("--spill", help="Keep truncated output in full under the state root."),
     ] = False,
+    deny_env: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--deny-env",
+            help="Also withhold variables whose name matches this glob (repeatable).",
+        ),
+    ] = None,
     workspace: cliapp.WorkspaceOption = None,
 ) -> int:
     """Run CMD under management and print its ExecOutcome as JSON.
@@ -142,6 +149,7 @@ def run_command(
         "sandbox": sandbox,
         "allowNet": allow_net,
         "workspace": str(root),
+        "envDenyPatterns": deny_env or [],
     }
     if timeout is not None:
         request["timeoutS"] = timeout
