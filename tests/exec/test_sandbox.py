@@ -327,3 +327,11 @@ def test_an_unprivileged_user_gets_the_same_sandbox(world_dir: Path) -> None:
     assert exit_code != "0" and "Read-only file system" in error
     assert (ws / "f").read_text() == "ok\n"
     assert (ws / ".git" / "config").read_text() == "[core]\n"
+
+
+def test_a_timeout_shorter_than_the_launch_is_a_timeout() -> None:
+    _require("read-only")
+    outcome = run_managed(ExecSpec(argv=["true"], sandbox="read-only", timeout_s=0.001))
+    assert outcome.termination == "timeout"
+    assert outcome.exit_code is None
+    assert outcome.kill.verified

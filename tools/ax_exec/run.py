@@ -156,15 +156,22 @@ def _spawn_error(facts: _Facts, message: str) -> ExecOutcome:
     )
 
 
+class _LaunchTimedOut(Exception):
+    pass
+
+
 def _wait_for_launch(status_r: int, deadline: float) -> str | None:
-    """Block until the launcher execs (EOF) or reports a failure; None when it exec'd."""
+    """Block until the launcher execs (EOF) or reports a failure; None when it exec'd.
+
+    Raises _LaunchTimedOut when ``deadline`` passes first.
+    """
     data = b""
     with selectors.DefaultSelector() as selector:
         selector.register(status_r, selectors.EVENT_READ)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return "the sandbox launcher did not exec in time"
+                raise _LaunchTimedOut
             if not selector.select(remaining):
                 continue
             chunk = os.read(status_r, 4096)
@@ -291,12 +298,17 @@ def _supervise(
     selector = selectors.DefaultSelector()
     try:
         launch_error = None
-        if status_r >= 0:
-            launch_error = _wait_for_launch(
-                status_r, min(deadline, facts.started + LAUNCH_TIMEOUT_S)
-            )
         termination: Termination = "exited"
-        if launch_error is None:
+        launch_deadline = facts.started + LAUNCH_TIMEOUT_S
+        try:
+            if status_r >= 0:
+                launch_error = _wait_for_launch(status_r, min(deadline, launch_deadline))
+        except _LaunchTimedOut:
+            if deadline <= launch_deadline:
+                termination = "timeout"
+            else:
+                launch_error = f"the sandbox launcher did not exec within {LAUNCH_TIMEOUT_S:g}s"
+        if launch_error is None and termination == "exited":
             termination = _watch(process, pidfd, capture, selector, tree, deadline, abort)
         if termination == "exited" and launch_error is None:
             process.wait()
