@@ -114,7 +114,11 @@ def _has_marker(pid: int, marker: bytes) -> bool:
 
 @dataclass
 class RunTree:
-    """One run's process tree, rooted at its direct child (a session leader)."""
+    """One run's process tree, rooted at its direct child (a session leader).
+
+    The caller reaps the root only after the kill: until then its zombie keeps
+    its pid, and so the session and group ids matched here, from being reused.
+    """
 
     root_pid: int
     run_id: str

@@ -311,10 +311,10 @@ def _supervise(
         if launch_error is None and termination == "exited":
             termination = _watch(process, pidfd, capture, selector, tree, deadline, abort)
         if termination == "exited" and launch_error is None:
-            process.wait()
             # Pipes already at end-of-file prove nobody holds them: skip that search.
             result = kill_tree(tree, exclude_root=True, deep=not _read_ready(capture, selector))
             attempted = result.leftovers > 0
+            process.wait()
         else:
             result = kill_tree(tree)
             attempted = True
