@@ -13,7 +13,7 @@ import typer
 
 from libcommon import cliapp
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
-from libcommon.errors import ExitStatus, UsageError
+from libcommon.errors import UsageError
 
 app = make_app(
     "ax-exec",
@@ -39,7 +39,10 @@ def _abort_on_signals(abort: threading.Event) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    handler: Callable[[int, Any], None] = lambda signum, frame: abort.set()  # noqa: E731
+
+    def handler(signum: int, frame: Any) -> None:
+        abort.set()
+
     saved = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -61,21 +64,6 @@ def _live_printer() -> Callable[[str, bytes], None]:
         stream.flush()
 
     return show
-
-
-def exit_status(termination: str, exit_code: int | None, signal_name: str | None) -> int:
-    """The child's status as a shell would report it, or ax-exec's own codes."""
-    if termination == "timeout":
-        return ExitStatus.TIMEOUT
-    if termination == "aborted":
-        return ExitStatus.ABORTED
-    if termination == "spawn-error":
-        return ExitStatus.SPAWN_ERROR
-    if exit_code is not None:
-        return exit_code
-    if signal_name is not None and signal_name.startswith("SIG"):
-        return 128 + int(signal.Signals[signal_name])
-    return ExitStatus.FAILED
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
@@ -178,7 +166,7 @@ def run_command(
     cliapp.emit_json(outcome.to_json())
     if outcome.error:
         cliapp.chrome(f"ax-exec: {outcome.termination}: {outcome.error}")
-    return exit_status(outcome.termination, outcome.exit_code, outcome.signal)
+    return outcome.shell_status
 
 
 @app.command()
