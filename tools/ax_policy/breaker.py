@@ -38,6 +38,14 @@ _WRAPPERS = frozenset(
 )  # fmt: skip
 # Wrapper options whose value is the next word (sudo -u root rm …, nice -n 5 rm …).
 _WRAPPER_VALUED = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-n", "-c"})
+_FIND_SELECTIVE = frozenset(
+    {
+        "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+        "-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
+        "-size", "-user", "-group", "-uid", "-gid", "-perm", "-empty", "-samefile", "-inum",
+        "-links", "-lname", "-ilname",
+    }
+)  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
 
 
@@ -92,6 +100,14 @@ def split_commands(command: str) -> list[list[str]]:
     index = 0
     while index < len(command):
         char = command[index]
+        if quote != "'" and command.startswith("${", index):
+            # A parameter expansion is part of the word, braces and all.
+            end = command.find("}", index)
+            end = len(command) - 1 if end < 0 else end
+            current.append(command[index : end + 1])
+            in_word = True
+            index = end + 1
+            continue
         if quote == "'":
             if char == "'":
                 quote = None
@@ -209,7 +225,8 @@ def _check_rm(args: list[str], workspace: Path, cwd: Path, home: Path) -> str | 
 
 
 def _check_find(args: list[str], workspace: Path, cwd: Path, home: Path) -> str | None:
-    if "-delete" not in args:
+    # A test that picks files by name, age or size makes it a clean-up, not a wipe.
+    if "-delete" not in args or _FIND_SELECTIVE & set(args):
         return None
     roots: list[str] = []
     for arg in args:

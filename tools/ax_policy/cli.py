@@ -45,7 +45,9 @@ def review_command_verb(
     command: Annotated[
         list[str],
         typer.Argument(
-            help="The command: one quoted string, or its words after `--`.", show_default=False
+            metavar="COMMAND...",
+            help="The command: one quoted string, or its words after `--`.",
+            show_default=False,
         ),
     ],
     workspace: WorkspaceOption = None,
@@ -195,7 +197,10 @@ def grants_revoke_verb(
     from .grants import revoke_durable_grant
 
     grant = revoke_durable_grant(state_root(env().environ), grant_id)
-    chrome(f"ax-policy: revoked {grant.id}; a running session keeps it until it ends")
+    chrome(
+        f"ax-policy: revoked {grant.id}; it applies from the next session "
+        "(a running session keeps its copy until it ends)"
+    )
     emit_json(grant.to_json())
     return 0
 
