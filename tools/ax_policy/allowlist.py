@@ -14,6 +14,7 @@ of the workspace (``-L``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -289,16 +290,17 @@ SPECS: Mapping[str, ExecutableSpec] = {
         flags=_f("-s -z --serial --zero-terminated"), valued=_v("text", "-d --delimiters")
     ),
     # No --args/--jsonargs (operands stop being files), -L (module search
-    # path), --rawfile/--slurpfile (read any file into a variable).
+    # path), --rawfile/--slurpfile (read any file into a variable), -f (a filter
+    # from a file, which this review cannot see). The filter itself is checked
+    # by PATTERN_GUARDS.
     "jq": ExecutableSpec(
         flags=_f(
             "-r -j -c -S -e -s -n -a -C -M -R --raw-output --join-output --compact-output "
             "--sort-keys --exit-status --slurp --null-input --ascii-output --tab "
             "--color-output --monochrome-output --raw-input --seq"
         ),
-        valued={**_v("count", "--indent"), **_v("path", "-f --from-file")},
+        valued=_v("count", "--indent"),
         operands="pattern-paths",
-        pattern_flags=_f("-f --from-file"),
     ),
     "uname": ExecutableSpec(
         flags=_f(
@@ -324,6 +326,15 @@ SPECS: Mapping[str, ExecutableSpec] = {
 }
 
 READ_ONLY_EXECUTABLES = frozenset(SPECS) | CUSTOM
+
+# Words a pattern operand may not contain: jq's filter language can read the
+# environment and load modules from outside the workspace.
+PATTERN_GUARDS: Mapping[str, re.Pattern[str]] = {
+    "jq": re.compile(
+        r"\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin|get_jq_origin"
+        r"|input_filename|debug|stderr|halt_error)\b"
+    ),
+}
 
 # find: the predicates allowed and whether each takes a value.
 FIND_GLOBAL_FLAGS = frozenset({"-H", "-P"})

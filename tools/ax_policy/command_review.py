@@ -27,6 +27,7 @@ from .allowlist import (
     FIND_GLOBAL_FLAGS,
     FIND_NO_VALUE,
     FIND_VALUE,
+    PATTERN_GUARDS,
     READ_ONLY_EXECUTABLES,
     SPECS,
     ExecutableSpec,
@@ -262,7 +263,11 @@ def _check_operands(
         if len(operands) > 1 or any(not operand.startswith("+") for operand in operands):
             return [f"{name} is reviewed only with a single +FORMAT operand (anything else sets)"]
         return []
-    if rule == "pattern-paths" and not pattern_given:
+    if rule == "pattern-paths" and not pattern_given and operands:
+        guard = PATTERN_GUARDS.get(name)
+        found = guard.search(operands[0]) if guard is not None else None
+        if found is not None:
+            return [f"the {name} pattern uses {found.group(0)}, which reaches outside the files"]
         operands = operands[1:]
     problems: list[str] = []
     for operand in operands:
