@@ -77,3 +77,33 @@ def test_spliced_metacharacters_never_read_only(
 def test_the_benign_commands_themselves_are_read_only(project: Path, system_path: str) -> None:
     for command in BENIGN:
         assert review_command(command, project, path_env=system_path).verdict == "read-only"
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    kind=st.sampled_from(["reads", "writes", "deletes", "command"]),
+    text=st.text(max_size=80),
+)
+def test_decide_never_raises_and_never_allows_garbage_commands(
+    kind: str, text: str, project: Path, system_path: str
+) -> None:
+    from ax_policy import CommandFact, DecisionContext, SandboxStatus, ToolFacts, decide
+
+    sandbox = SandboxStatus(backend="landlock", enforced=True, profiles=["read-only"])
+    ctx = DecisionContext(workspace=project, sandbox=sandbox, path_env=system_path)
+    if kind == "command":
+        tool = ToolFacts("run_command", command=lambda i: CommandFact(command=i))
+    else:
+        tool = ToolFacts("file_tool", **{kind: lambda i: [i]})
+    decision = decide(tool, text, ctx)
+    assert decision.verdict in ("allow", "ask", "deny")
+    if kind == "command" and decision.verdict == "allow":
+        assert decision.review is not None and decision.review.verdict == "read-only"
+        assert decision.exec_boundary == "sandboxed"
+    if kind != "reads" and decision.verdict == "allow":
+        assert decision.requires_snapshot or kind == "command"
