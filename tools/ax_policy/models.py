@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from libcommon.contracts import Contract
 
@@ -38,6 +38,12 @@ _TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
 _SHA256_HEX = r"^[0-9a-f]{64}$"
 
 
+class _Model(Contract):
+    # Build each model's validator on first use, not at import: a CLI verb pays
+    # only for the contracts it touches.
+    model_config = ConfigDict(defer_build=True)
+
+
 def _no_control(value: str) -> str:
     if _CONTROL.search(value):
         raise ValueError("control characters are not allowed")
@@ -58,7 +64,7 @@ FactPaths = Annotated[list[FactPath], Field(max_length=MAX_FACT_PATHS)]
 # --- Path validation -------------------------------------------------------------------
 
 
-class PathFacts(Contract):
+class PathFacts(_Model):
     """What validate_path found out about one path; facts with reasons, never a verdict."""
 
     raw: str
@@ -83,7 +89,7 @@ class PathFacts(Contract):
 # --- Command review --------------------------------------------------------------------
 
 
-class CommandReview(Contract):
+class CommandReview(_Model):
     """The outcome of reviewing one shell command string."""
 
     verdict: ReviewVerdict
@@ -95,7 +101,7 @@ class CommandReview(Contract):
 # --- The decision engine ---------------------------------------------------------------
 
 
-class SandboxStatus(Contract):
+class SandboxStatus(_Model):
     """The probed sandbox, an input fact (ax-policy never probes or runs anything)."""
 
     backend: str = "none"
@@ -109,26 +115,26 @@ class SandboxStatus(Contract):
         return self.network_denied or not no_network
 
 
-class CommandFact(Contract):
+class CommandFact(_Model):
     command: Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT_CHARS)]
     cwd: FactPath | None = None
 
 
-class CheckFact(Contract):
+class CheckFact(_Model):
     """A typed check: it runs the project's own code."""
 
     kind: Annotated[str, StringConstraints(min_length=1, max_length=64)]
     replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
 
 
-class ExternalFact(Contract):
+class ExternalFact(_Model):
     """The tool talks to something outside this machine."""
 
     host: Annotated[str, StringConstraints(max_length=253)] | None = None
     write: bool = False
 
 
-class DeclaredFacts(Contract):
+class DeclaredFacts(_Model):
     """Facts as plain values, the shape a decision request carries over JSON."""
 
     reads: FactPaths | None = None
@@ -141,12 +147,12 @@ class DeclaredFacts(Contract):
     internal: bool = False
 
 
-class SessionGrant(Contract):
+class SessionGrant(_Model):
     tool: ToolName
     grant_class: GrantClass = Field(validation_alias="class", serialization_alias="class")
 
 
-class DecisionRequest(Contract):
+class DecisionRequest(_Model):
     """``ax-policy decide`` reads one of these on stdin."""
 
     tool: ToolName
@@ -157,7 +163,7 @@ class DecisionRequest(Contract):
     )
 
 
-class Decision(Contract):
+class Decision(_Model):
     verdict: Verdict
     decision_class: DecisionClass = Field(validation_alias="class", serialization_alias="class")
     rule: str
@@ -174,7 +180,7 @@ class Decision(Contract):
 # --- Configuration ---------------------------------------------------------------------
 
 
-class WorkspaceConfig(Contract):
+class WorkspaceConfig(_Model):
     """``<ws>/.ax/config.json``: deny lists only; nothing here can widen authority."""
 
     protected_paths: PatternList = Field(default_factory=list)
@@ -192,7 +198,7 @@ class UserConfig(WorkspaceConfig):
     max_steps: Annotated[int, Field(ge=1, le=MAX_STEPS_CAP)] | None = None
 
 
-class ConfigSource(Contract):
+class ConfigSource(_Model):
     layer: Literal["user", "workspace"]
     path: str
     present: bool
@@ -208,17 +214,17 @@ class PolicyConfig(UserConfig):
 # --- Trust ----------------------------------------------------------------------------
 
 
-class TrustEntry(Contract):
+class TrustEntry(_Model):
     granted_at: str
     source: Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 
-class TrustStore(Contract):
+class TrustStore(_Model):
     version: Literal[1] = 1
     workspaces: dict[str, TrustEntry] = Field(default_factory=dict)
 
 
-class TrustStatus(Contract):
+class TrustStatus(_Model):
     workspace: str
     trusted: bool
     # "store": recorded consent; "once": --trust-this-workspace, never saved.
@@ -233,7 +239,7 @@ class TrustStatus(Contract):
 DURABLE_EXTERNAL_TOOLS = frozenset({"web_search"})
 
 
-class DurableGrant(Contract):
+class DurableGrant(_Model):
     id: Annotated[str, StringConstraints(pattern=r"^g-[A-Za-z0-9._-]{1,64}$")]
     kind: Literal["check-replay", "external-tool"]
     workspace: str
@@ -257,6 +263,6 @@ class DurableGrant(Contract):
         return self
 
 
-class GrantStore(Contract):
+class GrantStore(_Model):
     version: Literal[1] = 1
     grants: list[DurableGrant] = Field(default_factory=list)
