@@ -46,3 +46,38 @@ def test_exec_limits() -> None:
         "*PASSWORD*",
         "*CREDENTIAL*",
     )
+
+
+def test_policy_limits() -> None:
+    from ax_policy import (
+        breaker,
+        command_review,
+        config,
+        engine,
+        models,
+        pathcheck,
+        shellwords,
+        stores,
+    )
+
+    assert shellwords.MAX_COMMAND_CHARS == 4096
+    assert shellwords.MAX_WORDS == 256
+    assert pathcheck.MAX_PATH_CHARS == 4096
+    assert config.MAX_CONFIG_BYTES == 64 * 1024
+    assert stores.MAX_STORE_BYTES == 4 * 1024 * 1024
+    assert models.MAX_PATTERNS_PER_LIST == 256
+    assert models.MAX_PATTERN_CHARS == 256
+    assert models.MAX_STEPS_CAP == 10_000
+    assert models.MAX_FACT_PATHS == 256
+    assert models.MAX_FACT_TEXT_CHARS == 65_536
+    assert engine.MAX_FACT_ERROR_CHARS == 300
+    assert breaker.MAX_UNWRAP_DEPTH == 4
+    assert command_review.SYSTEM_BIN_DIRS == (
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    )
+    assert frozenset({"web_search"}) == models.DURABLE_EXTERNAL_TOOLS

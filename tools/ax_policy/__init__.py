@@ -1,4 +1,130 @@
 """ax-policy: trust, path validation, command review and the allow/ask/deny decision engine.
 
-This module is the public face: other tools import only what it names.
+This module is the public face: other tools import only what it names
+(``from ax_policy import decide, review_command``). The engine decides; it
+never runs a command and never writes the event log.
+
+Names are loaded on first use, so ``ax-policy --help`` does not pay for
+pydantic and the engine.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .command_review import SYSTEM_BIN_DIRS, review_command
+    from .config import load_config, workspace_config_path
+    from .engine import DecisionContext, ToolFacts, decide, decide_request
+    from .grants import (
+        GRANTABLE_CLASSES,
+        Grants,
+        SessionGrants,
+        add_durable_grant,
+        list_durable_grants,
+        revoke_durable_grant,
+    )
+    from .models import (
+        DURABLE_EXTERNAL_TOOLS,
+        CheckFact,
+        CommandFact,
+        CommandReview,
+        ConfigSource,
+        Decision,
+        DecisionRequest,
+        DeclaredFacts,
+        DurableGrant,
+        ExternalFact,
+        PathFacts,
+        PolicyConfig,
+        SandboxStatus,
+        SessionGrant,
+        TrustStatus,
+    )
+    from .pathcheck import validate_path
+    from .trust import check_trust, ensure_trusted, grant_trust, revoke_trust
+
+# Each public name and the module that defines it.
+_EXPORTS = {
+    "SYSTEM_BIN_DIRS": "command_review",
+    "review_command": "command_review",
+    "load_config": "config",
+    "workspace_config_path": "config",
+    "DecisionContext": "engine",
+    "ToolFacts": "engine",
+    "decide": "engine",
+    "decide_request": "engine",
+    "GRANTABLE_CLASSES": "grants",
+    "Grants": "grants",
+    "SessionGrants": "grants",
+    "add_durable_grant": "grants",
+    "list_durable_grants": "grants",
+    "revoke_durable_grant": "grants",
+    "DURABLE_EXTERNAL_TOOLS": "models",
+    "CheckFact": "models",
+    "CommandFact": "models",
+    "CommandReview": "models",
+    "ConfigSource": "models",
+    "Decision": "models",
+    "DecisionRequest": "models",
+    "DeclaredFacts": "models",
+    "DurableGrant": "models",
+    "ExternalFact": "models",
+    "PathFacts": "models",
+    "PolicyConfig": "models",
+    "SandboxStatus": "models",
+    "SessionGrant": "models",
+    "TrustStatus": "models",
+    "validate_path": "pathcheck",
+    "check_trust": "trust",
+    "ensure_trusted": "trust",
+    "grant_trust": "trust",
+    "revoke_trust": "trust",
+}
+
+__all__ = [
+    "DURABLE_EXTERNAL_TOOLS",
+    "GRANTABLE_CLASSES",
+    "SYSTEM_BIN_DIRS",
+    "CheckFact",
+    "CommandFact",
+    "CommandReview",
+    "ConfigSource",
+    "Decision",
+    "DecisionContext",
+    "DecisionRequest",
+    "DeclaredFacts",
+    "DurableGrant",
+    "ExternalFact",
+    "Grants",
+    "PathFacts",
+    "PolicyConfig",
+    "SandboxStatus",
+    "SessionGrant",
+    "SessionGrants",
+    "ToolFacts",
+    "TrustStatus",
+    "add_durable_grant",
+    "check_trust",
+    "decide",
+    "decide_request",
+    "ensure_trusted",
+    "grant_trust",
+    "list_durable_grants",
+    "load_config",
+    "review_command",
+    "revoke_durable_grant",
+    "revoke_trust",
+    "validate_path",
+    "workspace_config_path",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,352 @@
+"""The curated read-only executables and, for each, the flags it may be given.
+
+Flags are allowed, never denied: a flag missing from an executable's table
+makes the command ask. That is what keeps ``find -exec``, ``sort -o``,
+``rg --pre`` or a GNU long-option abbreviation such as ``sort --comp=sh`` out
+of the read-only set without anyone having to remember them.
+
+Left out on purpose: ``git`` (its config, pager, hooks and fsmonitor can run
+code), interpreters, pagers and editors (shell escapes), ``env``/``printenv``
+(secrets), ``xargs``/``tee``/``awk`` (run or write), and every flag that writes
+a file, runs a program, reads a list of files from a file, or follows links out
+of the workspace (``-L``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+# What a flag's value or an operand is, for checking it.
+#   count: a number (optionally signed, with a unit suffix: 20, +5, 1K)
+#   text:  free text (a pattern, a format); never treated as a path
+#   path:  must resolve inside the workspace and not be secret-named
+#   when:  always | never | auto
+ValueKind = Literal["count", "text", "path", "when"] | frozenset[str]
+
+# How the operands (the non-flag words) are read.
+#   paths:          every operand is a path
+#   text:           operands are free text (echo, basename)
+#   none:           no operands at all
+#   pattern-paths:  the first operand is a pattern unless a pattern flag gave it; the rest are paths
+#   date-format:    at most one operand and it must start with "+"
+OperandRule = Literal["paths", "text", "none", "pattern-paths", "date-format"]
+
+
+@dataclass(frozen=True)
+class ExecutableSpec:
+    flags: frozenset[str] = frozenset()
+    valued: Mapping[str, ValueKind] = field(default_factory=dict)
+    # Long options whose value is optional and only ever given as --name=value.
+    optional: Mapping[str, ValueKind] = field(default_factory=dict)
+    operands: OperandRule = "paths"
+    max_operands: int | None = None
+    # head -20 / tail -5: the obsolete count-only flag.
+    numeric_shorthand: bool = False
+    # Flags that supply the pattern, so every operand is a path.
+    pattern_flags: frozenset[str] = frozenset()
+
+
+def _f(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _v(kind: ValueKind, names: str) -> dict[str, ValueKind]:
+    return dict.fromkeys(names.split(), kind)
+
+
+_SUMS = ExecutableSpec(flags=_f("-b -t -z --binary --text --tag --zero"))
+
+# Executables whose review is custom code (their grammar is not flags + operands).
+CUSTOM = frozenset({"find", "sed"})
+
+SPECS: Mapping[str, ExecutableSpec] = {
+    "ls": ExecutableSpec(
+        flags=_f(
+            "-a -A -l -h -R -1 -d -F -t -S -r -i -n -s -p -g -o -x -C -m -c -u -U -X -v -G -N "
+            "-Q -q -B -k --all --almost-all --human-readable --si --recursive --directory "
+            "--classify --inode --size --reverse --numeric-uid-gid --no-group "
+            "--group-directories-first --full-time --literal --quote-name --escape "
+            "--ignore-backups --color --colour"
+        ),
+        valued={
+            **_v("count", "-w --width -T --tabsize"),
+            **_v("text", "-I --ignore --hide --time-style --block-size"),
+            "--sort": frozenset({"none", "size", "time", "version", "extension", "width"}),
+            "--format": frozenset(
+                {"across", "commas", "horizontal", "long", "single-column", "verbose", "vertical"}
+            ),
+            "--indicator-style": frozenset({"none", "slash", "file-type", "classify"}),
+            "--quoting-style": frozenset(
+                {"literal", "locale", "shell", "shell-always", "shell-escape", "c", "escape"}
+            ),
+            "--time": frozenset({"atime", "access", "use", "ctime", "status", "birth", "mtime"}),
+        },
+        optional=_v("when", "--color --colour"),
+    ),
+    "cat": ExecutableSpec(
+        flags=_f(
+            "-n -b -s -A -E -T -v -e -t -u --number --number-nonblank --squeeze-blank "
+            "--show-all --show-ends --show-tabs --show-nonprinting"
+        )
+    ),
+    "head": ExecutableSpec(
+        flags=_f("-q -v -z --quiet --silent --verbose --zero-terminated"),
+        valued=_v("count", "-n -c --lines --bytes"),
+        numeric_shorthand=True,
+    ),
+    # No -f/-F: following a file never ends.
+    "tail": ExecutableSpec(
+        flags=_f("-q -v -z --quiet --silent --verbose --zero-terminated"),
+        valued=_v("count", "-n -c --lines --bytes"),
+        numeric_shorthand=True,
+    ),
+    # No --files0-from: it reads the list of files to open from a file.
+    "wc": ExecutableSpec(
+        flags=_f("-l -w -c -m -L --lines --words --bytes --chars --max-line-length")
+    ),
+    # No -R (follows every symlink) and no --exclude-from/-f outside the workspace.
+    "grep": ExecutableSpec(
+        flags=_f(
+            "-r -n -i -y -l -L -c -v -w -x -E -F -G -P -o -s -q -h -H -I -a -b -T -U -z -Z "
+            "--recursive --line-number --ignore-case --no-ignore-case --files-with-matches "
+            "--files-without-match --count --invert-match --word-regexp --line-regexp "
+            "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --only-matching "
+            "--no-messages --quiet --silent --no-filename --with-filename --text --byte-offset "
+            "--initial-tab --null --null-data --line-buffered --color --colour"
+        ),
+        valued={
+            **_v("count", "-A -B -C -m --after-context --before-context --context --max-count"),
+            **_v("text", "-e --regexp --include --exclude --exclude-dir --label"),
+            **_v("path", "-f --file"),
+            "--binary-files": frozenset({"binary", "text", "without-match"}),
+            "-d": frozenset({"read", "skip", "recurse"}),
+            "--directories": frozenset({"read", "skip", "recurse"}),
+            "-D": frozenset({"read", "skip"}),
+            "--devices": frozenset({"read", "skip"}),
+        },
+        optional=_v("when", "--color --colour"),
+        operands="pattern-paths",
+        pattern_flags=_f("-e --regexp -f --file"),
+    ),
+    # No --pre/--pre-glob (run a program per file), -z/--search-zip (runs
+    # decompressors), -L/--follow.
+    "rg": ExecutableSpec(
+        flags=_f(
+            "-n -N -i -s -S -w -x -F -v -l -c -u -H -I -o -0 -q -P -U -a -b -p -. "
+            "--hidden --no-ignore --no-ignore-vcs --no-config --files --files-with-matches "
+            "--files-without-match --count --count-matches --json --vimgrep --no-heading "
+            "--heading --line-number --no-line-number --column --no-filename --with-filename "
+            "--only-matching --ignore-case --case-sensitive --smart-case --word-regexp "
+            "--line-regexp --fixed-strings --invert-match --trim --stats --null --no-messages "
+            "--quiet --pcre2 --multiline --type-list --text --byte-offset --pretty"
+        ),
+        valued={
+            **_v("text", "-t --type -T --type-not -g --glob --iglob -e --regexp -r --replace"),
+            **_v("text", "--colors --context-separator --path-separator -E --encoding"),
+            **_v("count", "-A -B -C -m -M -d -j --after-context --before-context --context"),
+            **_v("count", "--max-count --max-columns --max-depth --max-filesize --threads"),
+            **_v("path", "-f --file --ignore-file"),
+            "--color": frozenset({"always", "never", "auto", "ansi"}),
+            "--sort": frozenset({"none", "path", "modified", "accessed", "created"}),
+            "--sortr": frozenset({"none", "path", "modified", "accessed", "created"}),
+        },
+        operands="pattern-paths",
+        pattern_flags=_f("-e --regexp -f --file --files --type-list"),
+    ),
+    "stat": ExecutableSpec(
+        flags=_f("-L -f -t --dereference --file-system --terse"),
+        valued=_v("text", "-c --format --printf"),
+    ),
+    # No -z (looks inside compressed files) and no -m (a magic file from anywhere).
+    "file": ExecutableSpec(
+        flags=_f(
+            "-b -i -L -h -N -s -k -r --brief --mime --mime-type --mime-encoding "
+            "--dereference --no-dereference --no-pad --keep-going --raw --special-files"
+        ),
+        valued=_v("text", "-F --separator"),
+    ),
+    "du": ExecutableSpec(
+        flags=_f(
+            "-s -h -a -c -k -m -b -x -S --summarize --human-readable --all --total "
+            "--apparent-size --bytes --one-file-system --si --separate-dirs --inodes"
+        ),
+        valued={
+            **_v("count", "-d --max-depth"),
+            **_v("text", "-t --threshold --exclude -B --block-size"),
+        },
+    ),
+    "df": ExecutableSpec(
+        flags=_f(
+            "-h -H -i -T -a -l -k -P --human-readable --si --inodes --print-type --all "
+            "--local --portability --total"
+        ),
+        valued=_v("text", "-t -x --type --exclude-type -B --block-size"),
+    ),
+    # No -o (writes a file), -l (follows links), -R/-H (writes HTML files).
+    "tree": ExecutableSpec(
+        flags=_f(
+            "-a -d -f -i -s -h -p -u -g -D -F -C -n -Q -N -r -t -c -U -v -J -X "
+            "--noreport --dirsfirst --du --prune"
+        ),
+        valued={**_v("count", "-L --filelimit"), **_v("text", "-I -P --charset")},
+    ),
+    "pwd": ExecutableSpec(flags=_f("-L -P"), operands="none"),
+    "echo": ExecutableSpec(flags=_f("-n -e -E"), operands="text"),
+    "basename": ExecutableSpec(
+        flags=_f("-a -z --multiple --zero"), valued=_v("text", "-s --suffix"), operands="text"
+    ),
+    "dirname": ExecutableSpec(flags=_f("-z --zero"), operands="text"),
+    "realpath": ExecutableSpec(
+        flags=_f(
+            "-e -m -s -q -z -P --no-symlinks --canonicalize-existing --canonicalize-missing "
+            "--quiet --strip --physical --zero"
+        ),
+        valued=_v("path", "--relative-to --relative-base"),
+    ),
+    "readlink": ExecutableSpec(
+        flags=_f(
+            "-f -e -m -n -q -s -v -z --canonicalize --canonicalize-existing "
+            "--canonicalize-missing --no-newline --quiet --silent --verbose --zero"
+        )
+    ),
+    # No -o (writes), -T (temp dir), --compress-program (runs a program), --files0-from.
+    "sort": ExecutableSpec(
+        flags=_f(
+            "-b -d -f -g -i -M -h -n -R -r -V -c -C -s -u -z --reverse --unique "
+            "--numeric-sort --human-numeric-sort --version-sort --ignore-case --stable "
+            "--check --ignore-leading-blanks --dictionary-order --general-numeric-sort "
+            "--month-sort --random-sort --zero-terminated"
+        ),
+        valued=_v("text", "-k --key -t --field-separator"),
+    ),
+    # uniq's second operand is an output file: one operand at most.
+    "uniq": ExecutableSpec(
+        flags=_f("-c -d -D -u -i -z --count --repeated --unique --ignore-case --zero-terminated"),
+        valued=_v("count", "-f -s -w --skip-fields --skip-chars --check-chars"),
+        max_operands=1,
+    ),
+    "cut": ExecutableSpec(
+        flags=_f("-s -z -n --complement --only-delimited --zero-terminated"),
+        valued=_v(
+            "text", "-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"
+        ),
+    ),
+    "diff": ExecutableSpec(
+        flags=_f(
+            "-u -q -r -N -y -w -b -B -i -a -t -T -s -c -p -d --brief --recursive --new-file "
+            "--side-by-side --ignore-all-space --ignore-space-change --ignore-blank-lines "
+            "--ignore-case --text --report-identical-files --minimal --suppress-common-lines "
+            "--expand-tabs --initial-tab --show-c-function --color"
+        ),
+        valued={
+            **_v("count", "-U -W --width"),
+            **_v("text", "-x --exclude -I --ignore-matching-lines --label"),
+        },
+        optional=_v("when", "--color"),
+        max_operands=2,
+    ),
+    "cmp": ExecutableSpec(
+        flags=_f("-b -l -s --print-bytes --verbose --silent --quiet"),
+        valued={**_v("text", "-i --ignore-initial"), **_v("count", "-n --bytes")},
+        max_operands=2,
+    ),
+    # The checksum tools without -c/--check, which opens the files a list names.
+    "md5sum": _SUMS,
+    "sha1sum": _SUMS,
+    "sha256sum": _SUMS,
+    "sha512sum": _SUMS,
+    "b2sum": _SUMS,
+    "nl": ExecutableSpec(
+        flags=_f("-p --no-renumber"),
+        valued=_v("text", "-b -h -f -n -s -d -v -i -w -l"),
+    ),
+    "od": ExecutableSpec(
+        flags=_f("-b -c -d -o -x -v -i -l -s"),
+        valued=_v("text", "-A -t -N -j -w --address-radix --format --read-bytes --skip-bytes"),
+    ),
+    "hexdump": ExecutableSpec(
+        flags=_f("-b -c -C -d -o -x -v"),
+        valued={**_v("count", "-n -s"), **_v("text", "-e")},
+    ),
+    "tac": ExecutableSpec(flags=_f("-b -r --before --regex"), valued=_v("text", "-s --separator")),
+    "strings": ExecutableSpec(
+        flags=_f("-a -d -f -w --all --data --print-file-name --include-all-whitespace"),
+        valued={
+            **_v("count", "-n --bytes"),
+            **_v("text", "-e --encoding"),
+            "-t": frozenset({"d", "o", "x"}),
+            "--radix": frozenset({"d", "o", "x"}),
+        },
+    ),
+    "comm": ExecutableSpec(
+        flags=_f("-1 -2 -3 -z --check-order --nocheck-order --total --zero-terminated"),
+        valued=_v("text", "--output-delimiter"),
+        max_operands=2,
+    ),
+    "paste": ExecutableSpec(
+        flags=_f("-s -z --serial --zero-terminated"), valued=_v("text", "-d --delimiters")
+    ),
+    # No --args/--jsonargs (operands stop being files), -L (module search
+    # path), --rawfile/--slurpfile (read any file into a variable), -f (a filter
+    # from a file, which this review cannot see). The filter itself is checked
+    # by PATTERN_GUARDS.
+    "jq": ExecutableSpec(
+        flags=_f(
+            "-r -j -c -S -e -s -n -a -C -M -R --raw-output --join-output --compact-output "
+            "--sort-keys --exit-status --slurp --null-input --ascii-output --tab "
+            "--color-output --monochrome-output --raw-input --seq"
+        ),
+        valued=_v("count", "--indent"),
+        operands="pattern-paths",
+    ),
+    "uname": ExecutableSpec(
+        flags=_f(
+            "-a -s -n -r -v -m -p -i -o --all --kernel-name --nodename --kernel-release "
+            "--kernel-version --machine --processor --hardware-platform --operating-system"
+        ),
+        operands="none",
+    ),
+    "whoami": ExecutableSpec(operands="none"),
+    "id": ExecutableSpec(
+        flags=_f("-u -g -G -n -r -z --user --group --groups --name --real --zero"),
+        operands="text",
+        max_operands=1,
+    ),
+    "nproc": ExecutableSpec(flags=_f("--all"), operands="none"),
+    # No -s/--set and no -f/--file; the one operand must be a +FORMAT.
+    "date": ExecutableSpec(
+        flags=_f("-u -R --utc --universal --rfc-email"),
+        valued={**_v("text", "-d --date"), **_v("path", "-r --reference")},
+        operands="date-format",
+    ),
+    "which": ExecutableSpec(flags=_f("-a"), operands="text"),
+}
+
+READ_ONLY_EXECUTABLES = frozenset(SPECS) | CUSTOM
+
+# Words a pattern operand may not contain: jq's filter language can read the
+# environment and load modules from outside the workspace.
+PATTERN_GUARDS: Mapping[str, re.Pattern[str]] = {
+    "jq": re.compile(
+        r"\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin|get_jq_origin"
+        r"|input_filename|debug|stderr|halt_error)\b"
+    ),
+}
+
+# find: the predicates allowed and whether each takes a value.
+FIND_GLOBAL_FLAGS = frozenset({"-H", "-P"})
+FIND_NO_VALUE = _f(
+    "-print -print0 -ls -prune -empty -true -false -depth -xdev -mount -quit -readable "
+    "-writable -executable -nouser -nogroup -daystart -ignore_readdir_race -noleaf "
+    "-not -a -and -o -or ( ) ,"
+)
+FIND_VALUE: Mapping[str, ValueKind] = {
+    **_v("text", "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname"),
+    **_v("text", "-ilname -regextype -type -xtype -size -perm -user -group -printf"),
+    **_v("count", "-maxdepth -mindepth -mtime -mmin -atime -amin -ctime -cmin -used"),
+    **_v("count", "-uid -gid -links -inum"),
+    **_v("path", "-newer -anewer -cnewer -samefile"),
+}

@@ -1,0 +1,325 @@
+"""Command review: a positive proof that a shell command only reads, or "ask".
+
+``review_command`` answers ``read-only`` only when every one of these holds:
+the string is one simple command with nothing a shell would expand
+(``shellwords``); it does not start with an assignment; its executable is a
+bare name on the curated allowlist (``allowlist``) that PATH resolves to a
+real file under a system directory and not inside the workspace; every flag is
+on that executable's own allowlist; and every path argument resolves inside
+the workspace and is not secret-named. The circuit breaker (``breaker``) runs
+first and turns wipes of the workspace, home or root into ``deny``. Anything
+else is ``ask``.
+
+This is a prompt-skip gate, not a security boundary: a string reviewer can be
+fooled, and the sandbox is what contains a command that runs without asking.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from libcommon.paths import is_within
+
+from .allowlist import (
+    FIND_GLOBAL_FLAGS,
+    FIND_NO_VALUE,
+    FIND_VALUE,
+    PATTERN_GUARDS,
+    READ_ONLY_EXECUTABLES,
+    SPECS,
+    ExecutableSpec,
+    ValueKind,
+)
+from .breaker import wipe_reason
+from .models import CommandReview, WorkspaceConfig
+from .pathcheck import validate_path
+from .shellwords import NotSimple, split_words
+
+# Executables must resolve (after symlinks) to a file below one of these.
+SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_COUNT = re.compile(r"^[+-]?[0-9]{1,18}[A-Za-z]{0,3}$")
+_SED_PRINT_RANGE = re.compile(r"^[0-9]{1,12}(?:,[0-9]{1,12})?p$")
+_WHEN = frozenset({"always", "never", "auto"})
+
+
+def review_command(
+    command: str,
+    workspace: str | os.PathLike[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    path_env: str | None = None,
+    config: WorkspaceConfig | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> CommandReview:
+    """Review ``command`` as it would run in ``cwd`` (default: the workspace)."""
+    ws = Path(os.path.realpath(workspace))
+    where = Path(os.path.realpath(ws / cwd)) if cwd is not None else ws
+    wipe = wipe_reason(
+        command, ws, cwd=where, home=Path(os.path.realpath(home)) if home is not None else None
+    )
+    if wipe is not None:
+        return CommandReview(verdict="deny", reasons=[f"circuit breaker: {wipe}"])
+
+    try:
+        words = split_words(command)
+    except NotSimple as refusal:
+        return _ask(f"not one plain command: {refusal.reason}")
+    argv = [word.text for word in words]
+    first = words[0]
+    if _ASSIGNMENT.match(first.text):
+        return _ask("it starts with a NAME=value assignment, which changes the environment", argv)
+    if first.quoted:
+        return _ask("the executable name is quoted", argv)
+    if "/" in first.text:
+        return _ask(
+            f"the executable is named by a path ({first.text}); only a bare name looked up "
+            "on PATH can be proven read-only",
+            argv,
+        )
+    name = first.text
+    if name not in READ_ONLY_EXECUTABLES:
+        return _ask(f"{name} is not on the read-only allowlist", argv)
+
+    search_path = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
+    executable, problem = resolve_executable(name, ws, where, search_path)
+    if executable is None:
+        return _ask(problem or f"{name} could not be resolved", argv)
+
+    checker = _PathChecker(ws, where, config, state_dir)
+    problems = check_arguments(name, argv[1:], checker)
+    if problems:
+        return CommandReview(verdict="ask", reasons=problems, executable=executable, argv=argv)
+    return CommandReview(
+        verdict="read-only",
+        reasons=[
+            f"{name} is on the read-only allowlist and resolves to {executable}; every flag "
+            "is on its allowlist and every path argument is inside the workspace"
+        ],
+        executable=executable,
+        argv=argv,
+    )
+
+
+def _ask(reason: str, argv: list[str] | None = None) -> CommandReview:
+    return CommandReview(verdict="ask", reasons=[reason], argv=argv)
+
+
+def resolve_executable(
+    name: str, workspace: Path, cwd: Path, search_path: str
+) -> tuple[str | None, str | None]:
+    """The realpath PATH gives ``name``, or None and why it cannot be trusted."""
+    system = [Path(os.path.realpath(directory)) for directory in SYSTEM_BIN_DIRS]
+    for entry in search_path.split(os.pathsep):
+        # An empty or relative PATH entry is searched from the command's own folder.
+        directory = Path(entry) if Path(entry).is_absolute() else cwd / (entry or ".")
+        candidate = directory / name
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+            continue
+        real = Path(os.path.realpath(candidate))
+        if is_within(Path(os.path.normpath(candidate)), workspace) or is_within(real, workspace):
+            return None, f"{name} resolves to {candidate}, inside the workspace"
+        if not any(is_within(real, root) for root in system):
+            return None, (
+                f"{name} resolves to {real}, which is not under a system directory "
+                f"({', '.join(SYSTEM_BIN_DIRS)})"
+            )
+        return str(real), None
+    return None, f"{name} was not found on PATH"
+
+
+class _PathChecker:
+    """Checks one path argument; returns the problems found (none means fine)."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        cwd: Path,
+        config: WorkspaceConfig | None,
+        state_dir: str | os.PathLike[str] | None,
+    ) -> None:
+        self.workspace = workspace
+        self.cwd = cwd
+        self.config = config
+        self.state_dir = state_dir
+
+    def __call__(self, raw: str) -> list[str]:
+        facts = validate_path(
+            raw, self.workspace, base=self.cwd, config=self.config, state_dir=self.state_dir
+        )
+        if not facts.valid:
+            return [f"path {raw!r}: {facts.invalid_reason}"]
+        if not facts.inside_workspace:
+            return [f"path {raw!r}: {facts.containment_reason}"]
+        if facts.secret:
+            return [f"path {raw!r} is secret-named: {facts.secret_reason}"]
+        return []
+
+
+def check_arguments(name: str, args: Sequence[str], paths: _PathChecker) -> list[str]:
+    if name == "find":
+        return _check_find(args, paths)
+    if name == "sed":
+        return _check_sed(args, paths)
+    return _check_flags_and_operands(name, SPECS[name], args, paths)
+
+
+def _check_value(
+    name: str, flag: str, value: str, kind: ValueKind, paths: _PathChecker
+) -> list[str]:
+    if isinstance(kind, frozenset):
+        if value in kind:
+            return []
+        return [f"{name} {flag} accepts only {', '.join(sorted(kind))}, not {value!r}"]
+    if kind == "count":
+        return [] if _COUNT.match(value) else [f"{name} {flag} needs a number, not {value!r}"]
+    if kind == "when":
+        return [] if value in _WHEN else [f"{name} {flag} accepts always, never or auto"]
+    if kind == "path":
+        return paths(value)
+    return []
+
+
+def _check_flags_and_operands(
+    name: str, spec: ExecutableSpec, args: Sequence[str], paths: _PathChecker
+) -> list[str]:
+    problems: list[str] = []
+    operands: list[str] = []
+    pattern_given = False
+    options_done = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if options_done or arg == "-" or not arg.startswith("-"):
+            operands.append(arg)
+            continue
+        if arg == "--":
+            options_done = True
+            continue
+        if arg.startswith("--"):
+            flag, has_value, value = arg.partition("=")
+            pattern_given = pattern_given or flag in spec.pattern_flags
+            if has_value:
+                kind = spec.valued.get(flag) or spec.optional.get(flag)
+                if kind is None:
+                    problems.append(f"{name} flag {flag}= is not on its allowlist")
+                else:
+                    problems += _check_value(name, flag, value, kind, paths)
+            elif flag in spec.flags:
+                continue
+            elif flag in spec.valued:
+                if index >= len(args):
+                    problems.append(f"{name} {flag} needs a value")
+                else:
+                    problems += _check_value(name, flag, args[index], spec.valued[flag], paths)
+                    index += 1
+            else:
+                problems.append(f"{name} flag {flag} is not on its allowlist")
+            continue
+        body = arg[1:]
+        if spec.numeric_shorthand and body.isdigit():
+            continue
+        for position, letter in enumerate(body):
+            flag = "-" + letter
+            pattern_given = pattern_given or flag in spec.pattern_flags
+            if flag in spec.flags:
+                continue
+            if flag in spec.valued:
+                value = body[position + 1 :]
+                if not value:
+                    if index >= len(args):
+                        problems.append(f"{name} {flag} needs a value")
+                        break
+                    value = args[index]
+                    index += 1
+                problems += _check_value(name, flag, value, spec.valued[flag], paths)
+                break
+            problems.append(f"{name} flag {flag} is not on its allowlist")
+            break
+    return problems + _check_operands(name, spec, operands, pattern_given, paths)
+
+
+def _check_operands(
+    name: str,
+    spec: ExecutableSpec,
+    operands: list[str],
+    pattern_given: bool,
+    paths: _PathChecker,
+) -> list[str]:
+    if spec.max_operands is not None and len(operands) > spec.max_operands:
+        return [f"{name} is reviewed with at most {spec.max_operands} operand(s)"]
+    rule = spec.operands
+    if rule == "none":
+        return [f"{name} is reviewed only without operands"] if operands else []
+    if rule == "text":
+        return []
+    if rule == "date-format":
+        if len(operands) > 1 or any(not operand.startswith("+") for operand in operands):
+            return [f"{name} is reviewed only with a single +FORMAT operand (anything else sets)"]
+        return []
+    if rule == "pattern-paths" and not pattern_given and operands:
+        guard = PATTERN_GUARDS.get(name)
+        found = guard.search(operands[0]) if guard is not None else None
+        if found is not None:
+            return [f"the {name} pattern uses {found.group(0)}, which reaches outside the files"]
+        operands = operands[1:]
+    problems: list[str] = []
+    for operand in operands:
+        problems += paths(operand)
+    return problems
+
+
+def _check_find(args: Sequence[str], paths: _PathChecker) -> list[str]:
+    problems: list[str] = []
+    index = 0
+    while index < len(args) and args[index] in FIND_GLOBAL_FLAGS:
+        index += 1
+    while index < len(args) and not (args[index].startswith("-") or args[index] in ("(", ")", ",")):
+        problems += paths(args[index])
+        index += 1
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if arg in FIND_NO_VALUE:
+            continue
+        kind = FIND_VALUE.get(arg)
+        if kind is None:
+            # What follows an unknown predicate is its arguments: one reason is enough.
+            problems.append(
+                f"find {arg} is not on its allowlist (tests such as -name, -type and "
+                "-maxdepth are; -exec, -delete, -fprint and -L never are)"
+            )
+            break
+        if index >= len(args):
+            problems.append(f"find {arg} needs a value")
+            continue
+        problems += _check_value("find", arg, args[index], kind, paths)
+        index += 1
+    return problems
+
+
+def _check_sed(args: Sequence[str], paths: _PathChecker) -> list[str]:
+    quiet = False
+    script: str | None = None
+    files: list[str] = []
+    for arg in args:
+        if arg in ("-n", "--quiet", "--silent"):
+            quiet = True
+        elif arg.startswith("-") and arg != "-":
+            return [f"sed flag {arg} is not allowed: sed is reviewed only as sed -n <range>p FILE"]
+        elif script is None:
+            script = arg
+        else:
+            files.append(arg)
+    if not quiet or script is None or not _SED_PRINT_RANGE.match(script):
+        return ["sed is reviewed only as sed -n <line>[,<line>]p FILE..."]
+    problems: list[str] = []
+    for name in files:
+        problems += paths(name)
+    return problems

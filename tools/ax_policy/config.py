@@ -1,0 +1,92 @@
+"""Layered configuration that can only narrow.
+
+Two layers: the user layer at ``<state>/config.json`` (preferences plus deny
+lists) and the workspace layer at ``<ws>/.ax/config.json`` (deny lists only,
+because a workspace is attacker-influenceable). Neither schema can express an
+allow list, so merging is a union of deny lists and no layer can widen what
+the engine permits. Unknown keys, wrong types and bad JSON are hard errors
+that name the file and the field; the merged result records each source's
+sha256 so a session's evidence says exactly what configured it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import ValidationError
+
+from libcommon import jsonio
+from libcommon.cliapp import describe_validation_error
+from libcommon.errors import UsageError
+from libcommon.paths import StateLayout, is_within
+
+from .models import ConfigSource, PolicyConfig, UserConfig, WorkspaceConfig
+from .stores import UnreadableFile, read_capped
+
+MAX_CONFIG_BYTES = 64 * 1024
+WORKSPACE_CONFIG = Path(".ax") / "config.json"
+
+LayerT = TypeVar("LayerT", UserConfig, WorkspaceConfig)
+
+
+def workspace_config_path(workspace: Path) -> Path:
+    return workspace / WORKSPACE_CONFIG
+
+
+def load_config(layout: StateLayout) -> PolicyConfig:
+    """The merged configuration for ``layout``'s workspace."""
+    user, user_source = _read_layer(layout.config_file, UserConfig, "user", None)
+    ws_path = workspace_config_path(layout.workspace)
+    workspace, ws_source = _read_layer(ws_path, WorkspaceConfig, "workspace", layout.workspace)
+    return PolicyConfig(
+        provider=user.provider,
+        model=user.model,
+        base_url=user.base_url,
+        max_steps=user.max_steps,
+        protected_paths=_union(user.protected_paths, workspace.protected_paths),
+        secret_patterns=_union(user.secret_patterns, workspace.secret_patterns),
+        env_exclude_patterns=_union(user.env_exclude_patterns, workspace.env_exclude_patterns),
+        blocked_hosts=_union(user.blocked_hosts, workspace.blocked_hosts),
+        sources=[user_source, ws_source],
+    )
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+def _read_layer(
+    path: Path,
+    model: type[LayerT],
+    layer: Literal["user", "workspace"],
+    confine_to: Path | None,
+) -> tuple[LayerT, ConfigSource]:
+    hint = f"fix or remove {path}; ax never rewrites a configuration file"
+    if confine_to is not None and os.path.lexists(path):
+        real = Path(os.path.realpath(path))
+        if not is_within(real, confine_to):
+            raise UsageError(
+                f"the workspace config {path} leads outside the workspace, to {real}", hint=hint
+            )
+    try:
+        data = read_capped(path, MAX_CONFIG_BYTES)
+    except UnreadableFile as exc:
+        raise UsageError(f"config {path} {exc.problem}", hint=hint) from None
+    if data is None:
+        return model(), ConfigSource(layer=layer, path=str(path), present=False)
+    source = ConfigSource(
+        layer=layer, path=str(path), present=True, sha256=hashlib.sha256(data).hexdigest()
+    )
+    try:
+        document = jsonio.loads(data)
+    except jsonio.JSONDecodeError as exc:
+        raise UsageError(f"config {path} is not valid JSON: {exc}", hint=hint) from None
+    if not isinstance(document, dict):
+        raise UsageError(f"config {path} must be a JSON object", hint=hint)
+    try:
+        return model.model_validate(document), source
+    except ValidationError as exc:
+        raise UsageError(describe_validation_error(exc, f"config {path}"), hint=hint) from None

@@ -1,0 +1,268 @@
+"""ax-policy's contracts at JSON boundaries.
+
+Everything here is data: path facts, a command review, the facts a tool
+declares, the decision request and the decision, configuration layers and
+the trust and grant stores. JSON names are camelCase (``insideWorkspace``);
+the Python attributes stay snake_case.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
+
+from libcommon.contracts import Contract
+
+# Caps on configuration values: a config file is bytes from disk, and the
+# workspace layer is attacker-influenceable.
+MAX_PATTERNS_PER_LIST = 256
+MAX_PATTERN_CHARS = 256
+MAX_STEPS_CAP = 10_000
+# Caps on a decision request's facts, so a request cannot make decide() walk forever.
+MAX_FACT_PATHS = 256
+MAX_FACT_TEXT_CHARS = 65_536
+
+ReviewVerdict = Literal["read-only", "ask", "deny"]
+Verdict = Literal["allow", "ask", "deny"]
+DecisionClass = Literal[
+    "observe", "reversible", "sensitive", "external", "command", "delegate", "destructive"
+]
+GrantClass = Literal["sensitive", "external"]
+ExecBoundary = Literal["sandboxed", "unsandboxed"]
+SandboxProfile = Literal["read-only", "workspace-write"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
+_SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
+class _Model(Contract):
+    # Build each model's validator on first use, not at import: a CLI verb pays
+    # only for the contracts it touches.
+    model_config = ConfigDict(defer_build=True)
+
+
+def _no_control(value: str) -> str:
+    if _CONTROL.search(value):
+        raise ValueError("control characters are not allowed")
+    return value
+
+
+Pattern = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS),
+    AfterValidator(_no_control),
+]
+PatternList = Annotated[list[Pattern], Field(max_length=MAX_PATTERNS_PER_LIST)]
+ToolName = Annotated[str, StringConstraints(pattern=_TOOL_NAME)]
+FactPath = Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT_CHARS)]
+FactPaths = Annotated[list[FactPath], Field(max_length=MAX_FACT_PATHS)]
+
+
+# --- Path validation -------------------------------------------------------------------
+
+
+class PathFacts(_Model):
+    """What validate_path found out about one path; facts with reasons, never a verdict."""
+
+    raw: str
+    write: bool
+    valid: bool
+    invalid_reason: str | None = None
+    resolved: str | None = None
+    inside_workspace: bool = False
+    containment_reason: str | None = None
+    protected: bool = False
+    protected_reason: str | None = None
+    secret: bool = False
+    secret_reason: str | None = None
+
+    def needs_no_question(self) -> bool:
+        """True when the operation on this path would run without asking anyone."""
+        if not self.valid or not self.inside_workspace:
+            return False
+        return not self.protected if self.write else not self.secret
+
+
+# --- Command review --------------------------------------------------------------------
+
+
+class CommandReview(_Model):
+    """The outcome of reviewing one shell command string."""
+
+    verdict: ReviewVerdict
+    reasons: list[str]
+    executable: str | None = None
+    argv: list[str] | None = None
+
+
+# --- The decision engine ---------------------------------------------------------------
+
+
+class SandboxStatus(_Model):
+    """The probed sandbox, an input fact (ax-policy never probes or runs anything)."""
+
+    backend: str = "none"
+    enforced: bool = False
+    profiles: list[SandboxProfile] = Field(default_factory=list)
+    network_denied: bool = False
+
+    def confines(self, profile: SandboxProfile, *, no_network: bool = False) -> bool:
+        if not self.enforced or profile not in self.profiles:
+            return False
+        return self.network_denied or not no_network
+
+
+class CommandFact(_Model):
+    command: Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT_CHARS)]
+    cwd: FactPath | None = None
+
+
+class CheckFact(_Model):
+    """A typed check: it runs the project's own code."""
+
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
+
+
+class ExternalFact(_Model):
+    """The tool talks to something outside this machine."""
+
+    host: Annotated[str, StringConstraints(max_length=253)] | None = None
+    write: bool = False
+
+
+class DeclaredFacts(_Model):
+    """Facts as plain values, the shape a decision request carries over JSON."""
+
+    reads: FactPaths | None = None
+    writes: FactPaths | None = None
+    deletes: FactPaths | None = None
+    command: CommandFact | None = None
+    check: CheckFact | None = None
+    external: ExternalFact | None = None
+    delegates: Annotated[list[ToolName], Field(max_length=16)] | None = None
+    internal: bool = False
+
+
+class SessionGrant(_Model):
+    tool: ToolName
+    grant_class: GrantClass = Field(validation_alias="class", serialization_alias="class")
+
+
+class DecisionRequest(_Model):
+    """``ax-policy decide`` reads one of these on stdin."""
+
+    tool: ToolName
+    facts: DeclaredFacts
+    sandbox: SandboxStatus = Field(default_factory=SandboxStatus)
+    session_grants: Annotated[list[SessionGrant], Field(max_length=256)] = Field(
+        default_factory=list
+    )
+
+
+class Decision(_Model):
+    verdict: Verdict
+    decision_class: DecisionClass = Field(validation_alias="class", serialization_alias="class")
+    rule: str
+    reason: str
+    requires_snapshot: bool = False
+    exec_boundary: ExecBoundary | None = None
+    sandbox_profile: SandboxProfile | None = None
+    grantable: bool = False
+    redact_log: bool = False
+    review: CommandReview | None = None
+    paths: list[PathFacts] = Field(default_factory=list)
+
+
+# --- Configuration ---------------------------------------------------------------------
+
+
+class WorkspaceConfig(_Model):
+    """``<ws>/.ax/config.json``: deny lists only; nothing here can widen authority."""
+
+    protected_paths: PatternList = Field(default_factory=list)
+    secret_patterns: PatternList = Field(default_factory=list)
+    env_exclude_patterns: PatternList = Field(default_factory=list)
+    blocked_hosts: PatternList = Field(default_factory=list)
+
+
+class UserConfig(WorkspaceConfig):
+    """``<state>/config.json``: preferences plus the same narrowing knobs."""
+
+    provider: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    model: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+    max_steps: Annotated[int, Field(ge=1, le=MAX_STEPS_CAP)] | None = None
+
+
+class ConfigSource(_Model):
+    layer: Literal["user", "workspace"]
+    path: str
+    present: bool
+    sha256: str | None = None
+
+
+class PolicyConfig(UserConfig):
+    """The merged configuration: preferences from the user layer, deny lists unioned."""
+
+    sources: list[ConfigSource] = Field(default_factory=list)
+
+
+# --- Trust ----------------------------------------------------------------------------
+
+
+class TrustEntry(_Model):
+    granted_at: str
+    source: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class TrustStore(_Model):
+    version: Literal[1] = 1
+    workspaces: dict[str, TrustEntry] = Field(default_factory=dict)
+
+
+class TrustStatus(_Model):
+    workspace: str
+    trusted: bool
+    # "store": recorded consent; "once": --trust-this-workspace, never saved.
+    basis: Literal["store", "once"] | None = None
+    granted_at: str | None = None
+
+
+# --- Durable grants -------------------------------------------------------------------
+
+# The closed set of tools whose external reads may be granted for good. Anything
+# that writes, runs a command, or reads out-of-workspace or secret files is not here.
+DURABLE_EXTERNAL_TOOLS = frozenset({"web_search"})
+
+
+class DurableGrant(_Model):
+    id: Annotated[str, StringConstraints(pattern=r"^g-[A-Za-z0-9._-]{1,64}$")]
+    kind: Literal["check-replay", "external-tool"]
+    workspace: str
+    replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
+    tool: ToolName | None = None
+    created_at: str
+
+    @model_validator(mode="after")
+    def _exact_identity(self) -> DurableGrant:
+        if self.kind == "check-replay":
+            if self.replay_key is None or self.tool is not None:
+                raise ValueError("a check-replay grant holds exactly one replayKey and no tool")
+        else:
+            if self.tool is None or self.replay_key is not None:
+                raise ValueError("an external-tool grant holds exactly one tool and no replayKey")
+            if self.tool not in DURABLE_EXTERNAL_TOOLS:
+                raise ValueError(
+                    f"tool {self.tool!r} is not eligible for a durable grant "
+                    f"(eligible: {', '.join(sorted(DURABLE_EXTERNAL_TOOLS))})"
+                )
+        return self
+
+
+class GrantStore(_Model):
+    version: Literal[1] = 1
+    grants: list[DurableGrant] = Field(default_factory=list)

@@ -1,0 +1,212 @@
+"""Path validation: what a path really points at, stated as facts.
+
+``validate_path`` never says allow or deny. It resolves the path the way the
+kernel would (symlinks followed component by component, ``..`` applied after
+them), then reports whether the result is inside the workspace, whether it is a
+protected place and whether it is secret-named, each with the reason. The
+engine turns facts into a verdict.
+
+These checks are logical policy for the typed file tools. They race with the
+filesystem (a link can change between the check and the use); the sandbox, not
+this module, is what confines a process.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from libcommon.paths import is_within, resolve_lenient, state_root
+
+from .models import PathFacts, WorkspaceConfig
+
+MAX_PATH_CHARS = 4096
+
+# Places where writes are denied and a command's cwd is refused, wherever they
+# appear: the repository's internals and the workspace's own ax config.
+PROTECTED_SEGMENTS = frozenset({".git", ".ax"})
+
+# Secret-named files, matched case-insensitively on a file or folder name.
+SECRET_NAME_PATTERNS = (
+    ".env*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    "credentials*",
+)
+# Folders whose whole content is secret (ssh keys, cloud credentials, keyrings).
+SECRET_FOLDER_NAMES = frozenset({".ssh", ".aws", ".gnupg"})
+
+
+def validate_path(
+    raw: str,
+    workspace: str | os.PathLike[str],
+    *,
+    write: bool = False,
+    base: str | os.PathLike[str] | None = None,
+    config: WorkspaceConfig | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> PathFacts:
+    """Facts about ``raw``; relative paths are taken from ``base`` (default: the workspace)."""
+    problem = _invalid_reason(raw)
+    if problem is not None:
+        return PathFacts(raw=raw, write=write, valid=False, invalid_reason=problem)
+
+    ws = Path(os.path.realpath(workspace))
+    start = Path(os.path.realpath(base)) if base is not None else ws
+    joined = start / raw
+    resolved = resolve_lenient(joined)
+    loop = _unresolved_link(resolved)
+    if loop is not None:
+        return PathFacts(
+            raw=raw,
+            write=write,
+            valid=False,
+            invalid_reason=f"symbolic link {loop} cannot be resolved (a loop)",
+        )
+
+    inside = is_within(resolved, ws)
+    if inside:
+        containment = f"{resolved} is inside the workspace {ws}"
+    elif is_within(Path(os.path.normpath(joined)), ws):
+        containment = f"{raw!r} leads outside the workspace {ws} through a symlink, to {resolved}"
+    else:
+        containment = f"{resolved} is outside the workspace {ws}"
+
+    rel = _relative(resolved, ws)
+    raw_parts = _parts(raw)
+    protected = _protected_reason(resolved, rel, raw_parts, config, state_dir)
+    secret = _secret_reason(raw_parts, rel, resolved, config)
+    return PathFacts(
+        raw=raw,
+        write=write,
+        valid=True,
+        resolved=str(resolved),
+        inside_workspace=inside,
+        containment_reason=containment,
+        protected=protected is not None,
+        protected_reason=protected,
+        secret=secret is not None,
+        secret_reason=secret,
+    )
+
+
+def _invalid_reason(raw: str) -> str | None:
+    if raw == "":
+        return "the path is empty"
+    if len(raw) > MAX_PATH_CHARS:
+        return f"the path is longer than {MAX_PATH_CHARS} characters"
+    for char in raw:
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code < 0xA0:
+            name = "NUL" if code == 0 else f"control character U+{code:04X}"
+            return f"the path contains a {name}"
+        if 0xD800 <= code <= 0xDFFF:
+            return "the path contains bytes that are not valid UTF-8"
+    return None
+
+
+def _unresolved_link(resolved: Path) -> Path | None:
+    """A component realpath left as a link is a loop it gave up on."""
+    for candidate in (resolved, *resolved.parents):
+        if candidate.is_symlink():
+            return candidate
+    return None
+
+
+def _relative(resolved: Path, ws: Path) -> str | None:
+    if resolved == ws:
+        return "."
+    if is_within(resolved, ws):
+        return str(resolved.relative_to(ws))
+    return None
+
+
+def _parts(raw: str) -> list[str]:
+    return [part for part in PurePosixPath(raw).parts if part not in ("/", ".", "")]
+
+
+def _segments_named(parts: Iterable[str], names: frozenset[str]) -> str | None:
+    for part in parts:
+        if part.casefold() in names:
+            return part
+    return None
+
+
+def _protected_reason(
+    resolved: Path,
+    rel: str | None,
+    raw_parts: list[str],
+    config: WorkspaceConfig | None,
+    state_dir: str | os.PathLike[str] | None,
+) -> str | None:
+    resolved_parts = _parts(rel) if rel is not None else _parts(str(resolved))
+    segment = _segments_named(resolved_parts, PROTECTED_SEGMENTS) or _segments_named(
+        raw_parts, PROTECTED_SEGMENTS
+    )
+    if segment is not None:
+        return f"it is inside a {segment} folder, which ax never lets a tool change"
+    root = Path(os.path.realpath(state_dir)) if state_dir is not None else state_root()
+    if is_within(resolved, root):
+        return f"it is inside ax's state root {root}"
+    if config is not None and rel is not None:
+        for pattern in config.protected_paths:
+            if matches_pattern(rel, pattern):
+                return f"it matches the configured protected path {pattern!r}"
+    return None
+
+
+def _secret_reason(
+    raw_parts: list[str], rel: str | None, resolved: Path, config: WorkspaceConfig | None
+) -> str | None:
+    resolved_parts = _parts(rel) if rel is not None else _parts(str(resolved))
+    names = [parts[-1] for parts in (raw_parts, resolved_parts) if parts]
+    for name in names:
+        for pattern in SECRET_NAME_PATTERNS:
+            if fnmatch.fnmatchcase(name.casefold(), pattern):
+                return f"the name {name!r} looks like a secret ({pattern})"
+    folder = _segments_named(raw_parts, SECRET_FOLDER_NAMES) or _segments_named(
+        resolved_parts, SECRET_FOLDER_NAMES
+    )
+    if folder is not None:
+        return f"it is inside a {folder} folder, which holds credentials"
+    if config is not None:
+        candidates = [*names, *([rel] if rel is not None else []), "/".join(raw_parts)]
+        for pattern in config.secret_patterns:
+            if any(matches_pattern(candidate, pattern) for candidate in candidates if candidate):
+                return f"it matches the configured secret pattern {pattern!r}"
+    return None
+
+
+def matches_pattern(rel: str, pattern: str) -> bool:
+    """Does a workspace-relative path (or any folder above it) match a glob pattern?
+
+    A pattern without a slash matches any single name on the way (``*.sqlite``,
+    ``secrets``); one with a slash matches the path from the workspace root
+    (``config/prod/*``). Matching is case-insensitive, which only ever widens a
+    deny list.
+    """
+    target = pattern.strip().removeprefix("./").rstrip("/").casefold()
+    if not target:
+        return False
+    parts = [part.casefold() for part in _parts(rel)]
+    if "/" not in target:
+        return any(fnmatch.fnmatchcase(part, target) for part in parts)
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[:end]), target.lstrip("/"))
+        for end in range(1, len(parts) + 1)
+    )

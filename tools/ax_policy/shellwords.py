@@ -1,0 +1,120 @@
+"""A strict tokenizer for the read-only proof.
+
+It accepts only a small, quote-aware subset of POSIX shell words: letters,
+digits and ``_ . / = , : + @ % -`` outside quotes, and single or double quotes
+around other printable ASCII. Everything a shell would expand or interpret
+(``$``, backticks, backslashes, ``!``, operators, globs, braces, ``~``, ``#``)
+is refused with the reason, so whatever this returns is exactly the argv a
+shell would build from the same string. Because ``$``, backtick and backslash
+are refused everywhere, double quotes behave exactly like single quotes here.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+MAX_COMMAND_CHARS = 4096
+MAX_WORDS = 256
+
+_UNQUOTED_OK = frozenset(string.ascii_letters + string.digits + "_./=,:+@%-")
+
+# Refused even inside quotes: each still means something to a shell in some context.
+_REFUSED_ANYWHERE = {
+    "$": "a $ expansion (variables, $(...) or arithmetic)",
+    "`": "a backtick command substitution",
+    "\\": "a backslash escape",
+    "!": "a ! (history expansion or negation)",
+}
+
+_UNQUOTED_MEANING = {
+    ";": "command chaining (;)",
+    "&": "a background or chaining operator (&)",
+    "|": "a pipe or chaining operator (|)",
+    "<": "a redirection (<)",
+    ">": "a redirection (>)",
+    "(": "a subshell or grouping parenthesis",
+    ")": "a subshell or grouping parenthesis",
+    "{": "a brace expansion or group ({)",
+    "}": "a brace expansion or group (})",
+    "#": "a comment (#)",
+    "~": "a tilde expansion (~)",
+    "*": "an unquoted glob (*)",
+    "?": "an unquoted glob (?)",
+    "[": "an unquoted glob ([)",
+    "]": "an unquoted glob (])",
+    "^": "a ^ (a pipe in old shells, history substitution in bash)",
+}
+
+
+class NotSimple(Exception):
+    """The string is not one plain simple command; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    quoted: bool
+
+
+def describe_char(char: str) -> str:
+    code = ord(char)
+    if char == "\n" or char == "\r":
+        return "a newline (a second command)"
+    if code == 0:
+        return "a NUL byte"
+    if code < 0x20 or code == 0x7F:
+        return f"a control character U+{code:04X}"
+    if code > 0x7E:
+        return (
+            f"a non-ASCII character U+{code:04X} (look-alike letters and "
+            "invisible characters are never reviewed as safe)"
+        )
+    return _REFUSED_ANYWHERE.get(char) or _UNQUOTED_MEANING.get(char) or f"the character {char!r}"
+
+
+def split_words(command: str) -> list[Word]:
+    """The words of ``command``, or NotSimple naming the first thing that disqualifies it."""
+    if len(command) > MAX_COMMAND_CHARS:
+        raise NotSimple(f"the command is longer than {MAX_COMMAND_CHARS} characters")
+    for char in command:
+        code = ord(char)
+        if code < 0x20 or code >= 0x7F or char in _REFUSED_ANYWHERE:
+            raise NotSimple(f"it contains {describe_char(char)}")
+
+    words: list[Word] = []
+    current: list[str] = []
+    in_word = quoted = False
+    quote: str | None = None
+    for char in command:
+        if quote is not None:
+            if char == quote:
+                quote = None
+            else:
+                current.append(char)
+            continue
+        if char == " ":
+            if in_word:
+                words.append(Word("".join(current), quoted))
+                current, in_word, quoted = [], False, False
+            continue
+        in_word = True
+        if char in "'\"":
+            quote, quoted = char, True
+        elif char in _UNQUOTED_OK:
+            current.append(char)
+        else:
+            raise NotSimple(f"it contains {describe_char(char)}")
+    if quote is not None:
+        raise NotSimple("it has an unterminated quote")
+    if in_word:
+        words.append(Word("".join(current), quoted))
+    if not words:
+        raise NotSimple("the command is empty")
+    if len(words) > MAX_WORDS:
+        raise NotSimple(f"the command has more than {MAX_WORDS} words")
+    return words
