@@ -29,7 +29,6 @@ def main() -> int:
         os.environ["AX_STATE_DIR"] = str(root / "state")
 
         from ax_slate import RecordRequest, record
-
         from libcommon.paths import state_layout
 
         layout = state_layout(root / "ws")

@@ -21,7 +21,10 @@ def trust(state_dir: Path) -> Callable[..., None]:
     """``trust(ws, ...)`` writes trust.json in ax-policy's format, trusting exactly those."""
 
     def write(*workspaces: Path) -> None:
-        table = {str(ws): {"grantedAt": "2026-11-30T10:00:00.000Z", "source": "test"} for ws in workspaces}
+        table = {
+            str(ws): {"grantedAt": "2026-11-30T10:00:00.000Z", "source": "test"}
+            for ws in workspaces
+        }
         (state_dir / "trust.json").write_text(json.dumps({"version": 1, "workspaces": table}))
 
     return write

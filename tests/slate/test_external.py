@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from ax_slate import (
     HANDLERS,
     CloseRequest,
@@ -22,7 +23,6 @@ from ax_slate import (
 )
 from ax_slate.cli import main
 from ax_slate.external import SEED_MAX_CHARS, SEEDS_MAX, STALE_AFTER_S
-
 from libcommon import clock
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.paths import StateLayout, project_slug
@@ -126,7 +126,9 @@ def test_ids_are_isolated_on_disk(ctx: ExternalContext, layout: StateLayout) -> 
 
 def test_no_verb_lists_or_reads_across_ids(run_cli) -> None:
     help_text = run_cli(main, ["--help"]).stdout
-    verbs = {line.split()[0] for line in help_text.split("Commands:")[1].splitlines() if line.strip()}
+    verbs = {
+        line.split()[0] for line in help_text.split("Commands:")[1].splitlines() if line.strip()
+    }
     assert verbs == {
         "open", "write-seed", "close", "start", "record", "trail", "notes", "note",
         "frame", "recall", "search", "proposals", "review",
@@ -137,7 +139,9 @@ def test_no_verb_lists_or_reads_across_ids(run_cli) -> None:
 # ---- write-seed -------------------------------------------------------------
 
 
-def test_seed_origin_and_trust_are_server_written(ctx: ExternalContext, layout: StateLayout) -> None:
+def test_seed_origin_and_trust_are_server_written(
+    ctx: ExternalContext, layout: StateLayout
+) -> None:
     opened(ctx)
     request = WriteSeedRequest.model_validate(
         {
@@ -209,7 +213,7 @@ def test_exact_duplicates_are_stored_once(ctx: ExternalContext, layout: StateLay
 
 
 def test_write_to_unopened_or_closed_slate(ctx: ExternalContext) -> None:
-    with pytest.raises(OperationFailed, match="no external slate .a."):
+    with pytest.raises(OperationFailed, match="no external slate 'a'"):
         seed(ctx, "x")
     opened(ctx)
     close_slate(CloseRequest(external_session_id="a"), ctx)
@@ -312,9 +316,7 @@ def test_explicit_workspace_id(
     trusted = tmp_path / "trusted"
     trusted.mkdir()
     trust(trusted)
-    open_slate(
-        OpenRequest(external_session_id="good", workspace_id=project_slug(trusted)), ctx
-    )
+    open_slate(OpenRequest(external_session_id="good", workspace_id=project_slug(trusted)), ctx)
     seed(ctx, "x", external_id="good")
     good = close_slate(CloseRequest(external_session_id="good"), ctx).outcome
     assert good.bound_workspace_id == project_slug(trusted) and good.proposal_id
@@ -379,7 +381,9 @@ def test_close_with_no_seeds_sends_nothing_to_review(
 # ---- the stale close --------------------------------------------------------
 
 
-def test_a_stale_slate_is_closed_on_the_next_call(ctx: ExternalContext, layout: StateLayout) -> None:
+def test_a_stale_slate_is_closed_on_the_next_call(
+    ctx: ExternalContext, layout: StateLayout
+) -> None:
     window = timedelta(seconds=STALE_AFTER_S)
     with clock.use(FixedClock(T0)):
         opened(ctx, "old")
@@ -406,9 +410,11 @@ def test_a_write_keeps_a_slate_fresh_and_the_window_is_configurable(layout: Stat
     with clock.use(FixedClock(T0 + timedelta(minutes=8))):
         opened(ctx, "other")
     assert read_json(slate_file(layout, "a"))["closedAt"] is None
-    with clock.use(FixedClock(T0 + timedelta(minutes=10))):
-        with pytest.raises(OperationFailed, match="was closed"):
-            seed(ctx, "too late")  # the sweep closed it first
+    with (
+        clock.use(FixedClock(T0 + timedelta(minutes=10))),
+        pytest.raises(OperationFailed, match="was closed"),
+    ):
+        seed(ctx, "too late")  # the sweep closed it first
     assert read_json(slate_file(layout, "a"))["closeOutcome"]["stale"] is True
 
 

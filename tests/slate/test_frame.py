@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from ax_slate import (
     RecordRequest,
     SlateUnavailable,
@@ -20,13 +21,14 @@ from ax_slate import (
 from ax_slate.budget import estimate_tokens
 from ax_slate.cli import main
 from ax_slate.frame import DATA_BEGIN, DATA_END
-
 from libcommon.paths import StateLayout
 
 
 def steps(layout: StateLayout, session: str, n: int) -> None:
     for i in range(n):
-        record(layout, session, RecordRequest(tool="read_file", args={"path": f"f{i}"}, outcome="ok"))
+        record(
+            layout, session, RecordRequest(tool="read_file", args={"path": f"f{i}"}, outcome="ok")
+        )
 
 
 def test_frame_holds_anchors_newest_trail_and_every_note(layout: StateLayout) -> None:

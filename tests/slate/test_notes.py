@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from ax_slate import delete_note, list_notes, open_session, set_note
 from ax_slate.cli import main
 from ax_slate.session import NOTE_MAX_CHARS, NOTES_MAX_TOKENS
-
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.paths import StateLayout
 

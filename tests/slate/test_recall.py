@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from ax_slate import RecordRequest, archive_message, recall_step, record, save_output, search
 from ax_slate.cli import main
 from ax_slate.recall import PAGE_CHARS
-
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
@@ -92,8 +92,12 @@ def test_search_results_are_paged(layout: StateLayout) -> None:
     first = search(layout, "s1", query="needle")
     assert first.pages > 1
     assert sum(len(hit.snippet) for hit in first.hits) <= PAGE_CHARS
-    assert first.next == f"ax-slate search --session s1 --query needle --page 2"
-    rows = [h.row for k in range(1, first.pages + 1) for h in search(layout, "s1", query="needle", page=k).hits]
+    assert first.next == "ax-slate search --session s1 --query needle --page 2"
+    rows = [
+        h.row
+        for k in range(1, first.pages + 1)
+        for h in search(layout, "s1", query="needle", page=k).hits
+    ]
     assert rows == list(range(1, 81))
 
 

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import ax_slate.trail as trail_module
 from ax_slate import RecordRequest, read_trail, record, save_output
 from ax_slate.cli import main
 from ax_slate.trail import ARGS_DIGEST_MAX_CHARS, OUTCOME_MAX_CHARS
-
 from libcommon.errors import CorruptStore, UsageError
 from libcommon.paths import StateLayout
 

@@ -13,7 +13,9 @@ from libcommon.trust import is_trusted, trusted_workspaces
 
 
 def write_trust(state_dir: Path, *workspaces: Path) -> None:
-    table = {str(ws): {"grantedAt": "2026-11-30T10:00:00.000Z", "source": "test"} for ws in workspaces}
+    table = {
+        str(ws): {"grantedAt": "2026-11-30T10:00:00.000Z", "source": "test"} for ws in workspaces
+    }
     (state_dir / "trust.json").write_text(json.dumps({"version": 1, "workspaces": table}))
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         write_seed,
     )
     from ax_slate.frame import FRAME_TRAIL_TOKENS, build_frame
+    from ax_slate.gate import list_proposals, read_knowledge, review
     from ax_slate.models import (
         CloseRequest,
         CloseResult,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
         WriteSeedRequest,
     )
     from ax_slate.recall import archive_message, recall_step, search
-    from ax_slate.review import list_proposals, read_knowledge, review
     from ax_slate.session import (
         SlateUnavailable,
         delete_note,
@@ -90,7 +90,7 @@ _EXPORTS = {
         "WriteSeedRequest",
     ],
     "ax_slate.recall": ["archive_message", "recall_step", "search"],
-    "ax_slate.review": ["list_proposals", "read_knowledge", "review"],
+    "ax_slate.gate": ["list_proposals", "read_knowledge", "review"],
     "ax_slate.session": [
         "SlateUnavailable",
         "delete_note",
@@ -105,7 +105,54 @@ _EXPORTS = {
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = sorted(_MODULE_OF)
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "FRAME_TRAIL_TOKENS",
+    "HANDLERS",
+    "CloseRequest",
+    "CloseResult",
+    "ExternalContext",
+    "ExternalSlate",
+    "Frame",
+    "Handler",
+    "KnowledgeEntry",
+    "Note",
+    "OpenRequest",
+    "Proposal",
+    "ProposalSummary",
+    "RecallPage",
+    "RecordRequest",
+    "ReviewResult",
+    "SearchResult",
+    "SessionSlate",
+    "SlateSeed",
+    "SlateUnavailable",
+    "TrailEntry",
+    "WriteSeedRequest",
+    "archive_message",
+    "build_frame",
+    "check_external_id",
+    "close_slate",
+    "close_stale",
+    "delete_note",
+    "estimate_tokens",
+    "list_notes",
+    "list_proposals",
+    "open_session",
+    "open_slate",
+    "read_knowledge",
+    "read_slate",
+    "read_trail",
+    "recall_step",
+    "record",
+    "review",
+    "save_output",
+    "search",
+    "session_files",
+    "set_course",
+    "set_note",
+    "write_seed",
+]
 
 
 def __getattr__(name: str) -> Any:

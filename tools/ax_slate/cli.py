@@ -281,7 +281,7 @@ def search(
 @app.command("proposals")
 def proposals(workspace: WorkspaceOption = None, json: JsonOption = False) -> None:
     """List pending proposals and unbound candidates, with origin and trust."""
-    from .review import list_proposals
+    from .gate import list_proposals
 
     rows = list_proposals(_layout(workspace))
     if json:
@@ -305,8 +305,8 @@ def review(
     json: JsonOption = False,
 ) -> int:
     """Accept or reject each Seed of a proposal, as a person at a terminal."""
-    from .review import pending_proposal
-    from .review import review as run_review
+    from .gate import pending_proposal
+    from .gate import review as run_review
 
     environment = cliapp.env()
     if not environment.stdin_isatty:
@@ -334,9 +334,7 @@ def review(
 
 def _printable(text: str) -> str:
     """Seed text shown on a terminal, with control characters made visible."""
-    return "".join(
-        ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text
-    )
+    return "".join(ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def _ask_at_terminal(seed: SlateSeed, number: int, total: int) -> bool:

@@ -39,9 +39,7 @@ def trail_line(entry: TrailEntry) -> str:
     return neutralise(_indent(line))
 
 
-def build_frame(
-    layout: StateLayout, session_id: str, budget: int = FRAME_TRAIL_TOKENS
-) -> Frame:
+def build_frame(layout: StateLayout, session_id: str, budget: int = FRAME_TRAIL_TOKENS) -> Frame:
     """Rebuild the frame from slate.json and trail.jsonl.
 
     A missing or unreadable slate raises SlateUnavailable: there is no frame to
@@ -85,7 +83,11 @@ def build_frame(
     if slate.course:
         lines.append("Course: " + neutralise(_indent(slate.course)))
     if steps:
-        older = f"; older: ax-slate trail --session {session_id} --to {steps[0] - 1}" if steps[0] > 1 else ""
+        older = (
+            f"; older: ax-slate trail --session {session_id} --to {steps[0] - 1}"
+            if steps[0] > 1
+            else ""
+        )
         lines.append(f"Trail (steps {steps[0]}-{steps[-1]} of {total}{older}):")
         lines.extend("  " + line for line in newest)
     elif total:

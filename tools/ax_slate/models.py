@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
 from libcommon.contracts import Contract
 
-SeedKind = Literal["decision", "wiki-update", "memory-entry", "follow-up", "contract-change", "risk"]
-SEED_KINDS: tuple[str, ...] = (
-    "decision",
-    "wiki-update",
-    "memory-entry",
-    "follow-up",
-    "contract-change",
-    "risk",
-)
+SeedKind = Literal[
+    "decision", "wiki-update", "memory-entry", "follow-up", "contract-change", "risk"
+]
+SEED_KINDS: tuple[SeedKind, ...] = get_args(SeedKind)
 # What an untagged seed counts as when a person reviews it.
-DEFAULT_SEED_KIND = "follow-up"
+DEFAULT_SEED_KIND: SeedKind = "follow-up"
 EXTERNAL_TRUST = "external-unverified"
 EXTERNAL_HARNESS = "mcp-external"
 

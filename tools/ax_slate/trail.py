@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_bytes
@@ -99,7 +99,7 @@ def _last_step(files: SessionFiles) -> int:
     return step
 
 
-def _line_before(handle: Any, end: int) -> bytes:
+def _line_before(handle: BinaryIO, end: int) -> bytes:
     """The line that ends with the newline at ``end - 1``, read backwards in chunks."""
     collected = b""
     position = end - 1  # skip the final newline
@@ -114,7 +114,7 @@ def _line_before(handle: Any, end: int) -> bytes:
     return collected
 
 
-def _set_aside_partial(files: SessionFiles, handle: Any, size: int) -> int:
+def _set_aside_partial(files: SessionFiles, handle: BinaryIO, size: int) -> int:
     """Move the bytes after the last newline aside; return the new file size."""
     keep = 0
     position = size

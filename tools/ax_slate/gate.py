@@ -61,9 +61,7 @@ def _pending_files(layout: StateLayout) -> list[Path]:
     found: list[Path] = []
     for folder in (layout.proposals_dir, layout.candidates_dir):
         if folder.is_dir():
-            found.extend(
-                p for p in folder.glob("*.json") if PROPOSAL_ID_PATTERN.fullmatch(p.stem)
-            )
+            found.extend(p for p in folder.glob("*.json") if PROPOSAL_ID_PATTERN.fullmatch(p.stem))
     return found
 
 
@@ -103,7 +101,7 @@ def find_proposal(layout: StateLayout, proposal_id: str) -> tuple[Path, Proposal
 
 
 def pending_proposal(layout: StateLayout, proposal_id: str) -> Proposal:
-    path, proposal = find_proposal(layout, proposal_id)
+    _, proposal = find_proposal(layout, proposal_id)
     if proposal.status != "pending":
         raise OperationFailed(f"{proposal_id} was already reviewed at {proposal.reviewed_at}")
     return proposal
@@ -133,8 +131,7 @@ def review(layout: StateLayout, proposal_id: str, decide: Decide) -> ReviewResul
         current.status = "reviewed"
         current.reviewed_at = reviewed_at
         current.decisions = {
-            seed.id: "accepted" if decisions.get(seed.id) else "rejected"
-            for seed in current.seeds
+            seed.id: "accepted" if decisions.get(seed.id) else "rejected" for seed in current.seeds
         }
         atomic_write_json(path, current.to_json())
     return ReviewResult(
