@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ax_slate import (
+    FrameKeeper,
     RecordRequest,
     SlateUnavailable,
     build_frame,
@@ -123,3 +124,27 @@ def layout_files(layout: StateLayout, session: str):  # type: ignore[no-untyped-
     from ax_slate import session_files
 
     return session_files(layout, session)
+
+
+def test_frame_keeper_reports_a_missing_slate_once(layout: StateLayout) -> None:
+    keeper = FrameKeeper(layout, "s1")
+    first = keeper.build()
+    assert first[0] is None and first[1] is not None and "has no slate" in first[1]
+    assert keeper.build() == (None, None)
+    open_session(layout, "s1")
+    frame, notice = keeper.build()
+    assert frame is not None and notice is None
+
+
+def test_seeds_are_never_in_the_frame(layout: StateLayout) -> None:
+    from ax_slate.models import SessionSeed
+    from ax_slate.session import update_slate
+
+    open_session(layout, "s1")
+
+    def plant(slate) -> None:  # type: ignore[no-untyped-def]
+        slate.seeds.append(SessionSeed(id="seed-1", text="DRAFT-KNOWLEDGE", ts="t"))
+
+    update_slate(layout, "s1", plant)
+    assert "DRAFT-KNOWLEDGE" in (layout.session_dir("s1") / "slate.json").read_text()
+    assert "DRAFT-KNOWLEDGE" not in build_frame(layout, "s1").text

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         open_slate,
         write_seed,
     )
-    from ax_slate.frame import FRAME_TRAIL_TOKENS, build_frame
+    from ax_slate.frame import FRAME_TRAIL_TOKENS, FrameKeeper, build_frame
     from ax_slate.gate import list_proposals, read_knowledge, review
     from ax_slate.models import (
         CloseRequest,
@@ -69,7 +69,7 @@ _EXPORTS = {
         "open_slate",
         "write_seed",
     ],
-    "ax_slate.frame": ["FRAME_TRAIL_TOKENS", "build_frame"],
+    "ax_slate.frame": ["FRAME_TRAIL_TOKENS", "FrameKeeper", "build_frame"],
     "ax_slate.models": [
         "CloseRequest",
         "CloseResult",
@@ -114,6 +114,7 @@ __all__ = [
     "ExternalContext",
     "ExternalSlate",
     "Frame",
+    "FrameKeeper",
     "Handler",
     "KnowledgeEntry",
     "Note",

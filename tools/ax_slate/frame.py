@@ -9,6 +9,8 @@ that imitates the delimiters is neutralised so it cannot close the section.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from libcommon import jsonio
 from libcommon.errors import CorruptStore
 from libcommon.paths import StateLayout
@@ -111,3 +113,28 @@ def build_frame(layout: StateLayout, session_id: str, budget: int = FRAME_TRAIL_
         trail_total=total,
         notes=len(slate.notes),
     )
+
+
+@dataclass
+class FrameKeeper:
+    """Builds a session's frame round after round, and reports a missing slate once.
+
+    ``build`` returns ``(frame, None)`` when there is a slate, and
+    ``(None, notice)`` when there is not: the notice the first time, ``None``
+    after that, so a harness tells the person and the model once and falls
+    back to plain pruning.
+    """
+
+    layout: StateLayout
+    session_id: str
+    budget: int = FRAME_TRAIL_TOKENS
+    warned: bool = False
+
+    def build(self) -> tuple[Frame | None, str | None]:
+        try:
+            return build_frame(self.layout, self.session_id, self.budget), None
+        except SlateUnavailable as exc:
+            if self.warned:
+                return None, None
+            self.warned = True
+            return None, exc.message

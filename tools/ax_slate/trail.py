@@ -130,10 +130,12 @@ def _set_aside_partial(files: SessionFiles, handle: BinaryIO, size: int) -> int:
     handle.seek(keep)
     partial = handle.read(size - keep)
     aside = files.trail.with_name(files.trail.name + ".partial")
-    with aside.open("ab") as out:
-        out.write(partial + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
+    fd = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, partial + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     handle.truncate(keep)
     handle.flush()
     os.fsync(handle.fileno())
