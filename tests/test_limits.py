@@ -18,7 +18,7 @@ def test_libcommon_limits() -> None:
 
 
 def test_slate_limits() -> None:
-    from ax_slate import budget, external, frame, gate, recall, session, trail
+    from ax_slate import budget, external, frame, gate, jsonl, recall, session, trail
     from libcommon import trust
 
     assert budget.CHARS_PER_TOKEN == 4
@@ -29,7 +29,7 @@ def test_slate_limits() -> None:
     assert trail.ARGS_DIGEST_MAX_CHARS == 240
     assert trail.OUTCOME_MAX_CHARS == 240
     assert trail.OUTPUT_PATH_MAX_CHARS == 4_096
-    assert trail.TAIL_CHUNK_BYTES == 8_192
+    assert jsonl.TAIL_CHUNK_BYTES == 8_192
     assert trail.TRAIL_DEFAULT_COUNT == 20
     assert frame.FRAME_TRAIL_TOKENS == 2_500
     assert recall.PAGE_CHARS == 6_000

@@ -10,7 +10,7 @@ import pytest
 from ax_slate import RecordRequest, archive_message, recall_step, record, save_output, search
 from ax_slate.cli import main
 from ax_slate.recall import PAGE_CHARS
-from libcommon.errors import OperationFailed, UsageError
+from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
 
@@ -116,3 +116,25 @@ def test_search_cli(run_cli, layout: StateLayout, workspace: Path) -> None:
     assert both.exit_code == 2 and "exactly one" in both.stderr
     row = run_cli(main, ["search", "--session", "s1", "--row", "2", *ws])
     assert "two\nlines" in row.stdout
+
+
+def test_archive_rows_come_from_the_tail(layout: StateLayout) -> None:
+    assert [
+        archive_message(layout, "s1", {"role": "user", "content": str(i)}) for i in range(3)
+    ] == [
+        1,
+        2,
+        3,
+    ]
+    archive = layout.session_dir("s1") / "archive.jsonl"
+    first = json.loads(archive.read_text().splitlines()[0])
+    assert first == {"row": 1, "message": {"role": "user", "content": "0"}}
+    with archive.open("ab") as handle:
+        handle.write(b'{"row": 4, "message": {"role": "us')  # a writer died mid-append
+    assert archive_message(layout, "s1", {"role": "user", "content": "after"}) == 4
+    assert archive.with_name("archive.jsonl.partial").exists()
+    assert [hit.row for hit in search(layout, "s1", query="after").hits] == [4]
+    with archive.open("ab") as handle:
+        handle.write(b'"not a message"\n')
+    with pytest.raises(CorruptStore):
+        search(layout, "s1", query="after")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import ax_slate.trail as trail_module
+import ax_slate.jsonl as jsonl_module
 from ax_slate import RecordRequest, read_trail, record, save_output
 from ax_slate.cli import main
 from ax_slate.trail import ARGS_DIGEST_MAX_CHARS, OUTCOME_MAX_CHARS
@@ -50,7 +50,7 @@ def test_lines_longer_than_a_chunk_are_read_whole(
     layout: StateLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A small chunk makes every line span several reads from the end of the file.
-    monkeypatch.setattr(trail_module, "TAIL_CHUNK_BYTES", 16)
+    monkeypatch.setattr(jsonl_module, "TAIL_CHUNK_BYTES", 16)
     for i in range(1, 6):
         assert rec(layout, path="p" * 50 * i) == i
     assert [e.step for e in read_trail(layout, "s1", count=None)] == [1, 2, 3, 4, 5]

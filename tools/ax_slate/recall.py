@@ -1,10 +1,11 @@
 """Recall: a step's full output, paged, and search over the session's archive.
 
-``archive.jsonl`` keeps every message of the session whole, one per line (row N
-is line N). Search matches a query against the decoded text of each message,
-so a query holding quotes, backslashes or newlines finds what the model saw,
-not its JSON escape. Every answer is at most ``PAGE_CHARS`` characters and
-names the exact call that reads the next page.
+``archive.jsonl`` keeps every message of the session whole, one per line, as
+``{"row": N, "message": {...}}`` with rows numbered from 1. Search matches a
+query against the decoded text of each message, so a query holding quotes,
+backslashes or newlines finds what the model saw, not its JSON escape. Every
+answer is at most ``PAGE_CHARS`` characters and names the exact call that
+reads the next page.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from libcommon import jsonio
-from libcommon.errors import OperationFailed, UsageError
+from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact, redact_value
 
+from .jsonl import append_line, last_line
 from .models import RecallPage, SearchHit, SearchResult
 from .session import SessionFiles, session_files
 from .trail import find_step
@@ -71,26 +73,31 @@ def recall_step(layout: StateLayout, session_id: str, step: int, page: int = 1) 
 
 
 def archive_message(layout: StateLayout, session_id: str, message: dict[str, Any]) -> int:
-    """Append one message to the archive, redacted and whole; returns its row."""
+    """Append one message to the archive, redacted and whole; returns its row.
+
+    Each line is ``{"row": N, "message": {...}}``; the next row number comes
+    from the last line, so an append does not read the archive.
+    """
     files = session_files(layout, session_id)
     files.dir.mkdir(parents=True, exist_ok=True)
-    line = jsonio.dumps_line(redact_value(message))
+    redacted = redact_value(message)
     with file_lock(files.archive_lock):
-        rows = _count_rows(files)
-        fd = os.open(files.archive, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
-    return rows + 1
+        row = _last_row(files) + 1
+        append_line(files.archive, jsonio.dumps_line({"row": row, "message": redacted}))
+    return row
 
 
-def _count_rows(files: SessionFiles) -> int:
-    try:
-        with files.archive.open("rb") as handle:
-            return sum(1 for _ in handle)
-    except FileNotFoundError:
+def _last_row(files: SessionFiles) -> int:
+    line = last_line(files.archive)
+    if line is None:
         return 0
+    try:
+        row = jsonio.loads(line)["row"]
+    except (jsonio.JSONDecodeError, KeyError, TypeError):
+        raise CorruptStore(str(files.archive), "its last line is not an archived message") from None
+    if not isinstance(row, int):
+        raise CorruptStore(str(files.archive), "its last line has no integer row")
+    return row
 
 
 def decoded_text(message: Any) -> str:
@@ -109,7 +116,10 @@ def _rows(files: SessionFiles) -> Iterator[tuple[int, dict[str, Any]]]:
     if not files.archive.exists():
         return
     for number, value in jsonio.iter_jsonl(files.archive):
-        yield number, value if isinstance(value, dict) else {"content": value}
+        message = value.get("message") if isinstance(value, dict) else None
+        if not isinstance(message, dict) or not isinstance(value.get("row"), int):
+            raise CorruptStore(str(files.archive), "not an archived message", line=number)
+        yield value["row"], message
 
 
 def _field(message: dict[str, Any], name: str) -> str | None:

@@ -2,7 +2,7 @@
 
 Recording a step costs the same at step 20,000 as at step 1: under the trail's
 lock the step number comes from the last line of the file (read from its end,
-not from the start) and the new entry is one appended line. Nothing rewrites
+not from the start; see jsonl.py) and the new entry is one appended line. Nothing rewrites
 trail.jsonl. There is no entry cap; readers that need only the newest lines
 (the frame, ``trail --count``) read the file backwards.
 """
@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_bytes
@@ -22,13 +22,13 @@ from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact
 
+from .jsonl import append_line, last_line, lines_newest_first
 from .models import RecordRequest, TrailEntry
 from .session import SessionFiles, session_files
 
 ARGS_DIGEST_MAX_CHARS = 240
 OUTCOME_MAX_CHARS = 240
 OUTPUT_PATH_MAX_CHARS = 4_096
-TAIL_CHUNK_BYTES = 8_192
 TRAIL_DEFAULT_COUNT = 20
 ELLIPSIS = "…"
 
@@ -61,35 +61,15 @@ def record(layout: StateLayout, session_id: str, request: RecordRequest) -> Trai
             outcome=clip(redact(request.outcome), OUTCOME_MAX_CHARS),
             output=output,
         )
-        fd = os.open(files.trail, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, jsonio.dumps_line(entry.to_json()))
-        finally:
-            os.close(fd)
+        append_line(files.trail, jsonio.dumps_line(entry.to_json()))
     return entry
 
 
 def _last_step(files: SessionFiles) -> int:
-    """The step number on the trail's last line (0 for an empty trail).
-
-    A partial last line (a writer died mid-append) is moved to
-    ``trail.jsonl.partial`` and cut off, so the next step follows the last
-    whole one and nothing is dropped.
-    """
-    try:
-        handle = files.trail.open("r+b")
-    except FileNotFoundError:
+    """The step number on the trail's last line (0 for an empty trail)."""
+    line = last_line(files.trail)
+    if line is None:
         return 0
-    with handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        handle.seek(size - 1)
-        if handle.read(1) != b"\n":
-            size = _set_aside_partial(files, handle, size)
-            if size == 0:
-                return 0
-        line = _line_before(handle, size)
     try:
         step = jsonio.loads(line)["step"]
     except (jsonio.JSONDecodeError, KeyError, TypeError):
@@ -99,69 +79,10 @@ def _last_step(files: SessionFiles) -> int:
     return step
 
 
-def _line_before(handle: BinaryIO, end: int) -> bytes:
-    """The line that ends with the newline at ``end - 1``, read backwards in chunks."""
-    collected = b""
-    position = end - 1  # skip the final newline
-    while position > 0:
-        start = max(0, position - TAIL_CHUNK_BYTES)
-        handle.seek(start)
-        collected = handle.read(position - start) + collected
-        position = start
-        cut = collected.rfind(b"\n")
-        if cut >= 0:
-            return collected[cut + 1 :]
-    return collected
-
-
-def _set_aside_partial(files: SessionFiles, handle: BinaryIO, size: int) -> int:
-    """Move the bytes after the last newline aside; return the new file size."""
-    keep = 0
-    position = size
-    while position > 0:
-        start = max(0, position - TAIL_CHUNK_BYTES)
-        handle.seek(start)
-        chunk = handle.read(position - start)
-        cut = chunk.rfind(b"\n")
-        if cut >= 0:
-            keep = start + cut + 1
-            break
-        position = start
-    handle.seek(keep)
-    partial = handle.read(size - keep)
-    aside = files.trail.with_name(files.trail.name + ".partial")
-    fd = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, partial + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    handle.truncate(keep)
-    handle.flush()
-    os.fsync(handle.fileno())
-    return keep
-
-
 def iter_newest(files: SessionFiles) -> Iterator[TrailEntry]:
     """Trail entries newest first, read from the end of the file."""
-    try:
-        handle = files.trail.open("rb")
-    except FileNotFoundError:
-        return
-    with handle:
-        position = handle.seek(0, os.SEEK_END)
-        carry = b""
-        while position > 0:
-            start = max(0, position - TAIL_CHUNK_BYTES)
-            handle.seek(start)
-            chunk = handle.read(position - start) + carry
-            position = start
-            lines = chunk.split(b"\n")
-            # The first piece may be the tail of a line that starts in an earlier chunk.
-            carry = lines.pop(0) if position > 0 else b""
-            for raw in reversed(lines):
-                if raw.strip():
-                    yield _parse_entry(files, raw)
+    for raw in lines_newest_first(files.trail):
+        yield _parse_entry(files, raw)
 
 
 def _parse_entry(files: SessionFiles, raw: bytes) -> TrailEntry:
