@@ -148,3 +148,9 @@ def test_seeds_are_never_in_the_frame(layout: StateLayout) -> None:
     update_slate(layout, "s1", plant)
     assert "DRAFT-KNOWLEDGE" in (layout.session_dir("s1") / "slate.json").read_text()
     assert "DRAFT-KNOWLEDGE" not in build_frame(layout, "s1").text
+
+
+def test_continuing_a_missing_session_leaves_nothing(layout: StateLayout) -> None:
+    with pytest.raises(SlateUnavailable):
+        open_session(layout, "s2", continues="nosuch")
+    assert not layout.session_dir("s2").exists()

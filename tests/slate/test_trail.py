@@ -30,7 +30,7 @@ def test_steps_are_numbered_from_the_file(layout: StateLayout) -> None:
     assert [rec(layout, path=f"f{i}.py") for i in range(5)] == [1, 2, 3, 4, 5]
     lines = trail_lines(layout)
     assert [line["step"] for line in lines] == [1, 2, 3, 4, 5]
-    assert lines[2]["argsDigest"] == '{"path":"f2.py"}'
+    assert lines[2]["argsDigest"] == 'path="f2.py"'
     assert set(lines[0]) == {"step", "ts", "tool", "argsDigest", "outcome", "output"}
 
 
@@ -87,6 +87,18 @@ def test_digest_and_outcome_are_redacted_and_clipped(layout: StateLayout) -> Non
     assert len(entry.args_digest) == ARGS_DIGEST_MAX_CHARS
     assert len(entry.outcome) == OUTCOME_MAX_CHARS
     assert entry.outcome.endswith("…")
+
+
+def test_secret_named_arguments_are_redacted(layout: StateLayout) -> None:
+    entry = record(
+        layout,
+        "s1",
+        RecordRequest(
+            tool="login", args={"user": "me", "password": "hunter2", "api_key": "k1"}, outcome="ok"
+        ),
+    )
+    assert "hunter2" not in entry.args_digest and "k1" not in entry.args_digest
+    assert entry.args_digest.startswith('user="me" password=')
 
 
 def test_filters(layout: StateLayout) -> None:

@@ -117,13 +117,13 @@ def open_session(
     previous = session_files(layout, continues) if continues is not None else None
     if previous is not None and previous.session_id == files.session_id:
         raise UsageError("a session cannot continue itself")
+    # Read what is carried over first, so a bad `continues` leaves nothing behind.
+    notes = read_slate(previous).notes if previous is not None else {}
     files.dir.mkdir(parents=True, exist_ok=True)
     with file_lock(files.slate_lock):
         if files.slate.exists():
             return read_slate(files)
-        notes: dict[str, Note] = {}
         if previous is not None:
-            notes = read_slate(previous).notes
             _carry_trail(previous, files)
         slate = SessionSlate(
             session_id=session_id,

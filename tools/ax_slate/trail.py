@@ -2,8 +2,8 @@
 
 Recording a step costs the same at step 20,000 as at step 1: under the trail's
 lock the step number comes from the last line of the file (read from its end,
-not from the start; see jsonl.py) and the new entry is one appended line. Nothing rewrites
-trail.jsonl. There is no entry cap; readers that need only the newest lines
+not from the start; see jsonl.py) and the new entry is one appended line.
+Nothing rewrites trail.jsonl. There is no entry cap; readers that need only the newest lines
 (the frame, ``trail --count``) read the file backwards.
 """
 
@@ -20,7 +20,7 @@ from libcommon.atomic import atomic_write_bytes
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
-from libcommon.redact import redact
+from libcommon.redact import redact, redact_value
 
 from .jsonl import append_line, last_line, lines_newest_first
 from .models import RecordRequest, TrailEntry
@@ -38,8 +38,15 @@ def clip(text: str, limit: int) -> str:
 
 
 def args_digest(args: dict[str, Any]) -> str:
-    """A short, redacted, human-readable rendering of a call's arguments."""
-    return clip(redact(jsonio.dumps(args).decode()), ARGS_DIGEST_MAX_CHARS)
+    """A short, redacted, human-readable rendering of a call's arguments.
+
+    ``key=value`` pairs (values as compact JSON) rather than one JSON object,
+    so the redactor's assignment rule sees ``password="…"`` and strikes it.
+    """
+    text = " ".join(
+        f"{key}={jsonio.dumps(redact_value(value)).decode()}" for key, value in args.items()
+    )
+    return clip(redact(text), ARGS_DIGEST_MAX_CHARS)
 
 
 def record(layout: StateLayout, session_id: str, request: RecordRequest) -> TrailEntry:
