@@ -157,8 +157,8 @@ class WriteSeedRequest(Contract):
     kind: SeedKind | None = None
     # Accepted so a caller that sends them is not refused, and then ignored:
     # the handler alone writes origin and trust.
-    origin: Any = None
-    trust: Any = None
+    origin: Any = Field(default=None, description="Ignored: the server writes the origin.")
+    trust: Any = Field(default=None, description="Ignored: the server writes the trust label.")
 
 
 class CloseRequest(Contract):
