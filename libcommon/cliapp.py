@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Annotated, Any, NoReturn, TextIO, TypeVar
 
 import typer
 
@@ -41,9 +41,9 @@ class ReaderGone(Exception):
 class Environment:
     """The world a command runs in; tests build one with their own streams."""
 
-    stdin: IO[str] = field(default_factory=lambda: sys.stdin)
-    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
-    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     stdin_isatty: bool | None = None
     stdout_isatty: bool | None = None

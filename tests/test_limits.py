@@ -111,3 +111,10 @@ def test_slate_limits() -> None:
     assert gate.PROPOSAL_ID_PATTERN.pattern == r"^[A-Za-z0-9_-]{1,128}$"
     assert gate.KNOWLEDGE_RENDER_MAX == 500
     assert trust.TRUST_FORMAT_VERSION == 1
+
+
+def test_mcp_limits() -> None:
+    from ax_mcp import jsonrpc, server
+
+    assert jsonrpc.MAX_MESSAGE_BYTES == 1024 * 1024
+    assert server.SUPPORTED_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         DeclaredFacts,
         DurableGrant,
         ExternalFact,
+        PathCheck,
         PathFacts,
         PolicyConfig,
         SandboxStatus,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         TrustStatus,
     )
     from .pathcheck import validate_path
+    from .queries import check_path_in_workspace, review_in_workspace
     from .trust import check_trust, ensure_trusted, grant_trust, revoke_trust
 
 # Each public name and the module that defines it.
@@ -71,12 +73,15 @@ _EXPORTS = {
     "DeclaredFacts": "models",
     "DurableGrant": "models",
     "ExternalFact": "models",
+    "PathCheck": "models",
     "PathFacts": "models",
     "PolicyConfig": "models",
     "SandboxStatus": "models",
     "SessionGrant": "models",
     "TrustStatus": "models",
     "validate_path": "pathcheck",
+    "check_path_in_workspace": "queries",
+    "review_in_workspace": "queries",
     "check_trust": "trust",
     "ensure_trusted": "trust",
     "grant_trust": "trust",
@@ -98,6 +103,7 @@ __all__ = [
     "DurableGrant",
     "ExternalFact",
     "Grants",
+    "PathCheck",
     "PathFacts",
     "PolicyConfig",
     "SandboxStatus",
@@ -106,6 +112,7 @@ __all__ = [
     "ToolFacts",
     "TrustStatus",
     "add_durable_grant",
+    "check_path_in_workspace",
     "check_trust",
     "decide",
     "decide_request",
@@ -114,6 +121,7 @@ __all__ = [
     "list_durable_grants",
     "load_config",
     "review_command",
+    "review_in_workspace",
     "revoke_durable_grant",
     "revoke_trust",
     "validate_path",

@@ -57,18 +57,11 @@ def review_command_verb(
 
     from libcommon.paths import state_layout
 
-    from .command_review import review_command
-    from .config import load_config
+    from .queries import review_in_workspace
 
     layout = state_layout(workspace, env().environ)
     text = command[0] if len(command) == 1 else shlex.join(command)
-    review = review_command(
-        text,
-        layout.workspace,
-        path_env=env().environ.get("PATH", ""),
-        config=load_config(layout),
-        state_dir=layout.root,
-    )
+    review = review_in_workspace(layout, text, env().environ.get("PATH", ""))
     emit_json(review.to_json())
     return 0 if review.verdict == "read-only" else 1
 
@@ -82,16 +75,11 @@ def check_path_verb(
     """Print the facts about a path and whether using it needs a question."""
     from libcommon.paths import state_layout
 
-    from .config import load_config
-    from .pathcheck import validate_path
+    from .queries import check_path_in_workspace
 
-    layout = state_layout(workspace, env().environ)
-    facts = validate_path(
-        path, layout.workspace, write=write, config=load_config(layout), state_dir=layout.root
-    )
-    ok = facts.needs_no_question()
-    emit_json({**facts.to_json(), "ok": ok})
-    return 0 if ok else 1
+    check = check_path_in_workspace(state_layout(workspace, env().environ), path, write=write)
+    emit_json(check.to_json())
+    return 0 if check.ok else 1
 
 
 @app.command("decide")

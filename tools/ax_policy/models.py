@@ -86,6 +86,12 @@ class PathFacts(_Model):
         return not self.protected if self.write else not self.secret
 
 
+class PathCheck(PathFacts):
+    """PathFacts plus the verdict a caller acts on: true only when no question is needed."""
+
+    ok: bool
+
+
 # --- Command review --------------------------------------------------------------------
 
 

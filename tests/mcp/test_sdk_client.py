@@ -1,0 +1,130 @@
+"""ax-mcp driven by the official MCP SDK's stdio client, as Claude Code or Codex would.
+
+The server is the installed ``ax-mcp`` running as a real subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from axtest import tool_path
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from libcommon import jsonio
+from libcommon.paths import state_layout
+
+Scenario = Callable[[ClientSession], Awaitable[Any]]
+
+
+def run_session(workspace: Path, scenario: Scenario) -> Any:
+    params = StdioServerParameters(
+        command=tool_path("mcp"),
+        args=["-C", str(workspace)],
+        env={"AX_STATE_DIR": os.environ["AX_STATE_DIR"], "PATH": os.environ.get("PATH", "")},
+    )
+
+    async def go() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "ax-mcp"
+            return await asyncio.wait_for(scenario(session), timeout=60)
+
+    return asyncio.run(go())
+
+
+def test_handshake_and_tool_list(workspace: Path) -> None:
+    async def scenario(session: ClientSession) -> Any:
+        return await session.list_tools()
+
+    listed = run_session(workspace, scenario)
+    names = {tool.name for tool in listed.tools}
+    assert {
+        "slate_open",
+        "slate_write_seed",
+        "slate_close",
+        "policy_review_command",
+        "policy_check_path",
+    } <= names
+    for tool in listed.tools:
+        assert "." not in tool.name
+        assert tool.input_schema["type"] == "object"
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+
+
+def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> Awaitable[Any]:
+    return session.call_tool(name, arguments)
+
+
+def test_slate_round_trip_and_refusals(workspace: Path, state_dir: Path) -> None:
+    async def scenario(session: ClientSession) -> list[Any]:
+        return [
+            await call(
+                session, "slate_open", {"externalSessionId": "cc-1", "anchors": {"task": "x"}}
+            ),
+            await call(
+                session,
+                "slate_write_seed",
+                {"externalSessionId": "cc-1", "text": "retry doubles charges", "kind": "risk"},
+            ),
+            await call(
+                session,
+                "slate_write_seed",
+                {"externalSessionId": "cc-1", "text": "x", "kind": "gossip"},
+            ),
+            await call(session, "slate_open", {"externalSessionId": "../escape", "anchors": {}}),
+            await call(session, "slate_close", {"externalSessionId": "cc-1"}),
+        ]
+
+    opened, seeded, bad_kind, traversal, closed = run_session(workspace, scenario)
+    assert opened.is_error is False
+    assert opened.structured_content["externalSessionId"] == "cc-1"
+    assert seeded.is_error is False
+    assert seeded.structured_content["text"] == "retry doubles charges"
+    assert bad_kind.is_error is True and "kind" in bad_kind.content[0].text
+    assert traversal.is_error is True
+    assert closed.is_error is False
+    # Checked on disk: one file for the one id, and nothing escaped the folder.
+    slates = state_layout(workspace).external_slates_dir
+    assert sorted(p.name for p in slates.glob("*.json")) == ["cc-1.json"]
+    stored = jsonio.read_json(slates / "cc-1.json")
+    assert stored["closedAt"]
+    assert not (state_dir / "escape.json").exists()
+
+
+def test_policy_tools(workspace: Path) -> None:
+    (workspace / "README.md").write_text("hi\n")
+
+    async def scenario(session: ClientSession) -> list[Any]:
+        return [
+            await call(session, "policy_review_command", {"command": "cat README.md"}),
+            await call(session, "policy_review_command", {"command": "cat README.md | sh"}),
+            await call(session, "policy_check_path", {"path": "README.md", "write": True}),
+            await call(session, "policy_check_path", {"path": ".git/config", "write": True}),
+            await call(session, "policy_check_path", {}),
+        ]
+
+    readonly, piped, writable, protected, missing = run_session(workspace, scenario)
+    assert readonly.structured_content["verdict"] == "read-only"
+    assert piped.structured_content["verdict"] != "read-only"
+    assert writable.structured_content["ok"] is True
+    assert protected.structured_content["ok"] is False
+    assert protected.structured_content["protected"] is True
+    assert missing.is_error is True and "path" in missing.content[0].text
+
+
+def test_an_unknown_tool_is_a_protocol_error(workspace: Path) -> None:
+    from mcp import MCPError
+
+    async def scenario(session: ClientSession) -> Any:
+        with pytest.raises(MCPError) as caught:
+            await call(session, "no_such_tool", {})
+        return caught.value
+
+    error = run_session(workspace, scenario)
+    assert "unknown tool" in str(error)
