@@ -59,6 +59,7 @@ def test_stdin_closed_mid_request_still_flushes_finished_replies(workspace: Path
     payload = INIT + msg(2, "tools/list") + b'{"jsonrpc":"2.0","id":3,"method":"tools/ca'
     replies, stderr, code = exchange(workspace, payload)
     assert code == 0
+    assert "Traceback" not in stderr
     assert [r.get("id") for r in replies] == [1, 2, None]
     assert len(replies[1]["result"]["tools"]) >= 5
     assert replies[2]["error"]["code"] == -32700
