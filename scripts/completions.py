@@ -52,8 +52,7 @@ def read_level(command: Any, path: list[str]) -> Level:
     for param in command.params:
         if getattr(param, "hidden", False) or param.param_type_name != "option":
             continue
-        # typer >= 0.29 describes an option's type (and an Enum/Literal's choices) here.
-        choices = getattr(param.type_descriptor, "choices", None) or ()
+        choices = getattr(param.type, "choices", None) or ()
         options.append(
             Opt(
                 names=[*param.opts, *param.secondary_opts],
