@@ -34,6 +34,7 @@ from .streaming import (
     READ_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     Failure,
+    closer,
     parse_retry_after,
     stream_events,
 )
@@ -82,7 +83,7 @@ class AnthropicProvider:
 
         def start() -> tuple[Iterator[Any], Callable[[], None]]:
             stream = client.messages.create(**params, stream=True)
-            return iter(stream), stream.close
+            return iter(stream), closer(stream.response)
 
         builder = _ResponseBuilder(model=params["model"])
         for event in stream_events(start, self._classify, abort):

@@ -39,6 +39,7 @@ from .streaming import (
     READ_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     Failure,
+    closer,
     parse_retry_after,
     stream_events,
 )
@@ -103,7 +104,7 @@ class OpenAICompatProvider:
                 finally:
                     response.close()
                 raise _HTTPStatus(response.status_code, text, dict(response.headers))
-            return _chunks(response.iter_lines()), response.close
+            return _chunks(response.iter_lines()), closer(response)
 
         builder = _ResponseBuilder(model=body["model"])
         for chunk in stream_events(start, self._classify, abort):

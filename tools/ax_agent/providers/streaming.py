@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from .base import ProviderAborted, ProviderError
 
@@ -108,6 +109,24 @@ class _Attempt(Generic[T]):
             # Closing an abandoned stream: a failure has no one left to report to.
             with contextlib.suppress(Exception):
                 close()
+
+
+def closer(response: Any) -> Callable[[], None]:
+    """A function that closes an httpx-style streaming response from another thread.
+
+    Closing alone does not wake a thread blocked reading the socket, so the
+    socket is shut down first (the connection is dropped, never reused).
+    """
+
+    def close() -> None:
+        network_stream = getattr(response, "extensions", {}).get("network_stream")
+        sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        response.close()
+
+    return close
 
 
 def retry_delay(attempt: int, retry_after: float | None) -> float | None:
