@@ -53,8 +53,7 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def plan(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -154,12 +153,20 @@ def text_block(index: int, pieces: list[str]) -> list[bytes]:
     return [
         sse(
             "content_block_start",
-            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
         ),
         *(
             sse(
                 "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": p}},
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": p},
+                },
             )
             for p in pieces
         ),
@@ -218,9 +225,14 @@ def anthropic_error(status: int, kind: str, message: str, **headers: str) -> Rep
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "local-fake"}
-    body.update(choices=choices, **extra)
-    return f"data: {json.dumps(body)}\n\n".encode()
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "model": "local-fake",
+        "choices": choices,
+        **extra,
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
 
 
 DONE = b"data: [DONE]\n\n"

@@ -21,6 +21,7 @@ from agent.providers.fakes import (
 )
 
 from ax_agent.providers import (
+    ContentBlock,
     Message,
     ProviderAborted,
     ProviderError,
@@ -30,25 +31,33 @@ from ax_agent.providers import (
     ToolSchema,
     ToolUseBlock,
     make_provider,
+    streaming,
 )
-from ax_agent.providers import streaming
 from ax_agent.providers.anthropic import AnthropicProvider
 
 KEY = "sk-ant-api03-FAKEKEYfakekeyFAKEKEY0123456789"
 TOOLS = [
-    ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolSchema(
+        "read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}
+    ),
     ToolSchema("list_dir", "List a folder", {"type": "object", "properties": {}}),
 ]
 
 
 def provider(server: FakeServer, **env: str) -> AnthropicProvider:
     environ = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.url, **env}
-    made = make_provider("anthropic", model="claude-test", base_url=None, script=None, environ=environ)
+    made = make_provider(
+        "anthropic", model="claude-test", base_url=None, script=None, environ=environ
+    )
     assert isinstance(made, AnthropicProvider)
     return made
 
 
-def request(messages: list[Message] | None = None, system: str = "You are terse.", tools=TOOLS) -> ProviderRequest:
+def request(
+    messages: list[Message] | None = None,
+    system: str = "You are terse.",
+    tools: list[ToolSchema] = TOOLS,
+) -> ProviderRequest:
     return ProviderRequest(
         system=system,
         messages=messages or [Message("user", [TextBlock("hello")])],
@@ -86,7 +95,9 @@ def test_text_streams_in_order_and_usage_is_recorded(server: FakeServer) -> None
     server.plan(
         Reply(
             chunks=[
-                message_start(input_tokens=11, cache_creation_input_tokens=100, cache_read_input_tokens=40),
+                message_start(
+                    input_tokens=11, cache_creation_input_tokens=100, cache_read_input_tokens=40
+                ),
                 *text_block(0, ["Hel", "lo, ", "world"]),
                 *message_end("end_turn", output_tokens=9),
             ]
@@ -137,7 +148,7 @@ def test_tool_use_round_trip(server: FakeServer) -> None:
         # Input that does not parse is kept verbatim for the loop to report.
         ToolUseBlock("toolu_03", "read_file", '{"path": '),
     ]
-    results = [
+    results: list[ContentBlock] = [
         ToolResultBlock("toolu_01", "1\tprint('a')"),
         ToolResultBlock("toolu_02", "a.py"),
         ToolResultBlock("toolu_03", "input is not JSON", is_error=True),
@@ -154,10 +165,20 @@ def test_tool_use_round_trip(server: FakeServer) -> None:
         "role": "assistant",
         "content": [
             {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "src/a.py"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_01",
+                "name": "read_file",
+                "input": {"path": "src/a.py"},
+            },
             {"type": "tool_use", "id": "toolu_02", "name": "list_dir", "input": {}},
             # The API takes only objects: the raw string travels inside one.
-            {"type": "tool_use", "id": "toolu_03", "name": "read_file", "input": {"input": '{"path": '}},
+            {
+                "type": "tool_use",
+                "id": "toolu_03",
+                "name": "read_file",
+                "input": {"input": '{"path": '},
+            },
         ],
     }
     assert [b["type"] for b in wire[2]["content"]] == ["tool_result"] * 3
@@ -166,7 +187,9 @@ def test_tool_use_round_trip(server: FakeServer) -> None:
 
 
 def test_two_cache_breakpoints_and_coalesced_user_messages(server: FakeServer) -> None:
-    server.plan(anthropic_text_reply(["ok"]), anthropic_text_reply(["ok"]), anthropic_text_reply(["ok"]))
+    server.plan(
+        anthropic_text_reply(["ok"]), anthropic_text_reply(["ok"]), anthropic_text_reply(["ok"])
+    )
     history = [
         Message("user", [TextBlock("first")]),
         Message("assistant", [ToolUseBlock("toolu_1", "list_dir", {})]),
@@ -356,7 +379,11 @@ def test_base_url_comes_from_the_environment_only(server: FakeServer) -> None:
 
     with pytest.raises(UsageError) as caught:
         make_provider(
-            "anthropic", model=None, base_url=server.url, script=None, environ={"ANTHROPIC_API_KEY": KEY}
+            "anthropic",
+            model=None,
+            base_url=server.url,
+            script=None,
+            environ={"ANTHROPIC_API_KEY": KEY},
         )
     assert "ANTHROPIC_BASE_URL" in (caught.value.hint or "")
 
