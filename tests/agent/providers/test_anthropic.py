@@ -392,3 +392,26 @@ def test_request_body_has_no_key(server: FakeServer) -> None:
     server.plan(anthropic_text_reply(["ok"]))
     provider(server).complete(request())
     assert KEY not in json.dumps(server.requests[0].body)
+
+
+def test_overloaded_as_the_first_stream_event_is_retried(server: FakeServer) -> None:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    server.plan(Reply(chunks=[sse("error", error)]), anthropic_text_reply(["ok"]))
+    assert provider(server).complete(request()).text == "ok"
+    assert len(server.requests) == 2
+
+
+def test_a_silent_server_times_out_without_retry(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.providers import anthropic as anthropic_provider
+
+    monkeypatch.setattr(anthropic_provider, "READ_TIMEOUT_S", 0.3)
+    server.plan(Reply(hang=True))
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as caught:
+        provider(server).complete(request())
+    assert time.monotonic() - started < 3
+    assert "Timeout" in caught.value.message
+    assert caught.value.retryable is False
+    assert len(server.requests) == 1

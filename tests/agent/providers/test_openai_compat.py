@@ -337,3 +337,19 @@ def test_request_body_has_no_key(server: FakeServer) -> None:
     server.plan(openai_text_reply(["ok"]))
     provider(server).complete(request())
     assert KEY not in json.dumps(server.requests[0].body)
+
+
+def test_a_silent_server_times_out_without_retry(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.providers import openai_compat
+
+    monkeypatch.setattr(openai_compat, "READ_TIMEOUT_S", 0.3)
+    server.plan(Reply(hang=True))
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as caught:
+        provider(server).complete(request())
+    assert time.monotonic() - started < 3
+    assert "Timeout" in caught.value.message
+    assert caught.value.retryable is False
+    assert len(server.requests) == 1

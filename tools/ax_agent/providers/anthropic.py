@@ -132,12 +132,15 @@ class AnthropicProvider:
                 retry_after=parse_retry_after(exc.response.headers),
             )
         if isinstance(exc, anthropic.APIConnectionError) and not mid_stream:
+            cause = exc.__cause__ or exc
+            # A read timeout already waited READ_TIMEOUT_S; repeating it helps no one.
+            read_timeout = type(cause).__name__ == "ReadTimeout"
             return Failure(
                 ProviderError(
                     f"cannot reach the Anthropic API at {self.base_url}: "
-                    f"{self._scrub(str(exc.__cause__ or exc))}",
+                    f"{type(cause).__name__}: {self._scrub(str(cause))}",
                     hint=f"check the network and {BASE_URL_VAR}",
-                    retryable=True,
+                    retryable=not read_timeout,
                 )
             )
         return Failure(
