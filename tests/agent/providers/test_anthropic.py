@@ -290,6 +290,7 @@ def test_a_long_retry_after_is_not_waited_for(server: FakeServer) -> None:
     assert time.monotonic() - started < 2
     assert len(server.requests) == 1
     assert caught.value.retryable is True
+    assert "wait 3600 s" in caught.value.message
 
 
 def test_retry_after_is_honoured(server: FakeServer) -> None:

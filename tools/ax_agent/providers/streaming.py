@@ -179,10 +179,13 @@ def stream_events(
         failure = classify(value, False)
         delay = retry_delay(attempt_number, failure.retry_after)
         if not failure.error.retryable or attempt_number >= MAX_ATTEMPTS or delay is None:
-            if failure.error.retryable and attempt_number > 1:
-                failure.error.message += f" (after {attempt_number} attempts)"
-                failure.error.args = (failure.error.message,)
-            raise failure.error
+            error = failure.error
+            if error.retryable and delay is None and failure.retry_after is not None:
+                error.message += f" (the server asks to wait {failure.retry_after:.0f} s)"
+            elif error.retryable and attempt_number > 1:
+                error.message += f" (after {attempt_number} attempts)"
+            error.args = (error.message,)
+            raise error
         if abort is not None:
             if abort.wait(delay):
                 raise ProviderAborted()
