@@ -67,6 +67,8 @@ class AnthropicProvider:
             )
         self.model = model or DEFAULT_ANTHROPIC_MODEL
         self.base_url = environ.get(BASE_URL_VAR, "").strip() or DEFAULT_ANTHROPIC_BASE_URL
+        # A base URL may carry credentials (user:password@host); messages show it redacted.
+        self.shown_url = redact(self.base_url)
         self._key = key
         self._client: anthropic_sdk.Anthropic | None = None
         self._client_lock = threading.Lock()
@@ -118,16 +120,15 @@ class AnthropicProvider:
         if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code
             detail = self._scrub(_error_detail(exc.body, exc.message))
-            where = "during the stream" if mid_stream else f"with HTTP {status}"
-            # An error event in a 200 stream carries its kind in the body instead.
-            retryable = not mid_stream and (
-                status == 429 or status >= 500 or _error_type(exc.body) in _RETRYABLE_TYPES
-            )
+            # An error event inside a 200 stream carries its kind in the body instead.
+            in_stream = mid_stream or status < 400
+            transient = status == 429 or status >= 500 or _error_type(exc.body) in _RETRYABLE_TYPES
+            where = "in the stream" if in_stream else f"with HTTP {status}"
             return Failure(
                 ProviderError(
                     f"the Anthropic API failed {where}: {detail}",
-                    hint=_status_hint(status),
-                    retryable=retryable,
+                    hint=_status_hint(status, transient),
+                    retryable=transient and not mid_stream,
                 ),
                 retry_after=parse_retry_after(exc.response.headers),
             )
@@ -137,7 +138,7 @@ class AnthropicProvider:
             read_timeout = type(cause).__name__ == "ReadTimeout"
             return Failure(
                 ProviderError(
-                    f"cannot reach the Anthropic API at {self.base_url}: "
+                    f"cannot reach the Anthropic API at {self.shown_url}: "
                     f"{type(cause).__name__}: {self._scrub(str(cause))}",
                     hint=f"check the network and {BASE_URL_VAR}",
                     retryable=not read_timeout,
@@ -168,14 +169,14 @@ def _error_detail(body: object, fallback: str) -> str:
     return fallback
 
 
-def _status_hint(status: int) -> str:
+def _status_hint(status: int, transient: bool) -> str:
     if status in (401, 403):
         return f"check {API_KEY_VAR}"
     if status == 404:
         return "check the model name (--model) and the base URL"
     if status == 429:
         return "rate limited: wait a little and try again"
-    if status >= 500:
+    if transient:
         return "the API is overloaded or failing: try again shortly"
     return "the API refused the request; the message says why"
 

@@ -77,6 +77,8 @@ class OpenAICompatProvider:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
+        # A base URL may carry credentials (user:password@host); messages show it redacted.
+        self.shown_url = redact(self.url)
         self._key = environ.get(API_KEY_VAR, "").strip()
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
@@ -133,13 +135,15 @@ class OpenAICompatProvider:
     def _classify(self, exc: BaseException, mid_stream: bool) -> Failure:
         import httpx
 
-        if isinstance(exc, ProviderError):
+        if isinstance(exc, ProviderError):  # raised while reading chunks: already worded
+            exc.message = self._scrub(exc.message)
+            exc.args = (exc.message,)
             return Failure(exc)
         if isinstance(exc, _HTTPStatus):
             detail = self._scrub(_error_detail(exc.body))
             return Failure(
                 ProviderError(
-                    f"{self.url} answered HTTP {exc.status}: {detail}",
+                    f"{self.shown_url} answered HTTP {exc.status}: {detail}",
                     hint=_status_hint(exc.status),
                     retryable=exc.status == 429 or exc.status >= 500,
                 ),
@@ -149,14 +153,14 @@ class OpenAICompatProvider:
             # A read timeout already waited READ_TIMEOUT_S; repeating it helps no one.
             return Failure(
                 ProviderError(
-                    f"cannot reach {self.url}: {type(exc).__name__}: {self._scrub(str(exc))}",
+                    f"cannot reach {self.shown_url}: {type(exc).__name__}: {self._scrub(str(exc))}",
                     hint="is the server running, and is --base-url right (it usually ends in /v1)?",
                     retryable=not isinstance(exc, httpx.ReadTimeout),
                 )
             )
         return Failure(
             ProviderError(
-                f"the stream from {self.url} was interrupted before the response was complete: "
+                f"the stream from {self.shown_url} was interrupted before it was complete: "
                 f"{type(exc).__name__}: {self._scrub(str(exc))}",
                 hint="nothing of the partial answer was kept; send the request again",
             )
@@ -179,7 +183,7 @@ def _error_detail(body: str) -> str:
 
 def _status_hint(status: int) -> str:
     if status in (401, 403):
-        return f"the server wants a key: set {API_KEY_VAR}"
+        return f"the server refused the credentials: set or check {API_KEY_VAR}"
     if status == 404:
         return "check --base-url (usually ending in /v1) and the model name"
     if status == 429 or status >= 500:
