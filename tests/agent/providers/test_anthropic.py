@@ -416,3 +416,21 @@ def test_a_silent_server_times_out_without_retry(
     assert "Timeout" in caught.value.message
     assert caught.value.retryable is False
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "tools", "expected"),
+    [
+        ("model_context_window_exceeded", False, "max_tokens"),
+        ("pause_turn", False, "end_turn"),
+        ("pause_turn", True, "tool_use"),
+        ("refusal", False, "refusal"),
+        ("stop_sequence", False, "stop_sequence"),
+    ],
+)
+def test_stop_reasons_are_normalised(
+    server: FakeServer, raw: str, tools: bool, expected: str
+) -> None:
+    blocks = tool_block(1, "toolu_1", "list_dir", ["{}"]) if tools else []
+    server.plan(Reply(chunks=[message_start(), *text_block(0, ["x"]), *blocks, *message_end(raw)]))
+    assert provider(server).complete(request()).stop_reason == expected

@@ -353,3 +353,20 @@ def test_a_silent_server_times_out_without_retry(
     assert "Timeout" in caught.value.message
     assert caught.value.retryable is False
     assert len(server.requests) == 1
+
+
+def test_credentials_in_the_base_url_are_not_shown() -> None:
+    closed = FakeServer()
+    port = closed.url.rsplit(":", 1)[1]
+    closed.close()
+    chosen = make_provider(
+        "openai-compatible",
+        model="m",
+        base_url=f"http://user:hunter2secret@127.0.0.1:{port}/v1",
+        script=None,
+        environ={},
+    )
+    with pytest.raises(ProviderError) as caught:
+        chosen.complete(request())
+    assert "hunter2secret" not in caught.value.message
+    assert f"127.0.0.1:{port}/v1/chat/completions" in caught.value.message
