@@ -118,3 +118,21 @@ def test_mcp_limits() -> None:
 
     assert jsonrpc.MAX_MESSAGE_BYTES == 1024 * 1024
     assert server.SUPPORTED_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+
+def test_agent_provider_limits() -> None:
+    from ax_agent.providers import anthropic, base, openai_compat, script, streaming
+
+    assert base.DEFAULT_MAX_TOKENS == 8192
+    assert streaming.MAX_ATTEMPTS == 3
+    assert streaming.BACKOFF_BASE_S == 0.5
+    assert streaming.BACKOFF_CAP_S == 8.0
+    assert streaming.RETRY_AFTER_CAP_S == 60.0
+    assert streaming.ABORT_POLL_S == 0.05
+    assert streaming.CONNECT_TIMEOUT_S == 10.0
+    assert streaming.READ_TIMEOUT_S == 300.0
+    assert streaming.WRITE_TIMEOUT_S == 60.0
+    assert anthropic.DEFAULT_ANTHROPIC_MODEL == "claude-sonnet-4-5"
+    assert openai_compat.ERROR_BODY_MAX_CHARS == 500
+    assert script.SCRIPT_MAX_BYTES == 4 * 1024 * 1024
+    assert script.EXPECT_QUOTE_CHARS == 300

@@ -1,0 +1,109 @@
+"""Model providers behind one contract (see base.py), and the one place they are built.
+
+Nothing here imports ``anthropic`` or ``httpx``: each provider module imports
+its SDK inside the code that needs it, so choosing the script provider, or
+asking for ``--help``, never loads either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from libcommon.errors import UsageError
+
+from .base import (
+    DEFAULT_MAX_TOKENS,
+    STOP_REASONS,
+    ContentBlock,
+    Message,
+    Provider,
+    ProviderAborted,
+    ProviderError,
+    ProviderRequest,
+    ProviderResponse,
+    ScriptExhausted,
+    StopReason,
+    TextBlock,
+    ToolResultBlock,
+    ToolSchema,
+    ToolUseBlock,
+    Usage,
+)
+
+PROVIDER_NAMES = ("anthropic", "openai-compatible", "script")
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "PROVIDER_NAMES",
+    "STOP_REASONS",
+    "ContentBlock",
+    "Message",
+    "Provider",
+    "ProviderAborted",
+    "ProviderError",
+    "ProviderRequest",
+    "ProviderResponse",
+    "ScriptExhausted",
+    "StopReason",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolSchema",
+    "ToolUseBlock",
+    "Usage",
+    "make_provider",
+]
+
+
+def make_provider(
+    name: str,
+    *,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    environ: Mapping[str, str],
+) -> Provider:
+    """Build the named provider. Credentials come from ``environ`` only.
+
+    Raises UsageError for an unknown name or a missing or misplaced option, and
+    ProviderError when a credential the provider needs is not set.
+    """
+    if name == "script":
+        from .script import ScriptProvider
+
+        if script is None:
+            raise UsageError("the script provider needs a script file", hint="pass --script FILE")
+        if base_url is not None:
+            raise UsageError("the script provider calls no server, so it takes no base URL")
+        return ScriptProvider.from_file(script, model=model)
+    if script is not None:
+        raise UsageError(f"a script file is for the script provider, not {name}")
+    if name == "anthropic":
+        from .anthropic import BASE_URL_VAR, AnthropicProvider
+
+        if base_url is not None:
+            raise UsageError(
+                "the anthropic provider takes its base URL from the environment only",
+                hint=f"export {BASE_URL_VAR}=URL",
+            )
+        return AnthropicProvider(model=model, environ=environ)
+    if name == "openai-compatible":
+        from .openai_compat import OpenAICompatProvider
+
+        if not base_url:
+            raise UsageError(
+                "the openai-compatible provider needs the server's base URL",
+                hint="pass --base-url http://127.0.0.1:8080/v1 (or set it in the user config)",
+            )
+        if not base_url.startswith(("http://", "https://")):
+            raise UsageError(f"the base URL must start with http:// or https://: {base_url!r}")
+        if not model:
+            raise UsageError(
+                "the openai-compatible provider needs a model name",
+                hint="pass --model NAME (the name the server knows the model by)",
+            )
+        return OpenAICompatProvider(model=model, base_url=base_url, environ=environ)
+    raise UsageError(
+        f"unknown provider {name!r}",
+        hint=f"choose one of: {', '.join(PROVIDER_NAMES)}",
+    )

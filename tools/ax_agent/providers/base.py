@@ -1,0 +1,150 @@
+"""The provider contract: the conversation shapes the loop builds and the errors it handles.
+
+Plain dataclasses, no wire format: each provider translates these to and from its
+own protocol, so the turn loop never names a provider.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from libcommon.errors import OperationFailed
+
+# The output budget a request asks for when the caller names none.
+DEFAULT_MAX_TOKENS = 8192
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"]
+STOP_REASONS: tuple[StopReason, ...] = (
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "stop_sequence",
+    "refusal",
+)
+
+
+@dataclass
+class TextBlock:
+    text: str
+
+
+@dataclass
+class ToolUseBlock:
+    id: str
+    name: str
+    # Exactly what the model sent: usually a dict, but a string when the model
+    # sent its arguments as a JSON string, or sent arguments that do not parse.
+    input: Any
+
+
+@dataclass
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass
+class Message:
+    role: Literal["user", "assistant"]
+    content: list[ContentBlock]
+
+
+@dataclass
+class ToolSchema:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class ProviderRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSchema]
+    model: str
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+
+@dataclass
+class Usage:
+    """Token counts. ``input_tokens`` excludes the cached part, as Anthropic counts it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate ``other`` into this total, in place."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+
+
+@dataclass
+class ProviderResponse:
+    content: list[TextBlock | ToolUseBlock]
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined: the answer a person reads."""
+        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [block for block in self.content if isinstance(block, ToolUseBlock)]
+
+
+class Provider(Protocol):
+    """One model backend. ``complete`` is one request and one (streamed) response."""
+
+    name: str
+    # The model requests go to when ``ProviderRequest.model`` is empty.
+    model: str
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        abort: threading.Event | None = None,
+    ) -> ProviderResponse: ...
+
+
+class ProviderError(OperationFailed):
+    """The provider could not produce a complete response.
+
+    ``retryable`` says whether the same request may succeed later (a throttle,
+    an overloaded server); a request the server refused, or a stream cut after
+    it started, is not retryable. Messages never contain a credential.
+    """
+
+    def __init__(self, message: str, hint: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message, hint)
+        self.retryable = retryable
+
+
+class ProviderAborted(OperationFailed):
+    """The caller's abort event was set; no response is returned."""
+
+    def __init__(self, message: str = "the model request was aborted", hint: str | None = None):
+        super().__init__(message, hint)
+
+
+class ScriptExhausted(OperationFailed):
+    """The script provider was asked for more turns than its script holds."""
+
+
+def effective_model(request: ProviderRequest, default: str) -> str:
+    return request.model or default
