@@ -210,16 +210,6 @@ def _prepare(
     """The last seq, and the fields of a ``log.recovered`` event if a fragment was moved aside."""
     stat = os.fstat(fd)
     index = _read_index(index_fd)
-    if index is not None and index.ino == stat.st_ino and stat.st_size < index.size:
-        # Appends only grow a log (a moved-aside fragment was never part of the index),
-        # so a shorter file means events were cut away behind the log's back.
-        raise CorruptStore(
-            str(log),
-            f"the log holds {stat.st_size} bytes but the last append left {index.size} "
-            f"(seq {index.seq}); appends are refused so no seq is reused",
-        )
-    if stat.st_size == 0:
-        return 0, None
     if (
         index is not None
         and index.matches(stat)
@@ -227,6 +217,14 @@ def _prepare(
     ):
         return index.seq, None
     last_seq, clean_end = _scan(log, session_id)
+    if index is not None and index.ino == stat.st_ino and last_seq < index.seq:
+        # Appends only grow a log, so fewer events than the last append left means
+        # lines were cut away behind the log's back; continuing would reuse seqs.
+        raise CorruptStore(
+            str(log),
+            f"the log ends at seq {last_seq} but the last append left seq {index.seq}; "
+            "appends are refused so no seq is reused",
+        )
     if clean_end == stat.st_size:
         return last_seq, None
     return last_seq, _move_fragment_aside(log, fd, clean_end, stat.st_size)
