@@ -30,7 +30,9 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
     start = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
     with clock.use(clock=clock.StepClock(start)):
         first = append_events(layout, "s1", [SessionStarted(workspace=str(layout.workspace))])
-        more = append_events(layout, "s1", [{"type": "custom", "kind": "k", "data": {"n": i}} for i in range(3)])
+        more = append_events(
+            layout, "s1", [{"type": "custom", "kind": "k", "data": {"n": i}} for i in range(3)]
+        )
     assert first[0] == {
         "v": 1,
         "seq": 1,
@@ -48,7 +50,9 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
 
 def test_session_ids_are_checked_before_any_path(layout: StateLayout, run_cli) -> None:
     for bad in ["../escape", "a/b", ".hidden", "", "x" * 129]:
-        result = run_cli(main, ["append", "--session", bad, "-C", str(layout.workspace)], stdin=NOTE)
+        result = run_cli(
+            main, ["append", "--session", bad, "-C", str(layout.workspace)], stdin=NOTE
+        )
         assert result.exit_code == 2, bad
         assert "invalid session id" in result.stderr
     assert not layout.root.joinpath("projects").exists()
@@ -62,7 +66,12 @@ def test_cli_append_prints_stored_events(layout: StateLayout, run_cli) -> None:
     assert one.exit_code == 0, one.stderr
     assert orjson.loads(one.stdout)["seq"] == 1
     pretty = '{\n  "type": "custom",\n  "kind": "note",\n  "data": {"a": 1}\n}\n'
-    assert orjson.loads(run_cli(main, ["append", "--session", "demo", "-C", ws], stdin=pretty).stdout)["seq"] == 2
+    assert (
+        orjson.loads(run_cli(main, ["append", "--session", "demo", "-C", ws], stdin=pretty).stdout)[
+            "seq"
+        ]
+        == 2
+    )
     batch = "\n".join([NOTE, "", '{"type":"session.ended","reason":"done"}']) + "\n"
     result = run_cli(main, ["append", "--session", "demo", "-C", ws], stdin=batch)
     assert [orjson.loads(line)["seq"] for line in result.stdout.splitlines()] == [3, 4]
@@ -92,7 +101,9 @@ def test_bad_batch_appends_nothing(layout: StateLayout, run_cli, stdin: str, mes
 
 
 def test_bad_first_batch_creates_no_log(layout: StateLayout, run_cli) -> None:
-    result = run_cli(main, ["append", "--session", "fresh", "-C", str(layout.workspace)], stdin='{"type":"x.y"}')
+    result = run_cli(
+        main, ["append", "--session", "fresh", "-C", str(layout.workspace)], stdin='{"type":"x.y"}'
+    )
     assert result.exit_code == 2
     assert not layout.session_log("fresh").exists()
 
@@ -108,13 +119,22 @@ def test_secrets_are_redacted_before_they_are_stored(layout: StateLayout) -> Non
     stored = append_events(
         layout,
         "s",
-        [{"type": "tool.requested", "callId": "c", "tool": "bash", "input": {"cmd": f"curl -H 'x-api-key: {key}'"}}],
+        [
+            {
+                "type": "tool.requested",
+                "callId": "c",
+                "tool": "bash",
+                "input": {"cmd": f"curl -H 'x-api-key: {key}'"},
+            }
+        ],
     )
     assert key not in layout.session_log("s").read_text()
     assert "[REDACTED" in str(stored[0]["input"])
 
 
-def test_appends_use_the_index_and_do_not_rescan(layout: StateLayout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_appends_use_the_index_and_do_not_rescan(
+    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     append_events(layout, "s", [Custom(kind="k", data={})])
     scans: list[Path] = []
     real_scan = writer_module._scan
@@ -180,7 +200,9 @@ def test_newer_schema_version_is_refused(layout: StateLayout, run_cli) -> None:
     append_events(layout, "s", [Custom(kind="k", data={})])
     log = layout.session_log("s")
     with log.open("ab") as handle:
-        handle.write(b'{"v":2,"seq":2,"ts":"t","session":"s","type":"custom","kind":"k","data":{}}\n')
+        handle.write(
+            b'{"v":2,"seq":2,"ts":"t","session":"s","type":"custom","kind":"k","data":{}}\n'
+        )
     before = log.read_bytes()
     with pytest.raises(Unsupported, match="newer than this build"):
         append_events(layout, "s", [Custom(kind="k", data={})])
@@ -200,13 +222,22 @@ def test_partial_trailing_line_is_moved_aside_and_recorded(layout: StateLayout, 
             handle.write(fragment)
         # Readers ignore the fragment (it may be a write in progress).
         assert [r["seq"] for r in read_events(log, "s")][-1] >= 2
-        result = run_cli(main, ["append", "--session", "s", "-C", str(layout.workspace)], stdin=NOTE)
+        result = run_cli(
+            main, ["append", "--session", "s", "-C", str(layout.workspace)], stdin=NOTE
+        )
         assert result.exit_code == 0, result.stderr
     partial = log.with_name("s.jsonl.partial")
     assert partial.read_bytes() == b'{"v":1,"seq":3,"ts":"2026-\n\x00\x00garbage\n'
     stored = lines(log)
     assert log.read_bytes().startswith(clean)
-    assert [r["type"] for r in stored] == ["custom", "custom", "log.recovered", "custom", "log.recovered", "custom"]
+    assert [r["type"] for r in stored] == [
+        "custom",
+        "custom",
+        "log.recovered",
+        "custom",
+        "log.recovered",
+        "custom",
+    ]
     assert [r["seq"] for r in stored] == [1, 2, 3, 4, 5, 6]
     first = stored[2]
     assert first["partialFile"] == "s.jsonl.partial"
@@ -214,10 +245,12 @@ def test_partial_trailing_line_is_moved_aside_and_recorded(layout: StateLayout, 
     assert first["bytes"] == len(b'{"v":1,"seq":3,"ts":"2026-')
     verify = run_cli(main, ["verify", "--session", "s", "-C", str(layout.workspace)])
     assert verify.exit_code == 0, verify.stdout
-    assert os.stat(partial).st_mode & 0o777 == 0o600
+    assert partial.stat().st_mode & 0o777 == 0o600
 
 
-def test_a_failed_write_leaves_no_half_batch(layout: StateLayout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_leaves_no_half_batch(
+    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     append_events(layout, "s", [Custom(kind="k", data={})])
     before = layout.session_log("s").read_bytes()
     real_write = os.write

@@ -32,7 +32,9 @@ WRITER = textwrap.dedent(
 )
 
 
-def start_writer(layout: StateLayout, env: dict[str, str], name: str, count: int, size: int = 0) -> subprocess.Popen[str]:
+def start_writer(
+    layout: StateLayout, env: dict[str, str], name: str, count: int, size: int = 0
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(layout.workspace), name, str(count), str(size)],
         env=env,
@@ -47,7 +49,8 @@ def test_concurrent_writers_lose_tear_duplicate_and_reorder_nothing(
 ) -> None:
     writers = [start_writer(layout, child_env, f"p{n}", 40, size=n * 300) for n in range(6)]
     batch = "".join(
-        orjson.dumps({"type": "custom", "kind": "b", "data": {"i": i}}).decode() + "\n" for i in range(3)
+        orjson.dumps({"type": "custom", "kind": "b", "data": {"i": i}}).decode() + "\n"
+        for i in range(3)
     )
     batch_file = tmp_path / "batch.jsonl"
     batch_file.write_text(batch)
@@ -56,7 +59,14 @@ def test_concurrent_writers_lose_tear_duplicate_and_reorder_nothing(
         with batch_file.open() as stdin:
             cli.append(
                 subprocess.Popen(
-                    [tool_path("log"), "append", "--session", "shared", "-C", str(layout.workspace)],
+                    [
+                        tool_path("log"),
+                        "append",
+                        "--session",
+                        "shared",
+                        "-C",
+                        str(layout.workspace),
+                    ],
                     env=child_env,
                     stdin=stdin,
                     stdout=subprocess.PIPE,
@@ -72,7 +82,9 @@ def test_concurrent_writers_lose_tear_duplicate_and_reorder_nothing(
     records = [orjson.loads(line) for line in raw.splitlines()]
     assert [r["seq"] for r in records] == list(range(1, 6 * 40 + 4 * 3 + 1))
     for n in range(6):
-        mine = [r["data"]["i"] for r in records if r["kind"] == "w" and r["data"]["writer"] == f"p{n}"]
+        mine = [
+            r["data"]["i"] for r in records if r["kind"] == "w" and r["data"]["writer"] == f"p{n}"
+        ]
         assert mine == list(range(40))
     # Each CLI batch landed as one contiguous run of seqs.
     batch_seqs = [r["seq"] for r in records if r["kind"] == "b"]
@@ -119,7 +131,9 @@ def test_writer_sigkilled_mid_line(layout: StateLayout, child_env: dict[str, str
         text=True,
     )
     assert child.stdout is not None
-    assert child.stdout.readline().strip() == "half-written", child.stderr.read() if child.stderr else ""
+    assert child.stdout.readline().strip() == "half-written", (
+        child.stderr.read() if child.stderr else ""
+    )
     log = layout.session_log("s")
     torn = log.read_bytes()
     assert not torn.endswith(b"\n")
@@ -129,7 +143,11 @@ def test_writer_sigkilled_mid_line(layout: StateLayout, child_env: dict[str, str
 
     # The dead writer's lock is gone with it: the next append proceeds at once.
     started = time.monotonic()
-    result = run_cli(main, ["append", "--session", "s", "-C", str(layout.workspace)], stdin='{"type":"custom","kind":"after","data":{}}')
+    result = run_cli(
+        main,
+        ["append", "--session", "s", "-C", str(layout.workspace)],
+        stdin='{"type":"custom","kind":"after","data":{}}',
+    )
     assert result.exit_code == 0, result.stderr
     assert time.monotonic() - started < 5
     records = list(read_events(log, "s"))

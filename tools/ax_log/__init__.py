@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ax_log.locate import latest_session, require_log, session_logs
     from ax_log.models import SessionRow, VerifyProblem, VerifyResult
     from ax_log.reader import Problem, Record, follow_events, read_events
+    from ax_log.revert import UndoOutcome, pending_mutations, undo
     from ax_log.sessions import list_sessions
     from ax_log.snapshots import (
         hash_file,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
         store_file,
         workspace_path,
     )
-    from ax_log.undo import UndoOutcome, pending_mutations, undo
     from ax_log.verify import verify_session
     from ax_log.writer import append_events, log_path
 
@@ -100,7 +100,7 @@ _EXPORTS = {
         "store_file",
         "workspace_path",
     ],
-    "ax_log.undo": ["UndoOutcome", "pending_mutations", "undo"],
+    "ax_log.revert": ["UndoOutcome", "pending_mutations", "undo"],
     "ax_log.writer": ["append_events", "log_path"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}

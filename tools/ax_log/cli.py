@@ -208,7 +208,7 @@ def undo(
     workspace: WorkspaceOption = None,
 ) -> int:
     """Revert recorded file changes newest first; drifted files are refused, not clobbered."""
-    from ax_log.undo import undo as run_undo
+    from ax_log.revert import undo as run_undo
     from libcommon.errors import UsageError
     from libcommon.paths import check_session_id, state_layout
 
