@@ -20,7 +20,9 @@ from libcommon.cliapp import (
 )
 
 if TYPE_CHECKING:
-    from ax_log.reader import Problem
+    from collections.abc import Iterator
+
+    from ax_log.reader import Problem, Record
 
 app = make_app("ax-log", "The append-only session event log, content-addressed snapshots and undo.")
 
@@ -71,7 +73,6 @@ def events(
     """Print a session's events as JSON Lines."""
     from ax_log.locate import latest_session, require_log
     from ax_log.reader import follow_events, read_events
-    from libcommon import jsonio
     from libcommon.errors import OperationFailed, UsageError
     from libcommon.paths import check_session_id, state_layout
 
@@ -86,15 +87,30 @@ def events(
             raise OperationFailed("this project has no sessions yet")
     path = layout.session_log(session) if follow else require_log(layout, session)
     problems: list[Problem] = []
-    out = env().stdout
-    stream = (
+    stream: Iterator[Record | None] = (
         follow_events(path, session, lenient=lenient, since=since, problems=problems)
         if follow
         else read_events(path, session, lenient=lenient, since=since, problems=problems)
     )
+    try:
+        _print_events(stream, type_prefix, problems)
+    except BrokenPipeError:
+        # click turns an EPIPE into exit 1; a bare BrokenPipeError passes through it to
+        # entry_point, which exits quietly with the documented 141.
+        raise BrokenPipeError from None
+
+
+def _print_events(
+    stream: Iterator[Record | None], type_prefix: str | None, problems: list[Problem]
+) -> None:
+    from libcommon import jsonio
+
+    out = env().stdout
     reported = 0
     for record in stream:
         if record is None:
+            # Caught up with the log while following: show what we have, then check
+            # whether anyone is still reading before polling again.
             out.flush()
             reported = _report_problems(problems, reported)
             if _stdout_closed():
