@@ -182,3 +182,48 @@ def test_writer_killed_in_a_loop_keeps_every_acknowledged_event(
     assert seqs == list(range(1, len(records) + 1))
     assert set(acknowledged) <= set(seqs)
     assert verify_session(layout, "shared").ok
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from ax_log import writer
+    from libcommon.paths import state_layout
+
+    layout = state_layout(sys.argv[1])
+    layout.sessions_dir.mkdir(parents=True, exist_ok=True)
+    with writer.append_lock(writer.index_path(layout, "s")):
+        print("holding", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_a_live_lock_holder_fences_after_the_timeout(
+    layout: StateLayout, child_env: dict[str, str]
+) -> None:
+    from ax_log import writer
+    from libcommon.errors import Fenced
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(layout.workspace)],
+        env=child_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "holding"
+        started = time.monotonic()
+        try:
+            with writer.append_lock(writer.index_path(layout, "s"), timeout=0.3):
+                raise AssertionError("took a lock another live process holds")
+        except Fenced as exc:
+            assert "within 0.3s" in exc.message
+        assert 0.3 <= time.monotonic() - started < 3
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    # Once the holder is gone the lock is free again.
+    with writer.append_lock(writer.index_path(layout, "s"), timeout=1):
+        pass

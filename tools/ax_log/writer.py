@@ -148,28 +148,37 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
     many writers taking turns do not idle; a holder that never lets go (a
     stopped process) is reported as Fenced after ``timeout``.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        delay = LOCK_POLL_MIN_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Fenced(
-                        f"could not take the append lock {path} within {timeout:g}s",
-                        hint="another process holds it; if it is stopped, resume or end it",
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, LOCK_POLL_MAX_S)
+    deadline = time.monotonic() + timeout
+    delay = LOCK_POLL_MIN_S
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            yield fd
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise Fenced(
+                    f"could not take the append lock {path} within {timeout:g}s",
+                    hint="another process holds it; if it is stopped, resume or end it",
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, LOCK_POLL_MAX_S)
+            continue
+        if _same_file(fd, path):
+            break
+        # The file was replaced or removed while we waited: that lock guards nothing.
+        os.close(fd)
+    try:
+        yield fd
     finally:
         os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == path.stat().st_ino
+    except FileNotFoundError:
+        return False
 
 
 @dataclass(frozen=True)
