@@ -87,6 +87,12 @@ def test_cli_append_prints_stored_events(layout: StateLayout, run_cli) -> None:
         (NOTE + '\n{"type":"nope.nope"}\n', "line 2: unknown event type 'nope.nope'"),
         (NOTE + "\n[1]\n", "line 2: a JSON list"),
         ('{"type":"custom","kind":"k","data":{},"seq":9}', "'seq' is assigned by the log"),
+        (
+            '{"type":"log.recovered","partialFile":"x","offset":0,"bytes":1,"sha256":"'
+            + "a" * 64
+            + '"}',
+            "log.recovered events are written by the log itself",
+        ),
     ],
 )
 def test_bad_batch_appends_nothing(layout: StateLayout, run_cli, stdin: str, message: str) -> None:

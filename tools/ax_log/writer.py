@@ -46,6 +46,8 @@ LOCK_POLL_MAX_S = 0.01
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
 BATCH_MAX_EVENTS = 10_000
+# Types only the log itself may write: a forged one would misreport a recovery.
+WRITTEN_BY_THE_LOG = frozenset({"log.recovered"})
 
 
 def log_path(layout: StateLayout, session_id: str) -> Path:
@@ -64,8 +66,12 @@ def partial_path(log: Path) -> Path:
 def coerce_body(event: EventBody | Mapping[str, Any], where: str) -> EventBody:
     if isinstance(event, EventBody):
         # Re-validate: a model built with model_construct or mutated after creation is not trusted.
-        return parse_body(body_fields(event), where)
-    return parse_body(event, where)
+        body = parse_body(body_fields(event), where)
+    else:
+        body = parse_body(event, where)
+    if body.type in WRITTEN_BY_THE_LOG:
+        raise UsageError(f"{where}: {body.type} events are written by the log itself")
+    return body
 
 
 def append_events(
