@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ax_log import append_events, read_events
+from ax_log import append_events, read_events, verify_session
 from ax_log import writer as writer_module
 from ax_log.cli import main
 from ax_log.events import Custom, SessionStarted
@@ -226,8 +226,11 @@ def test_partial_trailing_line_is_moved_aside_and_recorded(layout: StateLayout, 
     for fragment in (b'{"v":1,"seq":3,"ts":"2026-', b"\x00\x00garbage"):
         with log.open("ab") as handle:
             handle.write(fragment)
-        # Readers ignore the fragment (it may be a write in progress).
+        # Readers ignore the fragment (it may be a write in progress); verify reports it.
         assert [r["seq"] for r in read_events(log, "s")][-1] >= 2
+        report = verify_session(layout, "s")
+        assert not report.ok
+        assert report.problems[-1].problem == "incomplete trailing line (no newline)"
         result = run_cli(
             main, ["append", "--session", "s", "-C", str(layout.workspace)], stdin=NOTE
         )
@@ -278,3 +281,10 @@ def test_files_are_private(layout: StateLayout) -> None:
     append_events(layout, "s", [Custom(kind="k", data={})])
     assert layout.session_log("s").stat().st_mode & 0o777 == 0o600
     assert writer_module.index_path(layout, "s").name == ".s.index"
+
+
+def test_batch_size_is_capped(layout: StateLayout) -> None:
+    cap = writer_module.BATCH_MAX_EVENTS
+    with pytest.raises(UsageError, match=f"at most {cap} events"):
+        append_events(layout, "s", [Custom(kind="k", data={})] * (cap + 1))
+    assert not layout.session_log("s").exists()
