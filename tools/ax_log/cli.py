@@ -160,7 +160,7 @@ def sessions(json: JsonOption = False, workspace: WorkspaceOption = None) -> Non
     out = env().stdout
     out.write(f"{'ID':<24} {'STARTED':<24} {'ENDED':<24} {'EVENTS':>6}  LAST TYPE\n")
     for row in rows:
-        flag = f"  ({row.problems} unreadable lines)" if row.problems else ""
+        flag = f"  (problems: {row.problems})" if row.problems else ""
         out.write(
             f"{row.id:<24} {row.started or '-':<24} {row.ended or '-':<24} "
             f"{row.events:>6}  {row.last_type or '-'}{flag}\n"
