@@ -155,21 +155,13 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
     stopped process) is reported as Fenced after ``timeout``.
     """
     deadline = time.monotonic() + timeout
-    delay = LOCK_POLL_MIN_S
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            _flock_until(fd, path, deadline, timeout)
+        except BaseException:
             os.close(fd)
-            if time.monotonic() >= deadline:
-                raise Fenced(
-                    f"could not take the append lock {path} within {timeout:g}s",
-                    hint="another process holds it; if it is stopped, resume or end it",
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, LOCK_POLL_MAX_S)
-            continue
+            raise
         if _same_file(fd, path):
             break
         # The file was replaced or removed while we waited: that lock guards nothing.
@@ -178,6 +170,22 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
         yield fd
     finally:
         os.close(fd)
+
+
+def _flock_until(fd: int, path: Path, deadline: float, timeout: float) -> None:
+    delay = LOCK_POLL_MIN_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise Fenced(
+                    f"could not take the append lock {path} within {timeout:g}s",
+                    hint="another process holds it; if it is stopped, resume or end it",
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, LOCK_POLL_MAX_S)
 
 
 def _same_file(fd: int, path: Path) -> bool:
