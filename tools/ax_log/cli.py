@@ -103,6 +103,7 @@ def events(
 def _print_events(
     stream: Iterator[Record | None], type_prefix: str | None, problems: list[Problem]
 ) -> None:
+    from ax_log.reader import type_matches
     from libcommon import jsonio
 
     out = env().stdout
@@ -116,16 +117,10 @@ def _print_events(
             if _stdout_closed():
                 raise BrokenPipeError
             continue
-        if type_prefix is None or _type_matches(record["type"], type_prefix):
+        if type_prefix is None or type_matches(record["type"], type_prefix):
             out.write(jsonio.dumps_line(record).decode())
     out.flush()
     _report_problems(problems, reported)
-
-
-def _type_matches(event_type: str, prefix: str) -> bool:
-    if prefix.endswith("."):
-        return event_type.startswith(prefix)
-    return event_type == prefix or event_type.startswith(prefix + ".")
 
 
 def _report_problems(problems: list[Problem], already: int) -> int:

@@ -206,6 +206,14 @@ def follow_events(
         time.sleep(poll_s)
 
 
+def type_matches(event_type: str, prefix: str) -> bool:
+    """``prefix`` names a type or a branch of the dotted hierarchy: ``tool`` matches
+    ``tool.requested`` but not ``toolbox.opened``; a trailing dot is allowed."""
+    if prefix.endswith("."):
+        return event_type.startswith(prefix)
+    return event_type == prefix or event_type.startswith(prefix + ".")
+
+
 def first_record(path: Path) -> Record | None:
     """The first line of a log, parsed, or None when it is empty or unreadable."""
     try:
