@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ax_report.intake import Event, InvalidLine, event_problem
 from ax_report.context import Context
+from ax_report.intake import Event, InvalidLine, event_problem
 from ax_report.sections import SECTIONS, Section
 from libcommon import jsonio
 from libcommon.errors import UsageError

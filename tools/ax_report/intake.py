@@ -12,9 +12,9 @@ newer producer never makes an older report refuse a line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -180,7 +180,7 @@ def event_problem(event: Any) -> str | None:
     return None
 
 
-def read_jsonl(stream: IO[str] | IO[bytes]) -> Iterator[Event | InvalidLine]:
+def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Event | InvalidLine]:
     """One item per input line: the parsed object, or an InvalidLine saying why not.
 
     A blank line is an item too, so the n-th item is the n-th line and a

@@ -212,7 +212,13 @@ class Files(Section):
 
     name = "files"
     title = "Files changed"
-    handles = ("file.mutated", "undo.applied", "command.started", "command.ended", "check.completed")
+    handles = (
+        "file.mutated",
+        "undo.applied",
+        "command.started",
+        "command.ended",
+        "check.completed",
+    )
 
     def __init__(self) -> None:
         self.ledger = FileLedger()
@@ -330,7 +336,9 @@ class Files(Section):
     @staticmethod
     def _why(verdict: dict[str, Any], history: FileHistory) -> str:
         last = history.last_change_seq
-        after = f"after its last change (seq {last})" if last is not None else "after its last change"
+        after = (
+            f"after its last change (seq {last})" if last is not None else "after its last change"
+        )
         if verdict["why"] == "outside-workspace":
             return "outside the workspace; no run covers it"
         if verdict["why"] == "killed-after-change":
@@ -507,7 +515,11 @@ class Checks(Section):
         body = []
         for run in self.runs:
             recipe = f" (recipe {run['recipeId']})" if run["recipeId"] else ""
-            key = f"replay key {code(run['replayKey'])}" if run["replayKey"] else "replay key not recorded"
+            key = (
+                f"replay key {code(run['replayKey'])}"
+                if run["replayKey"]
+                else "replay key not recorded"
+            )
             body.append(
                 f"- {run['kind']} in {region_label(run['project'])}{recipe}: "
                 f"{_verdict_text(run)}; {key}"
@@ -605,7 +617,9 @@ class Approvals(Section):
             self.asked.append(
                 {"callId": call, "tool": None, "what": None, "verdict": None, "decisionSeq": None}
             )
-        self.asked[index].update(answer=event["answer"], scope=event["scope"], answerSeq=ctx.event_seq)
+        self.asked[index].update(
+            answer=event["answer"], scope=event["scope"], answerSeq=ctx.event_seq
+        )
 
     def to_json(self, ctx: Context) -> Any:
         return {
