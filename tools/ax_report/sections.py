@@ -343,7 +343,10 @@ class Files(Section):
             return "outside the workspace; no run covers it"
         if verdict["why"] == "killed-after-change":
             run = verdict["run"]
-            return f"killed: {_run_text(run)} ended by {run['termination']} {after}"
+            return (
+                f"killed ({run['termination']}): {_run_text(run)}, {after}; "
+                "a kill vetoes any exit 0"
+            )
         if verdict["why"] == "check ran, exit 0":
             return f"check ran, exit 0: {_run_text(verdict['run'])}, {after}"
         return f"no command or check covering it exited 0 {after}"
@@ -427,7 +430,7 @@ class Commands(Section):
         return self.runs
 
     def to_markdown(self, ctx: Context) -> list[str]:
-        lines = [f"## {self.title} ({len(self.runs)} started or ended)", ""]
+        lines = [f"## {self.title} ({len(self.runs)})", ""]
         body = []
         for number, run in enumerate(self.runs, start=1):
             what = code(run["command"]) if run["command"] is not None else "(start not recorded)"
@@ -744,7 +747,8 @@ class Problems(Section):
         return ctx.problems_json()
 
     def to_markdown(self, ctx: Context) -> list[str]:
-        lines = [f"## {self.title} ({ctx.invalid} invalid, {ctx.notes} remarks)", ""]
+        counts = f"{plural(ctx.invalid, 'invalid line')}, {plural(ctx.notes, 'remark')}"
+        lines = [f"## {self.title} ({counts})", ""]
         body = [f"- line {line.line}: {line.problem}" for line in ctx.listed]
         unlisted = ctx.invalid + ctx.notes - len(ctx.listed)
         if unlisted:

@@ -46,7 +46,7 @@ def code(text: str) -> str:
 def region_label(region: str | None) -> str:
     """How a workspace-relative folder is named to people."""
     if region is None:
-        return "outside the workspace"
+        return "a folder outside the workspace"
     return code(region or ".")
 
 
