@@ -9,7 +9,6 @@ had, not its length.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ax_report.context import Context
@@ -26,14 +25,28 @@ def render_json(document: dict[str, Any]) -> str:
     return jsonio.dumps(document, indent=True).decode() + "\n"
 
 
-@dataclass
 class _Dispatch:
-    by_type: dict[str, list[Callable[[Event, Context], None]]] = field(default_factory=dict)
-    every: list[Callable[[Event, Context], None]] = field(default_factory=list)
+    """Which sections' ``consume`` each event type goes to, worked out once per type."""
+
+    def __init__(self, sections: list[Section]) -> None:
+        self.sections = sections
+        self.by_type: dict[str, list[Callable[[Event, Context], None]]] = {}
 
     def handlers(self, kind: str) -> list[Callable[[Event, Context], None]]:
         found = self.by_type.get(kind)
-        return self.every if found is None else found
+        if found is None:
+            found = [section.consume for section in self.sections if _handles(section, kind)]
+            self.by_type[kind] = found
+        return found
+
+
+def _handles(section: Section, kind: str) -> bool:
+    for pattern in section.handles:
+        if pattern in ("*", kind):
+            return True
+        if pattern.endswith(".*") and kind.startswith(pattern[:-1]):
+            return True
+    return False
 
 
 def section_names() -> list[str]:
@@ -52,25 +65,10 @@ def _instantiate(only: Sequence[str] | None) -> list[Section]:
     return [section() for section in SECTIONS]
 
 
-def _dispatch(sections: list[Section]) -> _Dispatch:
-    table = _Dispatch()
-    types = {kind for section in sections for kind in section.handles if kind != "*"}
-    for section in sections:
-        if "*" in section.handles:
-            table.every.append(section.consume)
-    for kind in sorted(types):
-        table.by_type[kind] = [
-            section.consume
-            for section in sections
-            if kind in section.handles or "*" in section.handles
-        ]
-    return table
-
-
 def fold(items: Iterable[Any], sections: list[Section]) -> Context:
     """Feed each usable event to the sections that handle its type."""
     ctx = Context()
-    table = _dispatch(sections)
+    table = _Dispatch(sections)
     for item in items:
         ctx.position += 1
         if isinstance(item, InvalidLine):
@@ -88,6 +86,12 @@ def fold(items: Iterable[Any], sections: list[Section]) -> Context:
         ctx.event_seq = seq
         ctx.events += 1
         kind = item["type"]
+        ctx.by_type[kind] = ctx.by_type.get(kind, 0) + 1
+        ts = item.get("ts")
+        if type(ts) is str:
+            ctx.last_ts = ts
+        if ctx.session is None and type(item.get("session")) is str:
+            ctx.session = item["session"]
         if kind == "session.started" and ctx.workspace is None:
             ctx.workspace = item["workspace"]
         for handler in table.handlers(kind):

@@ -72,7 +72,8 @@ def report(
             hint="pipe events in (ax-log events --session S | ax-report) or pass --session ID",
         )
     else:
-        events = read_jsonl(env().stdin)
+        # Bytes when the stream has them: orjson parses them without a decode step.
+        events = read_jsonl(getattr(env().stdin, "buffer", env().stdin))
     document, markdown = build_report(events, section)
     out = env().stdout
     out.write(render_json(document) if json_output else markdown)

@@ -14,6 +14,9 @@ LISTED_PROBLEMS_MAX = 100
 @dataclass
 class Context:
     workspace: str | None = None  # from the first session.started
+    session: str | None = None  # the envelope's session id, from the first event that has one
+    last_ts: str | None = None  # ts of the newest event that has one
+    by_type: dict[str, int] = field(default_factory=dict)
     position: int = 0  # 1-based index of the current item in the stream
     seq: int | None = None  # highest seq seen so far
     event_seq: int | None = None  # seq of the event being folded (None when it has none)

@@ -12,7 +12,7 @@ newer producer never makes an older report refuse a line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,121 +36,76 @@ class InvalidLine:
         return {"line": self.line, "problem": self.problem}
 
 
-def _string(value: Any) -> bool:
-    return isinstance(value, str)
+NoneType = type(None)
+Rule = tuple[frozenset[type] | None, str]
+STRING: Rule = (frozenset({str}), "a string")
+OPTIONAL_STRING: Rule = (frozenset({str, NoneType}), "a string or null")
+STRINGS: Rule = (frozenset({str, list}), "a string or a list of strings")
+OPTIONAL_INT: Rule = (frozenset({int, NoneType}), "an integer or null")
+NUMBER: Rule = (frozenset({int, float}), "a non-negative number")
+BOOLEAN: Rule = (frozenset({bool}), "true or false")
+LIST: Rule = (frozenset({list}), "a list")
+OBJECT: Rule = (frozenset({dict}), "an object")
+ANY: Rule = (None, "present")
 
-
-def _optional_string(value: Any) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _string_or_list(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, list) and all(isinstance(item, str) for item in value)
-    )
-
-
-def _optional_int(value: Any) -> bool:
-    return value is None or type(value) is int
-
-
-def _number(value: Any) -> bool:
-    return type(value) in (int, float) and value >= 0
-
-
-def _boolean(value: Any) -> bool:
-    return type(value) is bool
-
-
-def _list(value: Any) -> bool:
-    return isinstance(value, list)
-
-
-def _object(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _present(value: Any) -> bool:
-    return True
-
-
-Check = Callable[[Any], bool]
-
-# type -> {field: (test, what the field must be)}
-REQUIRED: dict[str, dict[str, tuple[Check, str]]] = {
-    "session.started": {"workspace": (_string, "a string")},
-    "session.ended": {"reason": (_string, "a string")},
-    "tool.requested": {
-        "callId": (_string, "a string"),
-        "tool": (_string, "a string"),
-        "input": (_present, "present"),
-    },
+# type -> {field: (the JSON types it may have, what to call them)}. Compared with
+# type() rather than isinstance so that true/false never pass for an integer.
+REQUIRED: dict[str, dict[str, Rule]] = {
+    "session.started": {"workspace": STRING},
+    "session.ended": {"reason": STRING},
+    "tool.requested": {"callId": STRING, "tool": STRING, "input": ANY},
     "policy.decision": {
-        "callId": (_string, "a string"),
-        "verdict": (_string, "a string"),
-        "class": (_string, "a string"),
-        "rule": (_string, "a string"),
-        "reason": (_string, "a string"),
+        "callId": STRING,
+        "verdict": STRING,
+        "class": STRING,
+        "rule": STRING,
+        "reason": STRING,
     },
-    "approval.resolved": {
-        "callId": (_string, "a string"),
-        "answer": (_string, "a string"),
-        "scope": (_string, "a string"),
-    },
-    "tool.completed": {
-        "callId": (_string, "a string"),
-        "ok": (_boolean, "true or false"),
-        "summary": (_string, "a string"),
-    },
-    "snapshot.stored": {"path": (_string, "a string"), "sha256": (_optional_string, "a string")},
+    "approval.resolved": {"callId": STRING, "answer": STRING, "scope": STRING},
+    "tool.completed": {"callId": STRING, "ok": BOOLEAN, "summary": STRING},
+    "snapshot.stored": {"path": STRING, "sha256": OPTIONAL_STRING},
     "file.mutated": {
-        "callId": (_optional_string, "a string or null"),
-        "path": (_string, "a string"),
-        "pre": (_optional_string, "a string or null"),
-        "post": (_optional_string, "a string or null"),
+        "callId": OPTIONAL_STRING,
+        "path": STRING,
+        "pre": OPTIONAL_STRING,
+        "post": OPTIONAL_STRING,
     },
-    "undo.applied": {
-        "paths": (_list, "a list"),
-        "reverted": (_list, "a list"),
-        "refused": (_list, "a list"),
-    },
-    "command.started": {
-        "callId": (_string, "a string"),
-        "command": (_string_or_list, "a string or a list of strings"),
-        "cwd": (_string, "a string"),
-        "sandbox": (_present, "present"),
-    },
+    "undo.applied": {"paths": LIST, "reverted": LIST, "refused": LIST},
+    "command.started": {"callId": STRING, "command": STRINGS, "cwd": STRING, "sandbox": ANY},
     "command.ended": {
-        "callId": (_string, "a string"),
-        "termination": (_string, "a string"),
-        "exitCode": (_optional_int, "an integer or null"),
-        "durationMs": (_number, "a non-negative number"),
+        "callId": STRING,
+        "termination": STRING,
+        "exitCode": OPTIONAL_INT,
+        "durationMs": NUMBER,
     },
     "check.started": {
-        "kind": (_string, "a string"),
-        "project": (_string, "a string"),
-        "scope": (_string_or_list, "a string or a list of strings"),
-        "recipeId": (_optional_string, "a string or null"),
+        "kind": STRING,
+        "project": STRING,
+        "scope": STRINGS,
+        "recipeId": OPTIONAL_STRING,
     },
     "check.completed": {
-        "kind": (_string, "a string"),
-        "project": (_string, "a string"),
-        "scope": (_string_or_list, "a string or a list of strings"),
-        "recipeId": (_optional_string, "a string or null"),
-        "verdict": (_string, "a string"),
-        "exitCode": (_optional_int, "an integer or null"),
-        "termination": (_optional_string, "a string or null"),
-        "reason": (_optional_string, "a string or null"),
+        "kind": STRING,
+        "project": STRING,
+        "scope": STRINGS,
+        "recipeId": OPTIONAL_STRING,
+        "verdict": STRING,
+        "exitCode": OPTIONAL_INT,
+        "termination": OPTIONAL_STRING,
+        "reason": OPTIONAL_STRING,
     },
-    "custom": {"kind": (_string, "a string"), "data": (_object, "an object")},
+    "custom": {"kind": STRING, "data": OBJECT},
 }
+# Fields whose list form must hold only strings, and numbers that may not be negative.
+_STRING_LISTS = ("command", "scope")
+_NON_NEGATIVE = ("durationMs",)
 
 _ENDINGS = ("command.ended", "check.completed")
 
 
 def event_problem(event: Any) -> str | None:
     """Why ``event`` cannot be used, or None when it can."""
-    if not isinstance(event, Mapping):
+    if type(event) is not dict and not isinstance(event, Mapping):
         return f"not a JSON object but {type(event).__name__}"
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:
@@ -164,12 +119,19 @@ def event_problem(event: Any) -> str | None:
     if seq is not None and (type(seq) is not int or seq < 1):
         return "field 'seq' is not a positive integer"
     fields = REQUIRED.get(kind)
-    if fields is not None:
-        for name, (test, what) in fields.items():
-            if name not in event:
-                return f"{kind}: field '{name}' is missing"
-            if not test(event[name]):
+    if fields is None:
+        return None
+    for name, (allowed, what) in fields.items():
+        if name not in event:
+            return f"{kind}: field '{name}' is missing"
+        value = event[name]
+        if allowed is not None and type(value) not in allowed:
+            return f"{kind}: field '{name}' must be {what}"
+        if name in _STRING_LISTS and type(value) is list:
+            if not all(type(item) is str for item in value):
                 return f"{kind}: field '{name}' must be {what}"
+        elif name in _NON_NEGATIVE and value < 0:
+            return f"{kind}: field '{name}' must be {what}"
     if kind in _ENDINGS:
         # A process that did not exit has no exit code: such a line could only mislead.
         exited = event["termination"] == "exited"
@@ -187,14 +149,14 @@ def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Event | InvalidLine]:
     problem's line number points into the input.
     """
     for number, raw in enumerate(stream, start=1):
-        text = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogateescape")
-        if not text.strip():
+        if not raw.strip():
             yield InvalidLine(number, "blank line")
             continue
         try:
-            value = orjson.loads(text)
+            value = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            quoted = text[:QUOTE_CHARS].decode("utf-8", "replace").rstrip("\n")
+            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            quoted = text[:QUOTE_CHARS].rstrip("\n")
             yield InvalidLine(number, f"not valid JSON ({exc}): {quoted!r}")
             continue
         yield value

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
+from functools import lru_cache
 
 WHOLE_WORKSPACE = ""
+# Distinct (path, workspace) pairs remembered: a session names the same few folders often.
+RELATIVE_CACHE_ENTRIES = 4096
 
 
+@lru_cache(maxsize=RELATIVE_CACHE_ENTRIES)
 def relative(raw: str, workspace: str | None) -> str | None:
     """``raw`` as a normalised workspace-relative path, or None when it is outside.
 

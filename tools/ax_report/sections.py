@@ -26,7 +26,8 @@ KILLS = ("timeout", "aborted")
 class Section:
     name: ClassVar[str]
     title: ClassVar[str]
-    handles: ClassVar[tuple[str, ...]]  # event types; "*" for every event
+    # Event types it folds: exact names, "prefix.*" for a family, or "*" for every event.
+    handles: ClassVar[tuple[str, ...]]
 
     def consume(self, event: Event, ctx: Context) -> None:
         raise NotImplementedError
@@ -48,31 +49,22 @@ def _none(lines: list[str]) -> list[str]:
 class Header(Section):
     name = "header"
     title = "Session report"
-    handles = ("*",)
+    handles = ("session.*", "assistant.message", "sandbox.status")
 
     def __init__(self) -> None:
-        self.session: str | None = None
         self.workspace: str | None = None
         self.started: str | None = None
         self.lifecycle: dict[str, Any] | None = None
-        self.last_ts: str | None = None
         self.provider: str | None = None
         self.model: str | None = None
         self.usage: Counter[str] = Counter()
         self.usage_seen = False
         self.sandbox: dict[str, Any] | None = None
-        self.by_type: Counter[str] = Counter()
 
     def consume(self, event: Event, ctx: Context) -> None:
         kind = event["type"]
-        self.by_type[kind] += 1
-        ts = event.get("ts")
-        if isinstance(ts, str):
-            self.last_ts = ts
-        if self.session is None and isinstance(event.get("session"), str):
-            self.session = event["session"]
         if kind.startswith("session."):
-            self._lifecycle(event, ts)
+            self._lifecycle(event, event.get("ts"))
         elif kind == "assistant.message":
             self._usage(event.get("usage"))
         elif kind == "sandbox.status":
@@ -125,23 +117,23 @@ class Header(Section):
 
     def to_json(self, ctx: Context) -> Any:
         return {
-            "session": self.session,
+            "session": ctx.session,
             "workspace": self.workspace,
             "started": self.started,
             "end": self._end(),
-            "lastEventTs": self.last_ts,
+            "lastEventTs": ctx.last_ts,
             "provider": self.provider,
             "model": self.model,
             "usage": dict(sorted(self.usage.items())) if self.usage_seen else None,
             "sandbox": self._sandbox(),
-            "eventsByType": dict(sorted(self.by_type.items())),
+            "eventsByType": dict(sorted(ctx.by_type.items())),
         }
 
     def to_markdown(self, ctx: Context) -> list[str]:
-        lines = [f"# {self.title}: {self.session or '(session id not recorded)'}", ""]
+        lines = [f"# {self.title}: {ctx.session or '(session id not recorded)'}", ""]
         lines.append(f"- Workspace: {code(self.workspace) if self.workspace else 'not recorded'}")
         lines.append(f"- Started: {self.started or 'not recorded'}")
-        lines.append(f"- End: {self._end_text()}")
+        lines.append(f"- End: {self._end_text(ctx)}")
         who = f"provider {self.provider or 'not recorded'}, model {self.model or 'not recorded'}"
         lines.append(f"- Model: {who}")
         if self.usage_seen:
@@ -157,7 +149,7 @@ class Header(Section):
         )
         return lines
 
-    def _end_text(self) -> str:
+    def _end_text(self, ctx: Context) -> str:
         end = self._end()
         where = f"seq {end.get('seq')}, {end.get('ts') or 'time not recorded'}"
         if end["state"] == "not-recorded":
@@ -167,7 +159,7 @@ class Header(Section):
         return (
             f"NOT ENDED: the newest lifecycle event is {end['after']} ({where}) and no "
             f"session.ended follows it (crashed, killed or still running); "
-            f"last event at {self.last_ts or 'an unrecorded time'}"
+            f"last event at {ctx.last_ts or 'an unrecorded time'}"
         )
 
     def _sandbox_text(self) -> str:
@@ -207,6 +199,10 @@ def _run_text(run: dict[str, Any]) -> str:
     return f"check {run['kind']} in {region_label(run['project'])} ({seq}{recipe})"
 
 
+def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
+    return {**run, "command": shown(run["command"])} if run["run"] == "command" else run
+
+
 class Files(Section):
     """Per file: churn, and CHECKED only on a covering exit 0 after its last change."""
 
@@ -239,7 +235,8 @@ class Files(Section):
         elif kind == "undo.applied":
             self.ledger.undone(event["reverted"], ctx.event_seq, ctx.position)
         elif kind == "command.started":
-            run = {"run": "command", "command": shown(event["command"]), "seq": ctx.event_seq}
+            # The command is kept as recorded and only made presentable if a file names it.
+            run = {"run": "command", "command": event["command"], "seq": ctx.event_seq}
             region = relative(event["cwd"], ctx.workspace)
             run["cwd"] = region
             self.running.setdefault(event["callId"], []).append((region, run))
@@ -300,9 +297,13 @@ class Files(Section):
             if kill and kill[0] > history.last_change and (not killed or kill[0] > killed[0]):
                 killed = kill
         if killed is not None:
-            return {"verdict": "UNCHECKED", "why": "killed-after-change", "run": killed[1]}
+            return {
+                "verdict": "UNCHECKED",
+                "why": "killed-after-change",
+                "run": _shown_run(killed[1]),
+            }
         if passed is not None:
-            return {"verdict": "CHECKED", "why": "check ran, exit 0", "run": passed[1]}
+            return {"verdict": "CHECKED", "why": "check ran, exit 0", "run": _shown_run(passed[1])}
         return {"verdict": "UNCHECKED", "why": "no-exit-0-after-change", "run": None}
 
     def to_json(self, ctx: Context) -> Any:
@@ -551,12 +552,24 @@ def _verdict_text(run: dict[str, Any]) -> str:
 _SUMMARY_KEYS = ("command", "path", "pattern", "url")
 
 
-def _asked_what(tool: str, tool_input: Any) -> str:
+def _asked_what(tool_input: Any) -> str:
     if isinstance(tool_input, dict):
         for key in _SUMMARY_KEYS:
             if key in tool_input:
                 return shown(tool_input[key])
     return shown(tool_input)
+
+
+def _described(request: dict[str, Any] | None, call: str) -> dict[str, Any]:
+    """A request as the report shows it: the tool and a short, redacted summary of its input."""
+    if request is None:
+        return {"callId": call, "tool": None, "what": None, "requestedSeq": None}
+    return {
+        "callId": call,
+        "tool": request["tool"],
+        "what": _asked_what(request["input"]),
+        "requestedSeq": request["requestedSeq"],
+    }
 
 
 class Approvals(Section):
@@ -576,10 +589,11 @@ class Approvals(Section):
         kind = event["type"]
         call = event["callId"]
         if kind == "tool.requested":
+            # Kept raw until decided: most calls are allowed and never need describing.
             self.requested[call] = {
                 "callId": call,
                 "tool": event["tool"],
-                "what": _asked_what(event["tool"], event["input"]),
+                "input": event["input"],
                 "requestedSeq": ctx.event_seq,
             }
         elif kind == "policy.decision":
@@ -591,12 +605,12 @@ class Approvals(Section):
 
     def _decided(self, event: Event, ctx: Context) -> None:
         call = event["callId"]
-        request = self.requested.pop(call, None) or {"callId": call, "tool": None, "what": None}
+        request = self.requested.pop(call, None)
         if event["verdict"] == "allow":
             self.allowed += 1
             return
         entry = {
-            **request,
+            **_described(request, call),
             "verdict": event["verdict"],
             "class": event["class"],
             "rule": event["rule"],
@@ -629,8 +643,11 @@ class Approvals(Section):
             "allowedWithoutQuestion": self.allowed,
             "asked": self.asked,
             "denied": self.denied,
-            "undecided": list(self.requested.values()),
+            "undecided": self._undecided(),
         }
+
+    def _undecided(self) -> list[dict[str, Any]]:
+        return [_described(request, call) for call, request in self.requested.items()]
 
     def to_markdown(self, ctx: Context) -> list[str]:
         lines = [f"## {self.title}", ""]
@@ -648,7 +665,7 @@ class Approvals(Section):
                 f"- Denied: {_call_text(entry)}: rule {shown(entry['rule'])}, "
                 f"{shown(entry['reason'])}"
             )
-        for entry in self.requested.values():
+        for entry in self._undecided():
             lines.append(f"- Requested, no policy decision recorded: {_call_text(entry)}")
         return lines
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -11,6 +12,8 @@ from libcommon.redact import redact
 
 # A command line or tool input longer than this is cut in the report (the log keeps it whole).
 SHOWN_MAX_CHARS = 300
+# Distinct texts whose redacted form is remembered: sessions repeat the same commands often.
+SHOWN_CACHE_ENTRIES = 4096
 
 _BACKTICKS = re.compile(r"`+")
 
@@ -23,6 +26,11 @@ def shown(value: Any) -> str:
         text = " ".join(_quote_arg(item) for item in value)
     else:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return _one_line(text)
+
+
+@lru_cache(maxsize=SHOWN_CACHE_ENTRIES)
+def _one_line(text: str) -> str:
     text = redact(text).replace("\r", "\\r").replace("\n", "\\n")
     if len(text) > SHOWN_MAX_CHARS:
         text = text[: SHOWN_MAX_CHARS - 1] + "…"
