@@ -182,3 +182,14 @@ def test_a_malformed_session_id_is_refused(run_cli: CliRunner, workspace: Path) 
     result = run_cli(main, ["--session", "../etc", "-C", str(workspace)])
     assert result.exit_code == 2
     assert "invalid session id" in result.stderr
+
+
+def test_a_log_from_a_newer_schema_is_refused_with_exit_5(
+    run_cli: CliRunner, workspace: Path
+) -> None:
+    log = _session(workspace, "s-new")
+    newer = b'{"v":2,"seq":5,"ts":"2026-11-30T10:00:00.000Z","session":"s-new","type":"custom"}\n'
+    log.write_bytes(log.read_bytes() + newer)
+    result = run_cli(main, ["--session", "s-new", "-C", str(workspace)])
+    assert result.exit_code == 5
+    assert "newer" in result.stderr
