@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ax_log import append_events, read_events
+from ax_log import append_events, read_events, verify_session
 from ax_log import writer as writer_module
 from ax_log.cli import main
 from ax_log.events import Custom, SessionStarted
@@ -87,6 +87,12 @@ def test_cli_append_prints_stored_events(layout: StateLayout, run_cli) -> None:
         (NOTE + '\n{"type":"nope.nope"}\n', "line 2: unknown event type 'nope.nope'"),
         (NOTE + "\n[1]\n", "line 2: a JSON list"),
         ('{"type":"custom","kind":"k","data":{},"seq":9}', "'seq' is assigned by the log"),
+        (
+            '{"type":"log.recovered","partialFile":"x","offset":0,"bytes":1,"sha256":"'
+            + "a" * 64
+            + '"}',
+            "log.recovered events are written by the log itself",
+        ),
     ],
 )
 def test_bad_batch_appends_nothing(layout: StateLayout, run_cli, stdin: str, message: str) -> None:
@@ -220,8 +226,11 @@ def test_partial_trailing_line_is_moved_aside_and_recorded(layout: StateLayout, 
     for fragment in (b'{"v":1,"seq":3,"ts":"2026-', b"\x00\x00garbage"):
         with log.open("ab") as handle:
             handle.write(fragment)
-        # Readers ignore the fragment (it may be a write in progress).
+        # Readers ignore the fragment (it may be a write in progress); verify reports it.
         assert [r["seq"] for r in read_events(log, "s")][-1] >= 2
+        report = verify_session(layout, "s")
+        assert not report.ok
+        assert report.problems[-1].problem == "incomplete trailing line (no newline)"
         result = run_cli(
             main, ["append", "--session", "s", "-C", str(layout.workspace)], stdin=NOTE
         )
@@ -272,3 +281,10 @@ def test_files_are_private(layout: StateLayout) -> None:
     append_events(layout, "s", [Custom(kind="k", data={})])
     assert layout.session_log("s").stat().st_mode & 0o777 == 0o600
     assert writer_module.index_path(layout, "s").name == ".s.index"
+
+
+def test_batch_size_is_capped(layout: StateLayout) -> None:
+    cap = writer_module.BATCH_MAX_EVENTS
+    with pytest.raises(UsageError, match=f"at most {cap} events"):
+        append_events(layout, "s", [Custom(kind="k", data={})] * (cap + 1))
+    assert not layout.session_log("s").exists()

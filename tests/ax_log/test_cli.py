@@ -94,9 +94,15 @@ def test_sessions_rows(layout: StateLayout, run_cli) -> None:
     ]
     assert rows[0]["ended"] is not None and rows[1]["ended"] is None
     assert rows[0]["started"] < rows[1]["started"]
+    newer = b'{"v":2,"seq":5,"ts":"t","session":"new","type":"x.y"}\n'
+    with layout.session_log("new").open("ab") as handle:
+        handle.write(newer)
+    rows = orjson.loads(run_cli(main, ["sessions", "--json", "-C", str(layout.workspace)]).stdout)
+    assert [(r["id"], r["events"], r["problems"]) for r in rows] == [("old", 3, 0), ("new", 4, 1)]
     text = run_cli(main, ["sessions", "-C", str(layout.workspace)]).stdout.splitlines()
     assert text[0].split()[:3] == ["ID", "STARTED", "ENDED"]
     assert text[1].split()[0] == "old" and text[2].split()[0] == "new"
+    assert text[2].endswith("(problems: 1)")
 
 
 def test_verify_reports_every_problem(layout: StateLayout, run_cli) -> None:

@@ -103,6 +103,7 @@ def events(
 def _print_events(
     stream: Iterator[Record | None], type_prefix: str | None, problems: list[Problem]
 ) -> None:
+    from ax_log.reader import type_matches
     from libcommon import jsonio
 
     out = env().stdout
@@ -116,16 +117,10 @@ def _print_events(
             if _stdout_closed():
                 raise BrokenPipeError
             continue
-        if type_prefix is None or _type_matches(record["type"], type_prefix):
+        if type_prefix is None or type_matches(record["type"], type_prefix):
             out.write(jsonio.dumps_line(record).decode())
     out.flush()
     _report_problems(problems, reported)
-
-
-def _type_matches(event_type: str, prefix: str) -> bool:
-    if prefix.endswith("."):
-        return event_type.startswith(prefix)
-    return event_type == prefix or event_type.startswith(prefix + ".")
 
 
 def _report_problems(problems: list[Problem], already: int) -> int:
@@ -160,7 +155,7 @@ def sessions(json: JsonOption = False, workspace: WorkspaceOption = None) -> Non
     out = env().stdout
     out.write(f"{'ID':<24} {'STARTED':<24} {'ENDED':<24} {'EVENTS':>6}  LAST TYPE\n")
     for row in rows:
-        flag = f"  ({row.problems} unreadable lines)" if row.problems else ""
+        flag = f"  (problems: {row.problems})" if row.problems else ""
         out.write(
             f"{row.id:<24} {row.started or '-':<24} {row.ended or '-':<24} "
             f"{row.events:>6}  {row.last_type or '-'}{flag}\n"

@@ -46,6 +46,8 @@ LOCK_POLL_MAX_S = 0.01
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
 BATCH_MAX_EVENTS = 10_000
+# Types only the log itself may write: a forged one would misreport a recovery.
+WRITTEN_BY_THE_LOG = frozenset({"log.recovered"})
 
 
 def log_path(layout: StateLayout, session_id: str) -> Path:
@@ -64,8 +66,12 @@ def partial_path(log: Path) -> Path:
 def coerce_body(event: EventBody | Mapping[str, Any], where: str) -> EventBody:
     if isinstance(event, EventBody):
         # Re-validate: a model built with model_construct or mutated after creation is not trusted.
-        return parse_body(body_fields(event), where)
-    return parse_body(event, where)
+        body = parse_body(body_fields(event), where)
+    else:
+        body = parse_body(event, where)
+    if body.type in WRITTEN_BY_THE_LOG:
+        raise UsageError(f"{where}: {body.type} events are written by the log itself")
+    return body
 
 
 def append_events(
@@ -149,21 +155,13 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
     stopped process) is reported as Fenced after ``timeout``.
     """
     deadline = time.monotonic() + timeout
-    delay = LOCK_POLL_MIN_S
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            _flock_until(fd, path, deadline, timeout)
+        except BaseException:
             os.close(fd)
-            if time.monotonic() >= deadline:
-                raise Fenced(
-                    f"could not take the append lock {path} within {timeout:g}s",
-                    hint="another process holds it; if it is stopped, resume or end it",
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, LOCK_POLL_MAX_S)
-            continue
+            raise
         if _same_file(fd, path):
             break
         # The file was replaced or removed while we waited: that lock guards nothing.
@@ -172,6 +170,22 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
         yield fd
     finally:
         os.close(fd)
+
+
+def _flock_until(fd: int, path: Path, deadline: float, timeout: float) -> None:
+    delay = LOCK_POLL_MIN_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise Fenced(
+                    f"could not take the append lock {path} within {timeout:g}s",
+                    hint="another process holds it; if it is stopped, resume or end it",
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, LOCK_POLL_MAX_S)
 
 
 def _same_file(fd: int, path: Path) -> bool:
