@@ -306,3 +306,17 @@ def to_events(actions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
 @given(st.lists(action, max_size=25))
 def test_checked_matches_the_naive_oracle(actions: list[tuple[Any, ...]]) -> None:
     assert verdicts(to_events(actions)) == oracle(actions)
+
+
+def test_a_recovered_partial_line_is_remarked_on() -> None:
+    recovered = {
+        "seq": 2,
+        "type": "log.recovered",
+        "partialFile": "s.jsonl.partial",
+        "offset": 10,
+        "bytes": 17,
+        "sha256": "0" * 64,
+    }
+    document, markdown = build_report([started(1), recovered])
+    assert document["problems"]["remarks"] == 1
+    assert "seq 2: the log moved a partial line (17 bytes) aside to s.jsonl.partial" in markdown

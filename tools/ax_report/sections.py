@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from ax_report.context import Context
-from ax_report.intake import Event
+from ax_report.intake import Event, InvalidLine
 from ax_report.ledger import FileHistory, FileLedger
 from ax_report.scope import check_regions, regions_of, relative
 from ax_report.text import code, plural, region_label, seconds, shown
@@ -755,10 +755,21 @@ class Problems(Section):
 
     name = "problems"
     title = "Input problems"
-    handles = ()
+    handles = ("log.recovered",)
 
     def consume(self, event: Event, ctx: Context) -> None:
-        raise AssertionError("the problems section folds no events")
+        # A writer died mid-line and ax-log kept the fragment aside: worth a remark.
+        fragment = (
+            f"{event.get('bytes')} bytes" if type(event.get("bytes")) is int else "a fragment"
+        )
+        where = event.get("partialFile")
+        ctx.note(
+            InvalidLine(
+                ctx.position,
+                f"seq {ctx.event_seq}: the log moved a partial line ({fragment}) aside"
+                + (f" to {where}" if isinstance(where, str) else ""),
+            )
+        )
 
     def to_json(self, ctx: Context) -> Any:
         return ctx.problems_json()
