@@ -153,3 +153,15 @@ def test_ax_log_limits() -> None:
     assert intake.INPUT_MAX_BYTES == 16 * 1024 * 1024
     assert snapshots.COPY_CHUNK_BYTES == 1024 * 1024
     assert revert.RESTORED_FILE_MODE == 0o644
+
+
+def test_ax_report_limits() -> None:
+    from ax_report import context, diff, intake, scope, text
+
+    assert intake.SCHEMA_VERSION == 1
+    assert intake.QUOTE_CHARS == 80
+    assert context.LISTED_PROBLEMS_MAX == 100
+    assert text.SHOWN_MAX_CHARS == 300
+    assert text.SHOWN_CACHE_ENTRIES == 4096
+    assert scope.RELATIVE_CACHE_ENTRIES == 4096
+    assert diff.DIFF_CONTEXT_LINES == 3

@@ -1,0 +1,322 @@
+"""build_report as a pure function: determinism, sections, scope and the CHECKED rule."""
+
+from __future__ import annotations
+
+import posixpath
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ax_report import SECTIONS, build_report
+from ax_report.build import render_json
+from ax_report.intake import InvalidLine
+from ax_report.scope import check_regions, covers, relative
+from ax_report.sections import Approvals, Section
+from libcommon import clock
+from libcommon.errors import UsageError
+
+WS = "/ws"
+CHANGE = {"pre": None, "post": "p"}
+
+
+def started(seq: int) -> dict[str, Any]:
+    return {"seq": seq, "type": "session.started", "workspace": WS}
+
+
+def mutated(seq: int, path: str) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "type": "file.mutated",
+        "callId": None,
+        "path": path,
+        "pre": None,
+        "post": "p",
+    }
+
+
+def command(seq: int, call: str, cwd: str) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "type": "command.started",
+        "callId": call,
+        "command": "run",
+        "cwd": cwd,
+        "sandbox": None,
+    }
+
+
+def ended(seq: int, call: str, termination: str, code: int | None) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "type": "command.ended",
+        "callId": call,
+        "termination": termination,
+        "exitCode": code,
+        "durationMs": 5,
+    }
+
+
+def check(
+    seq: int, project: str, verdict: str, termination: str, code: int | None
+) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "type": "check.completed",
+        "kind": "test",
+        "project": project,
+        "scope": ".",
+        "recipeId": "r",
+        "verdict": verdict,
+        "exitCode": code,
+        "termination": termination,
+        "reason": None,
+    }
+
+
+def verdicts(events: list[Any]) -> dict[str, str]:
+    document, _ = build_report(events)
+    return {item["path"]: item["verdict"] for item in document["files"]}
+
+
+def test_folders_are_compared_by_component_not_by_prefix() -> None:
+    events = [
+        started(1),
+        mutated(2, "api/a.py"),
+        mutated(3, "web2/b.js"),
+        command(4, "c", "web"),
+        ended(5, "c", "exited", 0),
+    ]
+    assert verdicts(events) == {"api/a.py": "UNCHECKED", "web2/b.js": "UNCHECKED"}
+    assert covers("web", "web/b.js") and not covers("web", "web2/b.js")
+    assert covers("", "anything/at/all")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (".", ""),
+        ("", ""),
+        ("api/./x/../y", "api/y"),
+        ("/ws", ""),
+        ("/ws/api", "api"),
+        ("/wsx/api", None),
+        ("../api", None),
+        ("/elsewhere", None),
+    ],
+)
+def test_paths_are_normalised_against_the_workspace(raw: str, expected: str | None) -> None:
+    assert relative(raw, WS) == expected
+
+
+def test_an_absolute_cwd_without_a_recorded_workspace_covers_nothing() -> None:
+    assert relative("/ws/api", None) is None
+    events = [mutated(1, "a.py"), command(2, "c", "/ws"), ended(3, "c", "exited", 0)]
+    assert verdicts(events) == {"a.py": "UNCHECKED"}
+
+
+def test_check_scope_narrows_within_the_project_and_never_widens_it() -> None:
+    assert check_regions("api", ".", WS) == ["api"]
+    assert check_regions("api", ["api/tests", "api/src"], WS) == ["api/src", "api/tests"]
+    assert check_regions(".", "web", WS) == ["web"]
+    assert check_regions("api", "web", WS) == []  # a scope outside the unit covers nothing
+    assert check_regions("../other", ".", WS) == []
+
+
+def test_a_check_must_pass_exit_0_and_exit_to_count() -> None:
+    events = [
+        started(1),
+        mutated(2, "a.py"),
+        check(3, ".", "failed", "exited", 1),
+        check(4, ".", "unsupported", "exited", 0),  # contradictory: not a pass
+        mutated(5, "b.py"),
+        check(6, ".", "passed", "exited", 0),
+        mutated(7, "c.py"),
+        check(8, ".", "error", "timeout", None),
+    ]
+    assert verdicts(events) == {"a.py": "UNCHECKED", "b.py": "UNCHECKED", "c.py": "UNCHECKED"}
+    assert verdicts(events[:6]) == {"a.py": "CHECKED", "b.py": "CHECKED"}
+
+
+def test_output_is_byte_identical_whatever_the_clock() -> None:
+    events = [started(1), mutated(2, "a.py"), command(3, "c", "."), ended(4, "c", "exited", 0)]
+    first = build_report(events)
+    with clock.use(clock.StepClock(datetime(1999, 1, 1, tzinfo=UTC))):
+        second = build_report(list(events))
+    assert render_json(first[0]) == render_json(second[0])
+    assert first[1] == second[1]
+
+
+def test_events_may_be_any_iterable_and_are_not_needed_afterwards() -> None:
+    def stream() -> Any:
+        yield started(1)
+        yield mutated(2, "a.py")
+
+    document, _ = build_report(stream())
+    assert document["events"] == {"read": 2, "invalid": 0}
+
+
+def test_invalid_line_items_are_counted_with_their_own_line_numbers() -> None:
+    document, markdown = build_report([started(1), InvalidLine(7, "torn"), 42])
+    assert document["events"] == {"read": 1, "invalid": 2}
+    assert document["problems"]["listed"] == [
+        {"line": 7, "problem": "torn"},
+        {"line": 3, "problem": "not a JSON object but int"},
+    ]
+    assert "- line 7: torn" in markdown
+
+
+def test_invalid_lines_beyond_the_listing_cap_are_still_counted() -> None:
+    from ax_report.context import LISTED_PROBLEMS_MAX
+
+    items = [InvalidLine(n, "bad") for n in range(1, LISTED_PROBLEMS_MAX + 6)]
+    document, markdown = build_report(items)
+    problems = document["problems"]
+    assert problems["invalid"] == LISTED_PROBLEMS_MAX + 5
+    assert (len(problems["listed"]), problems["unlisted"]) == (LISTED_PROBLEMS_MAX, 5)
+    assert "… and 5 more, not listed" in markdown
+
+
+def test_one_section_can_be_asked_for() -> None:
+    events = [started(1), mutated(2, "a.py")]
+    document, markdown = build_report(events, ["files"])
+    assert set(document) == {"format", "events", "files"}
+    assert markdown.startswith("## Files changed (1)")
+    assert "# Session report" not in markdown
+
+
+def test_an_unknown_section_is_refused_naming_the_choices() -> None:
+    with pytest.raises(UsageError) as caught:
+        build_report([], ["plans"])
+    assert "plans" in caught.value.message
+    assert caught.value.hint is not None and "files" in caught.value.hint
+
+
+def test_the_registry_renders_every_section_in_order() -> None:
+    names = [section.name for section in SECTIONS]
+    assert names == [
+        "header",
+        "files",
+        "commands",
+        "checks",
+        "approvals",
+        "undo",
+        "custom",
+        "problems",
+    ]
+    document, _ = build_report([started(1)])
+    assert list(document)[2:] == names
+    assert all(issubclass(section, Section) for section in SECTIONS)
+
+
+def test_decided_calls_leave_no_state_behind() -> None:
+    approvals = Approvals()
+    from ax_report.context import Context
+
+    ctx = Context()
+    for n in range(1000):
+        call = f"c{n}"
+        approvals.consume({"type": "tool.requested", "callId": call, "tool": "t", "input": {}}, ctx)
+        approvals.consume(
+            {
+                "type": "policy.decision",
+                "callId": call,
+                "verdict": "allow",
+                "class": "read",
+                "rule": "r",
+                "reason": "x",
+            },
+            ctx,
+        )
+    assert approvals.allowed == 1000
+    assert approvals.requested == {} and approvals.asked == [] and approvals.denied == []
+
+
+# --- the CHECKED rule against a naive oracle -----------------------------------
+
+PATHS = ["a.py", "api/x.py", "api/sub/y.py", "web/z.js", "web2/w.js"]
+CWDS = [".", "api", "api/sub", "web", "/ws/web", "/ws", "../out", "/elsewhere", "web2/"]
+ENDINGS = [
+    ("exited", 0),
+    ("exited", 1),
+    ("timeout", None),
+    ("aborted", None),
+    ("spawn-error", None),
+]
+
+action = st.one_of(
+    st.tuples(st.just("mutate"), st.sampled_from(PATHS)),
+    st.tuples(
+        st.just("run"), st.sampled_from(CWDS), st.sampled_from([*ENDINGS, None])
+    ),  # None: never ends
+    st.tuples(st.just("check"), st.sampled_from([".", "api", "web"]), st.sampled_from(ENDINGS)),
+)
+
+
+def oracle(actions: list[tuple[Any, ...]]) -> dict[str, str]:
+    """The rule restated as plainly as possible, scanning the whole history per file."""
+
+    def region(raw: str) -> str | None:
+        path = posixpath.normpath(raw if raw.startswith("/") else posixpath.join(WS, raw))
+        return "" if path == WS else path[len(WS) + 1 :] if path.startswith(WS + "/") else None
+
+    runs = []  # (index, region, passed, killed)
+    last_change: dict[str, int] = {}
+    for index, item in enumerate(actions):
+        if item[0] == "mutate":
+            last_change[item[1]] = index
+        elif item[2] is not None:
+            termination, code = item[2]
+            passed = termination == "exited" and code == 0
+            runs.append((index, region(item[1]), passed, termination in ("timeout", "aborted")))
+    result = {}
+    for path, changed in last_change.items():
+        after = [
+            run
+            for run in runs
+            if run[0] > changed
+            and run[1] is not None
+            and (run[1] == "" or path == run[1] or path.startswith(run[1] + "/"))
+        ]
+        good = any(run[2] for run in after) and not any(run[3] for run in after)
+        result[path] = "CHECKED" if good else "UNCHECKED"
+    return result
+
+
+def to_events(actions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    events = [started(1)]
+    for index, item in enumerate(actions):
+        seq = len(events) + 1
+        if item[0] == "mutate":
+            events.append(mutated(seq, item[1]))
+        elif item[0] == "run":
+            events.append(command(seq, f"c{index}", item[1]))
+            if item[2] is not None:
+                events.append(ended(seq + 1, f"c{index}", *item[2]))
+        else:
+            termination, code = item[2]
+            verdict = "passed" if (termination, code) == ("exited", 0) else "failed"
+            events.append(check(seq, item[1], verdict, termination, code))
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(action, max_size=25))
+def test_checked_matches_the_naive_oracle(actions: list[tuple[Any, ...]]) -> None:
+    assert verdicts(to_events(actions)) == oracle(actions)
+
+
+def test_a_recovered_partial_line_is_remarked_on() -> None:
+    recovered = {
+        "seq": 2,
+        "type": "log.recovered",
+        "partialFile": "s.jsonl.partial",
+        "offset": 10,
+        "bytes": 17,
+        "sha256": "0" * 64,
+    }
+    document, markdown = build_report([started(1), recovered])
+    assert document["problems"]["remarks"] == 1
+    assert "seq 2: the log moved a partial line (17 bytes) aside to s.jsonl.partial" in markdown

@@ -1,0 +1,787 @@
+"""The report's sections, one class each, and the registry that orders them.
+
+A section names the event types it folds (``handles``), keeps only the small
+state it needs while events stream past (``consume``), and renders that state
+as JSON and as Markdown lines. Adding a section is one class here, one entry in
+``SECTIONS`` and one test.
+
+Wording rule: a section states what the events record and no more. A missing
+event is reported as "not recorded", never filled in with a guess.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from ax_report.context import Context
+from ax_report.intake import Event, InvalidLine
+from ax_report.ledger import FileHistory, FileLedger
+from ax_report.scope import check_regions, regions_of, relative
+from ax_report.text import code, plural, region_label, seconds, shown
+
+KILLS = ("timeout", "aborted")
+
+
+class Section:
+    name: ClassVar[str]
+    title: ClassVar[str]
+    # Event types it folds: exact names, "prefix.*" for a family, or "*" for every event.
+    handles: ClassVar[tuple[str, ...]]
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        raise NotImplementedError
+
+    def to_json(self, ctx: Context) -> Any:
+        raise NotImplementedError
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        raise NotImplementedError
+
+
+def _none(lines: list[str]) -> list[str]:
+    return lines if lines else ["None recorded."]
+
+
+# --- header ------------------------------------------------------------------
+
+
+class Header(Section):
+    name = "header"
+    title = "Session report"
+    handles = ("session.*", "assistant.message", "sandbox.status")
+
+    def __init__(self) -> None:
+        self.workspace: str | None = None
+        self.started: str | None = None
+        self.lifecycle: dict[str, Any] | None = None
+        self.provider: str | None = None
+        self.model: str | None = None
+        self.usage: Counter[str] = Counter()
+        self.usage_seen = False
+        self.sandbox: dict[str, Any] | None = None
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        kind = event["type"]
+        if kind.startswith("session."):
+            self._lifecycle(event, event.get("ts"))
+        elif kind == "assistant.message":
+            self._usage(event.get("usage"))
+        elif kind == "sandbox.status":
+            status = event.get("sandbox")
+            self.sandbox = dict(status if isinstance(status, dict) else event)
+
+    def _lifecycle(self, event: Event, ts: Any) -> None:
+        # The newest lifecycle event decides the end: a resume after a clean end reopens it.
+        self.lifecycle = {
+            "type": event["type"],
+            "seq": event.get("seq"),
+            "ts": ts if isinstance(ts, str) else None,
+            "reason": event.get("reason") if event["type"] == "session.ended" else None,
+        }
+        if event["type"] != "session.started":
+            return
+        if self.started is None:
+            self.started = self.lifecycle["ts"]
+            self.workspace = event["workspace"]
+        for key in ("provider", "model"):
+            if isinstance(event.get(key), str):
+                setattr(self, key, event[key])
+
+    def _usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        self.usage_seen = True
+        for key, value in usage.items():
+            if type(value) is int:
+                self.usage[key] += value
+
+    def _end(self) -> dict[str, Any]:
+        if self.lifecycle is None:
+            return {"state": "not-recorded"}
+        if self.lifecycle["type"] == "session.ended":
+            return {"state": "ended", **_without_type(self.lifecycle)}
+        return {"state": "open", "after": self.lifecycle["type"], **_without_type(self.lifecycle)}
+
+    def _sandbox(self) -> dict[str, Any] | None:
+        if self.sandbox is None:
+            return None
+        status = self.sandbox
+        return {
+            "backend": status.get("backend"),
+            "profile": status.get("profile"),
+            "enforced": status.get("enforced") is True,
+            "confines": status.get("confines"),
+            "doesNotConfine": status.get("doesNotConfine"),
+        }
+
+    def to_json(self, ctx: Context) -> Any:
+        return {
+            "session": ctx.session,
+            "workspace": self.workspace,
+            "started": self.started,
+            "end": self._end(),
+            "lastEventTs": ctx.last_ts,
+            "provider": self.provider,
+            "model": self.model,
+            "usage": dict(sorted(self.usage.items())) if self.usage_seen else None,
+            "sandbox": self._sandbox(),
+            "eventsByType": dict(sorted(ctx.by_type.items())),
+        }
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"# {self.title}: {ctx.session or '(session id not recorded)'}", ""]
+        lines.append(f"- Workspace: {code(self.workspace) if self.workspace else 'not recorded'}")
+        lines.append(f"- Started: {self.started or 'not recorded'}")
+        lines.append(f"- End: {self._end_text(ctx)}")
+        who = f"provider {self.provider or 'not recorded'}, model {self.model or 'not recorded'}"
+        lines.append(f"- Model: {who}")
+        if self.usage_seen:
+            figures = ", ".join(f"{key} {value}" for key, value in sorted(self.usage.items()))
+            lines.append(f"- Usage: {figures or 'no figures'}")
+        else:
+            lines.append("- Usage: not recorded")
+        lines.append(f"- Sandbox: {self._sandbox_text()}")
+        invalid = ctx.invalid + ctx.notes
+        lines.append(
+            f"- Events: {ctx.events} read, {plural(ctx.invalid, 'invalid line')}"
+            + (" (see Input problems)" if invalid else "")
+        )
+        return lines
+
+    def _end_text(self, ctx: Context) -> str:
+        end = self._end()
+        where = f"seq {end.get('seq')}, {end.get('ts') or 'time not recorded'}"
+        if end["state"] == "not-recorded":
+            return "not recorded (no session lifecycle event)"
+        if end["state"] == "ended":
+            return f"ended ({where}), reason: {shown(end.get('reason'))}"
+        return (
+            f"NOT ENDED: the newest lifecycle event is {end['after']} ({where}) and no "
+            f"session.ended follows it (crashed, killed or still running); "
+            f"last event at {ctx.last_ts or 'an unrecorded time'}"
+        )
+
+    def _sandbox_text(self) -> str:
+        status = self._sandbox()
+        if status is None:
+            return "no sandbox.status recorded (each command's own boundary is under Commands)"
+        backend = status["backend"] or "backend not recorded"
+        profile = f", profile {status['profile']}" if status["profile"] else ""
+        if not status["enforced"]:
+            return f"{backend}{profile}: NOT enforced, nothing is confined by it"
+        confines = _listing(status["confines"])
+        gaps = _listing(status["doesNotConfine"])
+        return f"{backend}{profile}: enforced; confines {confines}; does not confine {gaps}"
+
+
+def _without_type(lifecycle: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in lifecycle.items() if key != "type"}
+
+
+def _listing(value: Any) -> str:
+    if value is None:
+        return "(not recorded)"
+    if isinstance(value, list):
+        return ", ".join(shown(item) for item in value) or "(nothing listed)"
+    return shown(value)
+
+
+# --- files changed -----------------------------------------------------------
+
+
+def _run_text(run: dict[str, Any]) -> str:
+    """Names a command or check run for people: what, where, and its seq."""
+    seq = f"seq {run['seq']}" if run.get("seq") is not None else "seq not recorded"
+    if run["run"] == "command":
+        return f"command {code(run['command'])} in {region_label(run['cwd'])} ({seq})"
+    recipe = f", recipe {run['recipeId']}" if run.get("recipeId") else ""
+    return f"check {run['kind']} in {region_label(run['project'])} ({seq}{recipe})"
+
+
+def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
+    return {**run, "command": shown(run["command"])} if run["run"] == "command" else run
+
+
+class Files(Section):
+    """Per file: churn, and CHECKED only on a covering exit 0 after its last change."""
+
+    name = "files"
+    title = "Files changed"
+    handles = (
+        "file.mutated",
+        "undo.applied",
+        "command.started",
+        "command.ended",
+        "check.completed",
+    )
+
+    def __init__(self) -> None:
+        self.ledger = FileLedger()
+        self.outside: set[str] = set()
+        # region -> (position, run) of the newest covering exit 0 and the newest kill
+        self.passes: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.kills: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.running: dict[str, list[tuple[str | None, dict[str, Any]]]] = {}
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        kind = event["type"]
+        if kind == "file.mutated":
+            path = relative(event["path"], ctx.workspace)
+            if path is None or path == "":
+                path = event["path"]
+                self.outside.add(path)
+            self.ledger.mutated(path, event["pre"], event["post"], ctx.event_seq, ctx.position)
+        elif kind == "undo.applied":
+            self.ledger.undone(event["reverted"], ctx.event_seq, ctx.position)
+        elif kind == "command.started":
+            # The command is kept as recorded and only made presentable if a file names it.
+            run = {"run": "command", "command": event["command"], "seq": ctx.event_seq}
+            region = relative(event["cwd"], ctx.workspace)
+            run["cwd"] = region
+            self.running.setdefault(event["callId"], []).append((region, run))
+        elif kind == "command.ended":
+            self._command_ended(event, ctx)
+        else:
+            self._check_completed(event, ctx)
+
+    def _command_ended(self, event: Event, ctx: Context) -> None:
+        started = self.running.get(event["callId"])
+        if not started:
+            return  # without its start the cwd is unknown, so it covers nothing
+        region, run = started.pop(0)
+        if not started:
+            del self.running[event["callId"]]
+        if region is None:
+            return
+        self._record([region], event, {**run, "seq": ctx.event_seq}, ctx.position)
+
+    def _check_completed(self, event: Event, ctx: Context) -> None:
+        regions = check_regions(event["project"], event["scope"], ctx.workspace)
+        run = {
+            "run": "check",
+            "kind": event["kind"],
+            "project": relative(event["project"], ctx.workspace),
+            "recipeId": event["recipeId"],
+            "seq": ctx.event_seq,
+        }
+        passed = event["verdict"] == "passed"
+        self._record(regions, event, run, ctx.position, passed)
+
+    def _record(
+        self,
+        regions: list[str],
+        event: Event,
+        run: dict[str, Any],
+        position: int,
+        passed: bool = True,
+    ) -> None:
+        termination = event["termination"]
+        if termination == "exited" and event["exitCode"] == 0 and passed:
+            for region in regions:
+                self.passes[region] = (position, run)
+        elif termination in KILLS:
+            for region in regions:
+                self.kills[region] = (position, {**run, "termination": termination})
+
+    def _verdict(self, history: FileHistory) -> dict[str, Any]:
+        if history.path in self.outside:
+            return {"verdict": "UNCHECKED", "why": "outside-workspace", "run": None}
+        passed: tuple[int, dict[str, Any]] | None = None
+        killed: tuple[int, dict[str, Any]] | None = None
+        for region in regions_of(history.path):
+            found = self.passes.get(region)
+            if found and found[0] > history.last_change and (not passed or found[0] > passed[0]):
+                passed = found
+            kill = self.kills.get(region)
+            if kill and kill[0] > history.last_change and (not killed or kill[0] > killed[0]):
+                killed = kill
+        if killed is not None:
+            return {
+                "verdict": "UNCHECKED",
+                "why": "killed-after-change",
+                "run": _shown_run(killed[1]),
+            }
+        if passed is not None:
+            return {"verdict": "CHECKED", "why": "check ran, exit 0", "run": _shown_run(passed[1])}
+        return {"verdict": "UNCHECKED", "why": "no-exit-0-after-change", "run": None}
+
+    def to_json(self, ctx: Context) -> Any:
+        return [
+            {
+                "path": history.path,
+                "status": history.status,
+                "changes": history.changes,
+                "reverted": history.reverted,
+                "lastChangeSeq": history.last_change_seq,
+                **self._verdict(history),
+            }
+            for history in self.ledger.sorted()
+        ]
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        files = self.ledger.sorted()
+        lines = [f"## {self.title} ({len(files)})", ""]
+        body = []
+        for history in files:
+            verdict = self._verdict(history)
+            churn = plural(history.changes, "change")
+            if history.reverted:
+                churn += f", {history.reverted} reverted"
+            body.append(
+                f"- {code(history.path)}: {history.status}, {churn}. "
+                f"**{verdict['verdict']}**: {self._why(verdict, history)}"
+            )
+        return lines + _none(body)
+
+    @staticmethod
+    def _why(verdict: dict[str, Any], history: FileHistory) -> str:
+        last = history.last_change_seq
+        after = (
+            f"after its last change (seq {last})" if last is not None else "after its last change"
+        )
+        if verdict["why"] == "outside-workspace":
+            return "outside the workspace; no run covers it"
+        if verdict["why"] == "killed-after-change":
+            run = verdict["run"]
+            return (
+                f"killed ({run['termination']}): {_run_text(run)}, {after}; "
+                "a kill vetoes any exit 0"
+            )
+        if verdict["why"] == "check ran, exit 0":
+            return f"check ran, exit 0: {_run_text(verdict['run'])}, {after}"
+        return f"no command or check covering it exited 0 {after}"
+
+
+# --- commands ----------------------------------------------------------------
+
+
+def _boundary(sandbox: Any) -> dict[str, Any]:
+    """Whether a command ran confined, stated only as far as the event records it."""
+    if sandbox is None or sandbox in ("none", ""):
+        return {"sandboxed": False, "description": "not sandboxed"}
+    if isinstance(sandbox, str):
+        return {"sandboxed": False, "description": f"sandbox {sandbox}, enforcement not recorded"}
+    if isinstance(sandbox, dict):
+        backend = sandbox.get("backend") or "backend not recorded"
+        profile = sandbox.get("profile")
+        named = f"{backend}, {profile}" if profile else str(backend)
+        if sandbox.get("enforced") is True:
+            return {"sandboxed": True, "description": f"sandboxed ({named}, enforced)"}
+        if sandbox.get("enforced") is False or profile in (None, "none"):
+            return {"sandboxed": False, "description": f"not sandboxed ({named}, not enforced)"}
+        return {"sandboxed": False, "description": f"sandbox {named}, enforcement not recorded"}
+    return {"sandboxed": False, "description": "boundary not recorded"}
+
+
+class Commands(Section):
+    name = "commands"
+    title = "Commands"
+    handles = ("command.started", "command.ended")
+
+    def __init__(self) -> None:
+        self.runs: list[dict[str, Any]] = []
+        self.open: dict[str, list[int]] = {}
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        call = event["callId"]
+        if event["type"] == "command.started":
+            self.open.setdefault(call, []).append(len(self.runs))
+            self.runs.append(
+                {
+                    "callId": call,
+                    "command": shown(event["command"]),
+                    "cwd": relative(event["cwd"], ctx.workspace),
+                    "boundary": _boundary(event["sandbox"]),
+                    "startedSeq": ctx.event_seq,
+                    "outcome": "never-completed",
+                    "termination": None,
+                    "exitCode": None,
+                    "durationMs": None,
+                    "endedSeq": None,
+                }
+            )
+            return
+        waiting = self.open.get(call)
+        if waiting:
+            run = self.runs[waiting.pop(0)]
+            if not waiting:
+                del self.open[call]
+        else:
+            run = {
+                "callId": call,
+                "command": None,
+                "cwd": None,
+                "boundary": {"sandboxed": False, "description": "boundary not recorded"},
+                "startedSeq": None,
+            }
+            self.runs.append(run)
+        termination = event["termination"]
+        run["outcome"] = {"exited": "exited", "spawn-error": "spawn-error"}.get(
+            termination, "killed" if termination in KILLS else "unknown"
+        )
+        run.update(
+            termination=termination,
+            exitCode=event["exitCode"],
+            durationMs=event["durationMs"],
+            endedSeq=ctx.event_seq,
+        )
+
+    def to_json(self, ctx: Context) -> Any:
+        return self.runs
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.runs)})", ""]
+        body = []
+        for number, run in enumerate(self.runs, start=1):
+            what = code(run["command"]) if run["command"] is not None else "(start not recorded)"
+            where = region_label(run["cwd"]) if run["startedSeq"] is not None else "unknown cwd"
+            boundary = run["boundary"]["description"]
+            body.append(f"{number}. {what} in {where}, {boundary}: {_outcome_text(run)}")
+        return lines + _none(body)
+
+
+def _outcome_text(run: dict[str, Any]) -> str:
+    outcome = run["outcome"]
+    took = seconds(run["durationMs"]) if run["durationMs"] is not None else ""
+    if outcome == "never-completed":
+        return "STARTED but never completed: effects unknown"
+    if outcome == "exited":
+        return f"exited {run['exitCode']} in {took}"
+    if outcome == "killed":
+        return f"killed: {run['termination']} after {took}, no exit code"
+    if outcome == "spawn-error":
+        return "did not start (spawn-error), no exit code"
+    return f"ended with termination {shown(run['termination'])}, no exit code"
+
+
+# --- checks ------------------------------------------------------------------
+
+
+class Checks(Section):
+    name = "checks"
+    title = "Checks"
+    handles = ("check.started", "check.completed")
+
+    def __init__(self) -> None:
+        self.runs: list[dict[str, Any]] = []
+        self.open: dict[tuple[str, str, str | None], list[int]] = {}
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        key = (event["kind"], event["project"], event["recipeId"])
+        if event["type"] == "check.started":
+            self.open.setdefault(key, []).append(len(self.runs))
+            self.runs.append(
+                {
+                    "kind": event["kind"],
+                    "project": relative(event["project"], ctx.workspace),
+                    "scope": event["scope"],
+                    "recipeId": event["recipeId"],
+                    "startedSeq": ctx.event_seq,
+                    "verdict": None,
+                    "reason": None,
+                    "exitCode": None,
+                    "termination": None,
+                    "replayKey": None,
+                    "completedSeq": None,
+                }
+            )
+            return
+        waiting = self.open.get(key)
+        if waiting:
+            run = self.runs[waiting.pop(0)]
+            if not waiting:
+                del self.open[key]
+        else:
+            run = {
+                "kind": event["kind"],
+                "project": relative(event["project"], ctx.workspace),
+                "scope": event["scope"],
+                "recipeId": event["recipeId"],
+                "startedSeq": None,
+            }
+            self.runs.append(run)
+        replay = event.get("replayKey")
+        run.update(
+            verdict=event["verdict"],
+            reason=event["reason"],
+            exitCode=event["exitCode"],
+            termination=event["termination"],
+            replayKey=replay if isinstance(replay, str) else None,
+            completedSeq=ctx.event_seq,
+        )
+
+    def to_json(self, ctx: Context) -> Any:
+        return self.runs
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.runs)})", ""]
+        body = []
+        for run in self.runs:
+            recipe = f" (recipe {run['recipeId']})" if run["recipeId"] else ""
+            key = (
+                f"replay key {code(run['replayKey'])}"
+                if run["replayKey"]
+                else "replay key not recorded"
+            )
+            body.append(
+                f"- {run['kind']} in {region_label(run['project'])}{recipe}: "
+                f"{_verdict_text(run)}; {key}"
+            )
+        return lines + _none(body)
+
+
+def _verdict_text(run: dict[str, Any]) -> str:
+    verdict = run["verdict"]
+    if verdict is None:
+        return "STARTED but never completed: effects unknown"
+    if verdict == "unsupported":
+        return f"unsupported ({shown(run['reason']) if run['reason'] else 'reason not recorded'})"
+    if run["termination"] == "exited":
+        detail = f"exit {run['exitCode']}"
+    elif run["termination"] is None:
+        detail = "no exit code"
+    else:
+        detail = f"{run['termination']}, no exit code"
+    reason = f", {shown(run['reason'])}" if run["reason"] else ""
+    return f"{shown(verdict)} ({detail}{reason})"
+
+
+# --- approvals and policy ----------------------------------------------------
+
+_SUMMARY_KEYS = ("command", "path", "pattern", "url")
+
+
+def _asked_what(tool_input: Any) -> str:
+    if isinstance(tool_input, dict):
+        for key in _SUMMARY_KEYS:
+            if key in tool_input:
+                return shown(tool_input[key])
+    return shown(tool_input)
+
+
+def _described(request: dict[str, Any] | None, call: str) -> dict[str, Any]:
+    """A request as the report shows it: the tool and a short, redacted summary of its input."""
+    if request is None:
+        return {"callId": call, "tool": None, "what": None, "requestedSeq": None}
+    return {
+        "callId": call,
+        "tool": request["tool"],
+        "what": _asked_what(request["input"]),
+        "requestedSeq": request["requestedSeq"],
+    }
+
+
+class Approvals(Section):
+    name = "approvals"
+    title = "Approvals and policy"
+    handles = ("tool.requested", "policy.decision", "approval.resolved", "tool.completed")
+
+    def __init__(self) -> None:
+        # calls waiting for a decision; dropped once decided, so this stays small
+        self.requested: dict[str, dict[str, Any]] = {}
+        self.asked: list[dict[str, Any]] = []
+        self.asked_by_call: dict[str, int] = {}
+        self.denied: list[dict[str, Any]] = []
+        self.allowed = 0
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        kind = event["type"]
+        call = event["callId"]
+        if kind == "tool.requested":
+            # Kept raw until decided: most calls are allowed and never need describing.
+            self.requested[call] = {
+                "callId": call,
+                "tool": event["tool"],
+                "input": event["input"],
+                "requestedSeq": ctx.event_seq,
+            }
+        elif kind == "policy.decision":
+            self._decided(event, ctx)
+        elif kind == "approval.resolved":
+            self._answered(event, ctx)
+        else:
+            self.requested.pop(call, None)
+
+    def _decided(self, event: Event, ctx: Context) -> None:
+        call = event["callId"]
+        request = self.requested.pop(call, None)
+        if event["verdict"] == "allow":
+            self.allowed += 1
+            return
+        entry = {
+            **_described(request, call),
+            "verdict": event["verdict"],
+            "class": event["class"],
+            "rule": event["rule"],
+            "reason": event["reason"],
+            "decisionSeq": ctx.event_seq,
+        }
+        if event["verdict"] == "deny":
+            self.denied.append(entry)
+            return
+        # ask, or a verdict this report does not know: both wait for a person's answer
+        entry.update(answer=None, scope=None, answerSeq=None)
+        self.asked_by_call[call] = len(self.asked)
+        self.asked.append(entry)
+
+    def _answered(self, event: Event, ctx: Context) -> None:
+        call = event["callId"]
+        index = self.asked_by_call.get(call)
+        if index is None:
+            index = len(self.asked)
+            self.asked_by_call[call] = index
+            self.asked.append(
+                {"callId": call, "tool": None, "what": None, "verdict": None, "decisionSeq": None}
+            )
+        self.asked[index].update(
+            answer=event["answer"], scope=event["scope"], answerSeq=ctx.event_seq
+        )
+
+    def to_json(self, ctx: Context) -> Any:
+        return {
+            "allowedWithoutQuestion": self.allowed,
+            "asked": self.asked,
+            "denied": self.denied,
+            "undecided": self._undecided(),
+        }
+
+    def _undecided(self) -> list[dict[str, Any]]:
+        return [_described(request, call) for call, request in self.requested.items()]
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title}", ""]
+        lines.append(f"- Allowed by policy without a question: {self.allowed}")
+        for entry in self.asked:
+            answer = (
+                f"answered {shown(entry['answer'])}, scope {shown(entry['scope'])}"
+                if entry.get("answer") is not None
+                else "no answer recorded"
+            )
+            question = "" if entry["verdict"] is not None else " (no recorded question)"
+            lines.append(f"- Asked: {_call_text(entry)}{question}: {answer}")
+        for entry in self.denied:
+            lines.append(
+                f"- Denied: {_call_text(entry)}: rule {shown(entry['rule'])}, "
+                f"{shown(entry['reason'])}"
+            )
+        for entry in self._undecided():
+            lines.append(f"- Requested, no policy decision recorded: {_call_text(entry)}")
+        return lines
+
+
+def _call_text(entry: dict[str, Any]) -> str:
+    tool = entry["tool"] or "tool not recorded"
+    what = f" {code(entry['what'])}" if entry["what"] else ""
+    return f"{tool}{what} (call {entry['callId']})"
+
+
+# --- undo --------------------------------------------------------------------
+
+
+class Undo(Section):
+    name = "undo"
+    title = "Undo"
+    handles = ("undo.applied",)
+
+    def __init__(self) -> None:
+        self.undos: list[dict[str, Any]] = []
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        refused = [
+            {
+                "seq": item.get("seq"),
+                "path": item.get("path"),
+                "reason": item.get("reason"),
+            }
+            for item in event["refused"]
+            if isinstance(item, dict)
+        ]
+        self.undos.append(
+            {
+                "seq": ctx.event_seq,
+                "paths": [path for path in event["paths"] if isinstance(path, str)],
+                "reverted": list(event["reverted"]),
+                "refused": refused,
+            }
+        )
+
+    def to_json(self, ctx: Context) -> Any:
+        return self.undos
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.undos)})", ""]
+        body = []
+        for undo in self.undos:
+            reverted = ", ".join(f"seq {seq}" for seq in undo["reverted"]) or "nothing"
+            paths = ", ".join(code(path) for path in undo["paths"]) or "no paths"
+            body.append(f"- undo (seq {undo['seq']}) over {paths}: reverted {reverted}")
+            for refusal in undo["refused"]:
+                body.append(
+                    f"  - refused seq {refusal['seq']} {code(str(refusal['path']))}: "
+                    f"{shown(refusal['reason'])}"
+                )
+        return lines + _none(body)
+
+
+# --- custom events -----------------------------------------------------------
+
+
+class Custom(Section):
+    name = "custom"
+    title = "Custom events"
+    handles = ("custom",)
+
+    def __init__(self) -> None:
+        self.kinds: Counter[str] = Counter()
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        self.kinds[event["kind"]] += 1
+
+    def to_json(self, ctx: Context) -> Any:
+        return dict(sorted(self.kinds.items()))
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({sum(self.kinds.values())})", ""]
+        body = [f"- {code(kind)}: {count}" for kind, count in sorted(self.kinds.items())]
+        return lines + _none(body)
+
+
+# --- input problems ----------------------------------------------------------
+
+
+class Problems(Section):
+    """Lines the report could not use, each named, so none is dropped silently."""
+
+    name = "problems"
+    title = "Input problems"
+    handles = ("log.recovered",)
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        # A writer died mid-line and ax-log kept the fragment aside: worth a remark.
+        fragment = (
+            f"{event.get('bytes')} bytes" if type(event.get("bytes")) is int else "a fragment"
+        )
+        where = event.get("partialFile")
+        ctx.note(
+            InvalidLine(
+                ctx.position,
+                f"seq {ctx.event_seq}: the log moved a partial line ({fragment}) aside"
+                + (f" to {where}" if isinstance(where, str) else ""),
+            )
+        )
+
+    def to_json(self, ctx: Context) -> Any:
+        return ctx.problems_json()
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        counts = f"{plural(ctx.invalid, 'invalid line')}, {plural(ctx.notes, 'remark')}"
+        lines = [f"## {self.title} ({counts})", ""]
+        body = [f"- line {line.line}: {line.problem}" for line in ctx.listed]
+        unlisted = ctx.invalid + ctx.notes - len(ctx.listed)
+        if unlisted:
+            body.append(f"- … and {unlisted} more, not listed")
+        return lines + _none(body)
+
+
+SECTIONS: list[type[Section]] = [Header, Files, Commands, Checks, Approvals, Undo, Custom, Problems]
