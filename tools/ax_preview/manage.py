@@ -142,7 +142,7 @@ def stop_preview(workspace: Path | None, preview_id: str) -> StopResult:
     recorded = record.server
     if recorded is not None and not _dead(recorded):
         raise OperationFailed(
-            f"process {server.pid} no longer matches preview {preview_id}'s server "
+            f"process {recorded.pid} no longer matches preview {preview_id}'s server "
             "(start time or token differ); not killing it",
             hint="the server has most likely exited and its pid was reused",
         )

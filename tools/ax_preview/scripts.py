@@ -30,7 +30,7 @@ _LOCKFILES = (
     ("bun.lock", "bun"),
     ("package-lock.json", "npm"),
 )
-_JUST_RECIPE = re.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s+[^:=]*)?:(?!=)", re.MULTILINE)
+_JUST_RECIPE = re.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s+[^:\n]*)?:(?!=)", re.MULTILINE)
 _MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", re.MULTILINE)
 _PROCFILE_WEB = re.compile(r"^web\s*:\s*(\S.*)$", re.MULTILINE)
 
