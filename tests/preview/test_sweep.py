@@ -157,3 +157,29 @@ def test_the_leak_guard_sees_a_marked_process(
         child.kill()
         child.wait()
     assert child.pid not in marked_processes(no_leftover_processes)
+
+
+def test_a_preview_still_being_started_is_left_to_its_launcher(pv: Any) -> None:
+    code, crashed = pv.start("crash")
+    assert code == 1
+    pv.wait_supervisor_gone(crashed["id"])
+    me = proc.read_proc(os.getpid())
+    assert me is not None
+    # As the record looks between `start` writing it and the supervisor stamping it.
+    pv.edit_record(
+        crashed["id"],
+        state="starting",
+        supervisor=None,
+        server=None,
+        stoppedAt=None,
+        launcher={"pid": me.pid, "startTime": me.start_time},
+    )
+    assert pv.sweep()[crashed["id"]]["action"] == "skipped"
+    assert pv.rows()[0]["state"] == "starting"
+    refused = pv.stop(crashed["id"])
+    assert refused.exit_code == 4
+    assert "still being started" in refused.stderr
+    # Once the launcher is gone (a dead start process), the record is dropped.
+    pv.edit_record(crashed["id"], launcher={"pid": me.pid, "startTime": me.start_time + 1})
+    assert pv.rows()[0]["state"] == "lost"
+    assert pv.sweep()[crashed["id"]]["action"] == "dropped"

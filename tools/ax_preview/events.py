@@ -14,8 +14,6 @@ from ax_log import REGISTRY, EventBody, append_events, register
 from ax_preview.models import StopReason
 from libcommon.paths import StateLayout
 
-LOG_TAIL_EVENT_MAX_CHARS = 2000
-
 
 class PreviewStarted(EventBody):
     type: Literal["preview.started"] = "preview.started"

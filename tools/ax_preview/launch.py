@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from ax_preview import proc, readiness, registry
-from ax_preview.models import PreviewRecord, StartResult
+import ax_preview.proc as proc
+import ax_preview.readiness as readiness
+import ax_preview.registry as registry
+from ax_preview.models import Identity, PreviewRecord, StartResult
 from ax_preview.scripts import resolve_script
 from ax_preview.supervisor import LOG_TAIL_BYTES, log_tail
 from libcommon import clock
@@ -123,6 +125,7 @@ def start_preview(request: StartRequest) -> StartResult:
         ready_timeout_s=request.ready_timeout_s,
         log_path=str(log_file),
         state="starting",
+        launcher=Identity(pid=os.getpid(), start_time=_own_start_time()),
         started_at=clock.timestamp(started),
         expires_at=clock.timestamp(started + timedelta(seconds=request.ttl_s)),
     )
@@ -150,8 +153,22 @@ def start_preview(request: StartRequest) -> StartResult:
     finally:
         os.close(fd)
     # The launcher forks the supervisor and exits at once; collect it so no zombie stays.
-    launcher.wait()
+    if launcher.wait() != 0:
+        failed = registry.update_record(
+            previews,
+            preview_id,
+            lambda current: current.model_copy(
+                update={"state": "failed", "reason": "supervisor-spawn-error"}
+            ),
+        )
+        return result_of(failed)
     return _await_verdict(previews, preview_id, request.ready_timeout_s + VERDICT_GRACE_S)
+
+
+def _own_start_time() -> int:
+    info = proc.read_proc(os.getpid())
+    assert info is not None  # this process is alive
+    return info.start_time
 
 
 def _await_verdict(previews: Path, preview_id: str, wait_s: float) -> StartResult:

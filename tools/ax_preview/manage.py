@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ax_preview import proc, readiness, registry
+import ax_preview.proc as proc
+import ax_preview.readiness as readiness
+import ax_preview.registry as registry
 from ax_preview.models import (
     Identity,
     LiveState,
@@ -25,14 +27,13 @@ from ax_preview.models import (
     SweepReport,
 )
 from libcommon import clock
-from libcommon.errors import OperationFailed
+from libcommon.errors import Fenced, OperationFailed
 from libcommon.paths import state_layout
 from libcommon.redact import redact
 
 STOP_WAIT_S = proc.KILL_GRACE_S + 10.0
 FOLLOW_POLL_S = 0.2
 LOGS_READ_MAX_BYTES = 1024 * 1024
-DEFAULT_TAIL_LINES = 200
 
 
 def _previews_dir(workspace: Path | None) -> Path:
@@ -75,8 +76,8 @@ def live_row(record: PreviewRecord) -> PreviewRow:
             state = "ready" if answering else "unresponsive"
         else:
             state = "starting"
-    elif record.supervisor is None:
-        # The supervisor has not recorded itself yet (start is launching it).
+    elif record.supervisor is None and _alive(record.launcher):
+        # The supervisor has not stamped the record yet; start is launching it.
         state = "starting"
     else:
         state = "orphaned" if ours else "lost"
@@ -114,7 +115,12 @@ def stop_preview(workspace: Path | None, preview_id: str) -> StopResult:
     """Stop through the supervisor when it lives; otherwise kill a positively identified server."""
     previews = _previews_dir(workspace)
     record = registry.load(previews, preview_id)
-    supervisor = record.supervisor
+    supervisor, launcher = record.supervisor, record.launcher
+    if supervisor is None and launcher is not None and _alive(launcher):
+        raise Fenced(
+            f"preview {preview_id} is still being started by process {launcher.pid}",
+            hint="wait for ax-preview start to answer, then stop it",
+        )
     if supervisor is not None and _alive(supervisor):
         info = proc.read_proc(supervisor.pid)
         if info is not None and proc.send_signal(info, signal.SIGTERM):
@@ -173,7 +179,14 @@ def _token_holders(token: str) -> list[int]:
 
 
 def _sweep_one(previews: Path, record: PreviewRecord) -> SweepItem:
-    supervisor = record.supervisor
+    supervisor, launcher = record.supervisor, record.launcher
+    if supervisor is None and launcher is not None and _alive(launcher):
+        return SweepItem(
+            id=record.id,
+            action="skipped",
+            why=f"it is still being started by process {launcher.pid}",
+            pids=[launcher.pid],
+        )
     if supervisor is not None and _alive(supervisor):
         return SweepItem(
             id=record.id,

@@ -45,6 +45,8 @@ class PreviewRecord(Contract):
     reason: str | None = None
     stop_reason: StopReason | None = None
     url: str | None = None
+    # The ``start`` process owns the record until the supervisor stamps itself.
+    launcher: Identity | None = None
     supervisor: Identity | None = None
     server: Identity | None = None
     exit_code: int | None = None

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from ax_preview import proc, readiness, registry
+import ax_preview.proc as proc
+import ax_preview.readiness as readiness
+import ax_preview.registry as registry
 from ax_preview.models import Identity, PreviewRecord, StopReason
 from libcommon import clock, jsonio
 from libcommon.paths import StateLayout
@@ -42,6 +44,7 @@ SESSION_POLL_S = 0.5
 READY_SCAN_MAX_BYTES = 256 * 1024
 SESSION_READ_MAX_BYTES = 1024 * 1024
 LOG_TAIL_BYTES = 4096
+EVENT_LOG_TAIL_CHARS = 2000
 PR_SET_CHILD_SUBREAPER = 36
 # Variables a dev server never needs from the harness (same shapes ax-exec removes).
 SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*")
@@ -153,7 +156,7 @@ class Supervisor:
         """Append a preview event to the session's log, when the preview has a session."""
         if self.record.session is None:
             return
-        from ax_preview import events
+        import ax_preview.events as events
 
         model = {
             "preview.started": events.PreviewStarted,
@@ -217,7 +220,11 @@ class Supervisor:
                 stopped_at=clock.timestamp(),
                 kill_verified=True,
             )
-            self.emit("preview.failed", reason="spawn-error", log_tail=log_tail(log_path))
+            self.emit(
+                "preview.failed",
+                reason="spawn-error",
+                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
+            )
             return
         os.close(log_fd)
         server_id = Identity(pid=server.pid, start_time=_start_time(server.pid))
@@ -231,7 +238,14 @@ class Supervisor:
             log_path=record.log_path,
             ttl_s=record.ttl_s,
         )
-        stop_reason, failure = self.watch(server_id, log_path)
+        try:
+            stop_reason, failure = self.watch(server_id, log_path)
+        except BaseException as exc:
+            # Whatever broke the watch, the server must not outlive its supervisor
+            # unnoticed: kill it, say why, and let the record show a dead owner.
+            self.note(f"supervisor error, stopping the server: {exc!r}")
+            proc.kill_tree(lambda: self.tree(server_id, me.pid))
+            raise
         result = proc.kill_tree(lambda: self.tree(server_id, me.pid))
         self.reap(server.pid)
         if self.server_status is not None:
@@ -254,7 +268,7 @@ class Supervisor:
                 "preview.failed",
                 reason=failure,
                 exit_code=self.server_status,
-                log_tail=log_tail(log_path)[-2000:],
+                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
             )
         self.emit(
             "preview.stopped",
