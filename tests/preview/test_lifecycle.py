@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +260,26 @@ def test_corrupt_record_is_a_hard_error(pv: Any) -> None:
         assert "corrupt store" in result.stderr
     assert (previews / "pv-broken.json").exists()
     assert os.path.getsize(previews / "pv-broken.json") > 0
+
+
+def test_start_in_a_pipeline_returns_while_the_server_keeps_running(
+    pv: Any, tool_path: Callable[[str], str]
+) -> None:
+    # `ax-preview start | jq -r .url` must finish: the detached supervisor and the
+    # server may not hold the caller's stdout or stderr pipe open.
+    command = [tool_path("preview"), "start", "-C", str(pv.ws), "--project", "py-procfile"]
+    began = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 20
+    result = json.loads(done.stdout)
+    assert fetch(result["url"]) == b"hello from the fixture\n"
+    listed = subprocess.run(
+        [tool_path("preview"), "list", "-C", str(pv.ws)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result["id"] in listed.stdout
+    assert pv.stop(result["id"]).exit_code == 0
