@@ -283,3 +283,23 @@ def test_start_in_a_pipeline_returns_while_the_server_keeps_running(
     )
     assert result["id"] in listed.stdout
     assert pv.stop(result["id"]).exit_code == 0
+
+
+def test_a_command_that_cannot_start_is_a_spawn_error(
+    pv: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An npm whose interpreter does not exist: found on PATH, but exec fails.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text("#!/nonexistent/interpreter\n")
+    (bin_dir / "npm").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    code, result = pv.start("node-dev", "--session", "s-spawn")
+    assert code == 1
+    assert result["reason"] == "spawn-error"
+    assert "could not start" in result["logTail"]
+    assert pv.record(result["id"])["server"] is None
+    from ax_log import read_events
+
+    events = list(read_events(state_layout(pv.ws).session_log("s-spawn"), "s-spawn"))
+    assert [event["type"] for event in events] == ["preview.failed"]

@@ -212,6 +212,11 @@ class Supervisor:
         except OSError as exc:
             os.close(log_fd)
             self.note(f"could not start {record.command[0]}: {exc}")
+            self.emit(
+                "preview.failed",
+                reason="spawn-error",
+                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
+            )
             self.update(
                 supervisor=me,
                 state="failed",
@@ -219,11 +224,6 @@ class Supervisor:
                 stop_reason="crashed",
                 stopped_at=clock.timestamp(),
                 kill_verified=True,
-            )
-            self.emit(
-                "preview.failed",
-                reason="spawn-error",
-                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
             )
             return
         os.close(log_fd)
@@ -255,14 +255,8 @@ class Supervisor:
         if not result.verified:
             self.note(f"processes survived the kill: {result.survivors}")
         was_ready = self.record.state == "ready"
-        self.update(
-            state="stopped" if was_ready else "failed",
-            reason=stop_reason if was_ready else failure,
-            stop_reason=stop_reason,
-            exit_code=self.server_status,
-            kill_verified=result.verified,
-            stopped_at=clock.timestamp(),
-        )
+        # Events first, then the record: whoever sees the verdict in the
+        # registry finds it in the session log too.
         if not was_ready:
             self.emit(
                 "preview.failed",
@@ -275,6 +269,14 @@ class Supervisor:
             reason=stop_reason,
             exit_code=self.server_status,
             kill_verified=result.verified,
+        )
+        self.update(
+            state="stopped" if was_ready else "failed",
+            reason=stop_reason if was_ready else failure,
+            stop_reason=stop_reason,
+            exit_code=self.server_status,
+            kill_verified=result.verified,
+            stopped_at=clock.timestamp(),
         )
 
     def tree(self, server: Identity, me: int) -> list[proc.ProcInfo]:
@@ -323,13 +325,13 @@ class Supervisor:
                         and self.server_status is None
                         and proc.is_alive(server.pid, server.start_time)
                     ):
-                        self.update(state="ready", url=url, ready_at=clock.timestamp())
                         self.emit(
                             "preview.ready",
                             url=url,
                             pid=server.pid,
                             note=readiness.OWNERSHIP_NOTE,
                         )
+                        self.update(state="ready", url=url, ready_at=clock.timestamp())
             time.sleep(POLL_S)
 
 
