@@ -320,3 +320,33 @@ def test_an_exception_in_the_output_hook_still_kills_the_tree(tmp_path: Path) ->
             ExecSpec(shell=f"sleep 300 & echo $! > {pid_file}; echo go; wait"), on_output=explode
         )
     assert not pid_alive(read_pid(pid_file))
+
+
+def test_concurrent_runs_only_kill_their_own_processes(tmp_path: Path) -> None:
+    # Short runs that leave a background process, next to a long run that must
+    # not be touched by their cleanups.
+    results: dict[str, ExecOutcome] = {}
+
+    def run(name: str, spec: ExecSpec) -> None:
+        results[name] = run_managed(spec)
+
+    threads = [
+        threading.Thread(target=run, args=("long", ExecSpec(shell="sleep 1.5; echo survived")))
+    ]
+    threads += [
+        threading.Thread(
+            target=run, args=(f"short{i}", ExecSpec(shell=f"sleep 300 & sleep 0.{i + 1}; echo {i}"))
+        )
+        for i in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results["long"].exit_code == 0
+    assert results["long"].stdout.head == "survived\n"
+    assert results["long"].kill.attempted is False
+    for i in range(4):
+        outcome = results[f"short{i}"]
+        assert outcome.exit_code == 0 and outcome.stdout.head == f"{i}\n"
+        assert outcome.kill.leftovers == 1 and outcome.kill.verified
