@@ -17,6 +17,40 @@ def test_libcommon_limits() -> None:
     assert paths.RESERVED_ID_SUFFIXES == (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
 
 
+def test_preview_limits() -> None:
+    from ax_preview import launch, manage, proc, readiness, registry, scripts, supervisor
+
+    assert launch.DEFAULT_TTL_S == 30 * 60.0
+    assert launch.MAX_TTL_S == 24 * 3600.0
+    assert launch.DEFAULT_LOG_CAP_BYTES == 16 * 1024 * 1024
+    assert launch.MIN_LOG_CAP_BYTES == 4096
+    assert launch.MAX_LOG_CAP_BYTES == 1024 * 1024 * 1024
+    assert launch.DEFAULT_READY_TIMEOUT_S == 30.0
+    assert launch.MAX_READY_TIMEOUT_S == 600.0
+    assert launch.VERDICT_GRACE_S == 15.0
+    assert launch.WAIT_POLL_S == 0.05
+    assert readiness.PROBE_TIMEOUT_S == 0.5
+    assert readiness.PROBE_HOSTS == ("127.0.0.1", "::1")
+    assert readiness.MAX_CANDIDATE_PORTS == 8
+    assert supervisor.POLL_S == 0.05
+    assert supervisor.PROBE_INTERVAL_S == 0.2
+    assert supervisor.SESSION_POLL_S == 0.5
+    assert supervisor.READY_SCAN_MAX_BYTES == 256 * 1024
+    assert supervisor.SESSION_READ_MAX_BYTES == 1024 * 1024
+    assert supervisor.LOG_TAIL_BYTES == 4096
+    assert supervisor.EVENT_LOG_TAIL_CHARS == 2000
+    assert proc.KILL_GRACE_S == 2.0
+    assert proc.KILL_ROUNDS == 5
+    assert proc.KILL_POLL_S == 0.02
+    assert proc.ENV_READ_MAX_BYTES == 1024 * 1024
+    assert manage.STOP_WAIT_S == proc.KILL_GRACE_S + 10.0
+    assert manage.FOLLOW_POLL_S == 0.2
+    assert manage.LOGS_READ_MAX_BYTES == 1024 * 1024
+    assert scripts.SCRIPT_NAMES == ("dev", "start", "serve", "preview")
+    assert scripts.MANIFEST_MAX_BYTES == 1024 * 1024
+    assert registry.PREVIEW_ID_PATTERN.pattern == r"^pv-[A-Za-z0-9_-]{1,64}$"
+
+
 def test_exec_limits() -> None:
     from ax_exec import capture, environment, launcher, models, proctree, run, sandbox
 

@@ -50,6 +50,23 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "custom": {"kind": "note", "data": {"anything": [1, {"x": None}]}},
     "log.recovered": {"partialFile": "s.jsonl.partial", "offset": 10, "bytes": 4, "sha256": SHA},
+    "preview.started": {
+        "previewId": "p1",
+        "script": "dev",
+        "command": ["npm", "run", "dev"],
+        "cwd": "/w",
+        "pid": 42,
+        "logPath": "/s/p1.log",
+        "ttlS": 600.0,
+    },
+    "preview.ready": {
+        "previewId": "p1",
+        "url": "http://127.0.0.1:5173/",
+        "pid": 42,
+        "note": "socket ownership not verified",
+    },
+    "preview.failed": {"previewId": "p1", "reason": "no-port-announced"},
+    "preview.stopped": {"previewId": "p1", "reason": "ttl", "exitCode": -15},
 }
 
 

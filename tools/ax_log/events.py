@@ -225,6 +225,54 @@ class CheckCompleted(EventBody):
         return self
 
 
+# --- previews (ax-preview) -------------------------------------------------------
+
+PreviewStopReason = Literal[
+    "ttl", "log-cap", "stopped", "exited", "crashed", "session-end", "not-ready"
+]
+
+
+@register
+class PreviewStarted(EventBody):
+    type: Literal["preview.started"] = "preview.started"
+    preview_id: str
+    script: str
+    command: list[str]
+    cwd: str
+    pid: int
+    log_path: str
+    ttl_s: float
+
+
+@register
+class PreviewReady(EventBody):
+    type: Literal["preview.ready"] = "preview.ready"
+    preview_id: str
+    url: str
+    pid: int
+    note: str
+
+
+@register
+class PreviewFailed(EventBody):
+    type: Literal["preview.failed"] = "preview.failed"
+    preview_id: str
+    reason: str
+    exit_code: int | None = None
+    log_tail: str | None = None
+
+
+@register
+class PreviewStopped(EventBody):
+    """``exitCode`` is negative when a signal ended the server."""
+
+    type: Literal["preview.stopped"] = "preview.stopped"
+    preview_id: str
+    reason: PreviewStopReason
+    exit_code: int | None = None
+    kill_verified: bool | None = None
+
+
 # --- open extension and the log's own records --------------------------------
 
 

@@ -1,0 +1,202 @@
+"""Process identity and tree kill, read from /proc.
+
+A preview's server outlives the command that started it, so every later
+action (list, stop, sweep) must first prove that a pid still names the process
+that was recorded: same pid, same start time (clock ticks since boot), not a
+zombie, and for the server also the preview's random token in its
+environment. Signals go through a pidfd opened after that check, so a pid
+recycled in between is never signalled.
+
+ax_exec keeps an equivalent scanner private (its public face offers only
+``run_managed``); this module is the minimum a preview needs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+KILL_GRACE_S = 2.0
+KILL_ROUNDS = 5
+KILL_POLL_S = 0.02
+ENV_READ_MAX_BYTES = 1024 * 1024
+TOKEN_VARIABLE = "AX_PREVIEW_TOKEN"
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    session: int
+    state: str
+    start_time: int
+
+    @property
+    def alive(self) -> bool:
+        # A zombie has exited; only its exit status is left to collect.
+        return self.state not in ("Z", "X")
+
+
+def read_proc(pid: int) -> ProcInfo | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return ProcInfo(
+        pid=pid,
+        ppid=int(fields[1]),
+        session=int(fields[3]),
+        state=fields[0],
+        start_time=int(fields[19]),
+    )
+
+
+def is_alive(pid: int | None, start_time: int | None) -> bool:
+    """True only when ``pid`` is a live (non-zombie) process started at ``start_time``."""
+    if pid is None or start_time is None:
+        return False
+    info = read_proc(pid)
+    return info is not None and info.alive and info.start_time == start_time
+
+
+def has_token(pid: int, token: str) -> bool:
+    """True when the process's environment carries this preview's token."""
+    wanted = f"{TOKEN_VARIABLE}={token}".encode()
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return wanted in handle.read(ENV_READ_MAX_BYTES).split(b"\0")
+    except OSError:
+        return False
+
+
+def all_processes() -> list[ProcInfo]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            info = read_proc(int(name))
+            if info is not None:
+                found.append(info)
+    return found
+
+
+def server_tree(root_pid: int, root_start: int, token: str) -> list[ProcInfo]:
+    """The server and everything it started, as found now (zombies included).
+
+    Members are the verified root's descendants by parent link, plus processes
+    in the root's session that carry the token (children of a dead intermediate
+    are re-parented away from the root but stay in its session). The root
+    counts only when its start time matches; otherwise nothing is returned.
+    """
+    procs = {info.pid: info for info in all_processes()}
+    root = procs.get(root_pid)
+    if root is None or root.start_time != root_start:
+        return []
+    children: dict[int, list[int]] = {}
+    for info in procs.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    pending = [root_pid]
+    pending.extend(
+        info.pid
+        for info in procs.values()
+        if info.session == root_pid and info.pid != root_pid and has_token(info.pid, token)
+    )
+    me = os.getpid()
+    tree: dict[int, ProcInfo] = {}
+    while pending:
+        pid = pending.pop()
+        if pid in tree or pid == me or pid not in procs:
+            continue
+        tree[pid] = procs[pid]
+        pending.extend(children.get(pid, ()))
+    return sorted(tree.values(), key=lambda info: (info.pid != root_pid, info.pid))
+
+
+def send_signal(info: ProcInfo, signum: int) -> bool:
+    """Signal ``info`` only if its pid still names the same process."""
+    try:
+        pidfd = os.pidfd_open(info.pid)
+    except OSError:
+        return False
+    try:
+        current = read_proc(info.pid)
+        if current is None or current.start_time != info.start_time:
+            return False
+        signal.pidfd_send_signal(pidfd, signum)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+
+
+@dataclass(frozen=True)
+class KillResult:
+    found: int
+    survivors: list[int]
+
+    @property
+    def verified(self) -> bool:
+        return not self.survivors
+
+
+def _still_alive(known: list[ProcInfo]) -> list[ProcInfo]:
+    return [info for info in known if is_alive(info.pid, info.start_time)]
+
+
+def descendants(pid: int) -> list[ProcInfo]:
+    """Every process below ``pid`` by parent links (``pid`` itself excluded)."""
+    procs = all_processes()
+    children: dict[int, list[ProcInfo]] = {}
+    for info in procs:
+        children.setdefault(info.ppid, []).append(info)
+    found: list[ProcInfo] = []
+    pending = list(children.get(pid, ()))
+    while pending:
+        info = pending.pop()
+        found.append(info)
+        pending.extend(children.get(info.pid, ()))
+    return found
+
+
+Scan = Callable[[], list[ProcInfo]]
+
+
+def kill_tree(scan: Scan, grace_s: float = KILL_GRACE_S) -> KillResult:
+    """TERM every process ``scan`` finds, wait ``grace_s``, KILL what is left, verify.
+
+    Each round rescans, so a process forked during the grace period is caught;
+    a process seen once stays on the list (by pid and start time) even when a
+    later scan no longer reaches it.
+    """
+    known = {info.pid: info for info in scan() if info.alive}
+    found = len(known)
+    for info in known.values():
+        send_signal(info, signal.SIGTERM)
+        # A stopped process would hold TERM pending forever.
+        send_signal(info, signal.SIGCONT)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        for info in scan():
+            if info.alive and info.pid not in known:
+                known[info.pid] = info
+                send_signal(info, signal.SIGTERM)
+        if not _still_alive(list(known.values())):
+            break
+        time.sleep(KILL_POLL_S)
+    for _ in range(KILL_ROUNDS):
+        for info in scan():
+            known.setdefault(info.pid, info)
+        left = _still_alive(list(known.values()))
+        if not left:
+            break
+        for info in left:
+            send_signal(info, signal.SIGKILL)
+        time.sleep(KILL_POLL_S)
+    survivors = [info.pid for info in _still_alive(list(known.values()))]
+    return KillResult(found=found, survivors=survivors)

@@ -1,0 +1,370 @@
+"""The detached supervisor that owns one dev server for its whole life.
+
+``ax-preview start`` runs ``python -m ax_preview.supervisor`` in a new
+session; that process forks once more and exits, so the supervisor is nobody's
+child and has no controlling terminal. The supervisor then:
+
+- starts the server in its own session with stdout and stderr on the preview's
+  log file (an inherited descriptor: no pipe can fill up and wedge the server),
+  and a random token in its environment for later identification;
+- becomes a child subreaper, so processes the server orphans stay below it;
+- watches, every ``POLL_S``: the server's exit, the TTL, the log cap, a stop
+  request (SIGTERM), the end of the session, and, until ready, readiness;
+- kills the whole tree (verified), and writes why the server stopped.
+
+Every registry write goes through the registry lock and an atomic rename.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fnmatch
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import ax_preview.proc as proc
+import ax_preview.readiness as readiness
+import ax_preview.registry as registry
+from ax_preview.models import Identity, PreviewRecord, StopReason
+from libcommon import clock, jsonio
+from libcommon.paths import StateLayout
+
+POLL_S = 0.05
+PROBE_INTERVAL_S = 0.2
+SESSION_POLL_S = 0.5
+READY_SCAN_MAX_BYTES = 256 * 1024
+SESSION_READ_MAX_BYTES = 1024 * 1024
+LOG_TAIL_BYTES = 4096
+EVENT_LOG_TAIL_CHARS = 2000
+PR_SET_CHILD_SUBREAPER = 36
+# Variables a dev server never needs from the harness (same shapes ax-exec removes).
+SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*")
+
+
+def server_environment(parent: Mapping[str, str], token: str) -> dict[str, str]:
+    """The parent's environment without secret-named variables, plus the token."""
+    clean = {
+        name: value
+        for name, value in parent.items()
+        if not any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in SECRET_NAME_PATTERNS)
+    }
+    clean[proc.TOKEN_VARIABLE] = token
+    # Dev servers that would open a browser on start should not.
+    clean["BROWSER"] = "none"
+    return clean
+
+
+def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a log, ANSI stripped and redacted, for a failure report."""
+    from libcommon.redact import redact
+
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            data = handle.read(limit)
+    except FileNotFoundError:
+        return ""
+    return redact(readiness.strip_ansi(data.decode("utf-8", "replace")))
+
+
+@dataclass
+class LogScanner:
+    """Reads what the server wrote so far (up to a bound) to look for its port."""
+
+    path: Path
+    text: str = ""
+    _offset: int = 0
+
+    def ports(self) -> list[int]:
+        room = READY_SCAN_MAX_BYTES - self._offset
+        if room > 0:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read(room)
+            self._offset += len(data)
+            self.text += data.decode("utf-8", "replace")
+        return readiness.announced_ports(self.text)[: readiness.MAX_CANDIDATE_PORTS]
+
+
+@dataclass
+class SessionWatcher:
+    """Notices a ``session.ended`` event appended to the session's log."""
+
+    path: Path
+    _offset: int = 0
+    _partial: bytes = b""
+    _next_check: float = 0.0
+
+    def __post_init__(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._offset = self.path.stat().st_size
+
+    def ended(self, now: float) -> bool:
+        if now < self._next_check:
+            return False
+        self._next_check = now + SESSION_POLL_S
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read(SESSION_READ_MAX_BYTES)
+        except FileNotFoundError:
+            return False
+        self._offset += len(data)
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        for line in lines:
+            with contextlib.suppress(jsonio.JSONDecodeError):
+                event = jsonio.loads(line)
+                if isinstance(event, dict) and event.get("type") == "session.ended":
+                    return True
+        return False
+
+
+@dataclass
+class Supervisor:
+    layout: StateLayout
+    record: PreviewRecord
+    stop_requested: bool = False
+    server_status: int | None = None
+
+    @property
+    def previews_dir(self) -> Path:
+        return self.layout.previews_dir
+
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        self.stop_requested = True
+
+    def update(self, **changes: object) -> None:
+        self.record = registry.update_record(
+            self.previews_dir,
+            self.record.id,
+            lambda current: current.model_copy(update=changes),
+        )
+
+    def emit(self, event_type: str, **fields: object) -> None:
+        """Append a preview event to the session's log, when the preview has a session."""
+        if self.record.session is None:
+            return
+        import ax_preview.events as events
+
+        model = {
+            "preview.started": events.PreviewStarted,
+            "preview.ready": events.PreviewReady,
+            "preview.failed": events.PreviewFailed,
+            "preview.stopped": events.PreviewStopped,
+        }[event_type]
+        try:
+            events.record_event(
+                self.layout,
+                self.record.session,
+                model(preview_id=self.record.id, **fields),
+            )
+        except Exception as exc:  # a log problem must not orphan the server
+            self.note(f"could not append {event_type} to session {self.record.session}: {exc}")
+
+    def note(self, message: str) -> None:
+        """A line from the supervisor itself, in the preview's log."""
+        with open(self.record.log_path, "ab") as handle:
+            handle.write(f"[ax-preview] {message}\n".encode())
+
+    def reap(self, server_pid: int) -> None:
+        """Collect every exited child (we are a subreaper); keep the server's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == server_pid:
+                self.server_status = os.waitstatus_to_exitcode(status)
+
+    def run(self) -> None:
+        record = self.record
+        me = Identity(pid=os.getpid(), start_time=_start_time(os.getpid()))
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self.request_stop)
+        log_path = Path(record.log_path)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            server = subprocess.Popen(
+                record.command,
+                cwd=record.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                env=server_environment(os.environ, record.command_token),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(log_fd)
+            self.note(f"could not start {record.command[0]}: {exc}")
+            self.emit(
+                "preview.failed",
+                reason="spawn-error",
+                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
+            )
+            self.update(
+                supervisor=me,
+                state="failed",
+                reason="spawn-error",
+                stop_reason="crashed",
+                stopped_at=clock.timestamp(),
+                kill_verified=True,
+            )
+            return
+        os.close(log_fd)
+        server_id = Identity(pid=server.pid, start_time=_start_time(server.pid))
+        self.update(supervisor=me, server=server_id)
+        self.emit(
+            "preview.started",
+            script=record.script,
+            command=record.command,
+            cwd=record.cwd,
+            pid=server.pid,
+            log_path=record.log_path,
+            ttl_s=record.ttl_s,
+        )
+        try:
+            stop_reason, failure = self.watch(server_id, log_path)
+        except BaseException as exc:
+            # Whatever broke the watch, the server must not outlive its supervisor
+            # unnoticed: kill it, say why, and let the record show a dead owner.
+            self.note(f"supervisor error, stopping the server: {exc!r}")
+            proc.kill_tree(lambda: self.tree(server_id, me.pid))
+            raise
+        result = proc.kill_tree(lambda: self.tree(server_id, me.pid))
+        self.reap(server.pid)
+        if self.server_status is not None:
+            server.returncode = self.server_status
+        if stop_reason == "log-cap":
+            _cap_log(log_path, record.log_cap_bytes)
+        if not result.verified:
+            self.note(f"processes survived the kill: {result.survivors}")
+        was_ready = self.record.state == "ready"
+        # Events first, then the record: whoever sees the verdict in the
+        # registry finds it in the session log too.
+        if not was_ready:
+            self.emit(
+                "preview.failed",
+                reason=failure,
+                exit_code=self.server_status,
+                log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
+            )
+        self.emit(
+            "preview.stopped",
+            reason=stop_reason,
+            exit_code=self.server_status,
+            kill_verified=result.verified,
+        )
+        self.update(
+            state="stopped" if was_ready else "failed",
+            reason=stop_reason if was_ready else failure,
+            stop_reason=stop_reason,
+            exit_code=self.server_status,
+            kill_verified=result.verified,
+            stopped_at=clock.timestamp(),
+        )
+
+    def tree(self, server: Identity, me: int) -> list[proc.ProcInfo]:
+        found = {info.pid: info for info in proc.descendants(me)}
+        for info in proc.server_tree(server.pid, server.start_time, self.record.command_token):
+            found.setdefault(info.pid, info)
+        return list(found.values())
+
+    def watch(self, server: Identity, log_path: Path) -> tuple[StopReason, str]:
+        """Wait until the server must stop; return (why it stopped, why not ready)."""
+        record = self.record
+        started = time.monotonic()
+        ttl_deadline = started + record.ttl_s
+        ready_deadline = started + record.ready_timeout_s
+        scanner = LogScanner(log_path)
+        watcher = None
+        if record.session is not None:
+            watcher = SessionWatcher(self.layout.session_log(record.session))
+        next_probe = started
+        ports: list[int] = []
+        while True:
+            self.reap(server.pid)
+            now = time.monotonic()
+            if self.server_status is not None:
+                reason: StopReason = "exited" if self.server_status == 0 else "crashed"
+                return reason, reason
+            if self.stop_requested:
+                return "stopped", "stopped"
+            if log_path.stat().st_size > record.log_cap_bytes:
+                return "log-cap", "log-cap"
+            if now >= ttl_deadline:
+                return "ttl", "ttl"
+            if watcher is not None and watcher.ended(now):
+                return "session-end", "session-end"
+            if self.record.state == "starting":
+                if now >= ready_deadline:
+                    return "not-ready", "no-answer" if ports else "no-port-announced"
+                if now >= next_probe:
+                    next_probe = now + PROBE_INTERVAL_S
+                    ports = scanner.ports()
+                    url = readiness.first_answer(ports) if ports else None
+                    self.reap(server.pid)
+                    # The answer counts only if our server is still alive after it.
+                    if (
+                        url is not None
+                        and self.server_status is None
+                        and proc.is_alive(server.pid, server.start_time)
+                    ):
+                        self.emit(
+                            "preview.ready",
+                            url=url,
+                            pid=server.pid,
+                            note=readiness.OWNERSHIP_NOTE,
+                        )
+                        self.update(state="ready", url=url, ready_at=clock.timestamp())
+            time.sleep(POLL_S)
+
+
+def _start_time(pid: int) -> int:
+    info = proc.read_proc(pid)
+    if info is None:
+        raise RuntimeError(f"process {pid} vanished before its start time was read")
+    return info.start_time
+
+
+def _cap_log(path: Path, cap: int) -> None:
+    """Keep the first ``cap`` bytes and say why the rest is missing."""
+    with path.open("r+b") as handle:
+        handle.truncate(cap)
+        handle.seek(0, os.SEEK_END)
+        handle.write(f"\n[ax-preview] log cap of {cap} bytes reached; server stopped\n".encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ax_preview.supervisor")
+    parser.add_argument("--state-root", required=True)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--id", required=True)
+    args = parser.parse_args(argv)
+    # Second fork: the first process exits so the supervisor is re-parented
+    # away from the CLI, and (not a session leader) can never get a terminal.
+    if os.fork() > 0:
+        os._exit(0)
+    layout = StateLayout(root=Path(args.state_root), workspace=Path(args.workspace))
+    record = registry.load(layout.previews_dir, args.id)
+    Supervisor(layout, record).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
