@@ -1,4 +1,166 @@
 """ax-log: the append-only session event log, content-addressed snapshots and undo.
 
-This module is the public face: other tools import only what it names.
+This module is the public face: other tools import only what it names, e.g.
+``from ax_log import append_events, read_events, snapshot_paths``. Names are
+loaded on first use so that importing the package (which every ``ax-log``
+invocation does, ``--help`` included) stays cheap.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ax_log.envelope import SCHEMA_VERSION
+    from ax_log.events import (
+        REGISTRY,
+        ApprovalResolved,
+        AssistantMessage,
+        CheckCompleted,
+        CheckStarted,
+        CommandEnded,
+        CommandStarted,
+        Custom,
+        EventBody,
+        FileMutated,
+        LogRecovered,
+        PolicyDecision,
+        SessionEnded,
+        SessionStarted,
+        SnapshotStored,
+        ToolCompleted,
+        ToolRequested,
+        UndoApplied,
+        UndoRefusal,
+        UserMessage,
+        body_fields,
+        parse_body,
+        parse_stored,
+        register,
+    )
+    from ax_log.locate import latest_session, require_log, session_logs
+    from ax_log.models import SessionRow, VerifyProblem, VerifyResult
+    from ax_log.reader import Problem, Record, follow_events, read_events
+    from ax_log.sessions import list_sessions
+    from ax_log.snapshots import (
+        hash_file,
+        latest_snapshots,
+        load_object,
+        object_path,
+        record_mutations,
+        snapshot_paths,
+        store_file,
+        workspace_path,
+    )
+    from ax_log.undo import UndoOutcome, pending_mutations, undo
+    from ax_log.verify import verify_session
+    from ax_log.writer import append_events, log_path
+
+_EXPORTS = {
+    "ax_log.envelope": ["SCHEMA_VERSION"],
+    "ax_log.events": [
+        "REGISTRY",
+        "ApprovalResolved",
+        "AssistantMessage",
+        "CheckCompleted",
+        "CheckStarted",
+        "CommandEnded",
+        "CommandStarted",
+        "Custom",
+        "EventBody",
+        "FileMutated",
+        "LogRecovered",
+        "PolicyDecision",
+        "SessionEnded",
+        "SessionStarted",
+        "SnapshotStored",
+        "ToolCompleted",
+        "ToolRequested",
+        "UndoApplied",
+        "UndoRefusal",
+        "UserMessage",
+        "body_fields",
+        "parse_body",
+        "parse_stored",
+        "register",
+    ],
+    "ax_log.models": ["SessionRow", "VerifyProblem", "VerifyResult"],
+    "ax_log.reader": ["Problem", "Record", "follow_events", "read_events"],
+    "ax_log.locate": ["latest_session", "require_log", "session_logs"],
+    "ax_log.sessions": ["list_sessions"],
+    "ax_log.verify": ["verify_session"],
+    "ax_log.snapshots": [
+        "hash_file",
+        "latest_snapshots",
+        "load_object",
+        "object_path",
+        "record_mutations",
+        "snapshot_paths",
+        "store_file",
+        "workspace_path",
+    ],
+    "ax_log.undo": ["UndoOutcome", "pending_mutations", "undo"],
+    "ax_log.writer": ["append_events", "log_path"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = [
+    "REGISTRY",
+    "SCHEMA_VERSION",
+    "ApprovalResolved",
+    "AssistantMessage",
+    "CheckCompleted",
+    "CheckStarted",
+    "CommandEnded",
+    "CommandStarted",
+    "Custom",
+    "EventBody",
+    "FileMutated",
+    "LogRecovered",
+    "PolicyDecision",
+    "Problem",
+    "Record",
+    "SessionEnded",
+    "SessionRow",
+    "SessionStarted",
+    "SnapshotStored",
+    "ToolCompleted",
+    "ToolRequested",
+    "UndoApplied",
+    "UndoOutcome",
+    "UndoRefusal",
+    "UserMessage",
+    "VerifyProblem",
+    "VerifyResult",
+    "append_events",
+    "body_fields",
+    "follow_events",
+    "hash_file",
+    "latest_session",
+    "latest_snapshots",
+    "list_sessions",
+    "load_object",
+    "log_path",
+    "object_path",
+    "parse_body",
+    "parse_stored",
+    "pending_mutations",
+    "read_events",
+    "record_mutations",
+    "register",
+    "require_log",
+    "session_logs",
+    "snapshot_paths",
+    "store_file",
+    "undo",
+    "verify_session",
+    "workspace_path",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ax_log' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -2,9 +2,226 @@
 
 from __future__ import annotations
 
-from libcommon.cliapp import Environment, entry_point, make_app, run_main
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from libcommon.cliapp import (
+    Environment,
+    JsonOption,
+    WorkspaceOption,
+    chrome,
+    emit_json,
+    emit_line,
+    entry_point,
+    env,
+    make_app,
+    run_main,
+)
+
+if TYPE_CHECKING:
+    from ax_log.reader import Problem
 
 app = make_app("ax-log", "The append-only session event log, content-addressed snapshots and undo.")
+
+SessionOption = Annotated[str, typer.Option("--session", help="The session id.")]
+CallOption = Annotated[
+    str | None, typer.Option("--call", help="The tool call id the change belongs to.")
+]
+PathsArgument = Annotated[
+    list[str], typer.Argument(help="Files, relative to the workspace or absolute inside it.")
+]
+
+
+@app.command()
+def append(session: SessionOption, workspace: WorkspaceOption = None) -> None:
+    """Append events read on stdin (one object or JSON Lines); print them as stored."""
+    from ax_log.intake import read_event_input
+    from ax_log.writer import append_events
+    from libcommon.paths import check_session_id, state_layout
+
+    check_session_id(session)
+    layout = state_layout(workspace)
+    bodies = read_event_input(env().stdin, bool(env().stdin_isatty))
+    for record in append_events(layout, session, bodies):
+        emit_line(record)
+
+
+@app.command()
+def events(
+    session: Annotated[
+        str | None, typer.Option("--session", help="The session id (default: --latest).")
+    ] = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="The session that started last.")
+    ] = False,
+    type_prefix: Annotated[
+        str | None,
+        typer.Option("--type", help="Only types equal to PREFIX or below it (tool = tool.*)."),
+    ] = None,
+    since: Annotated[int, typer.Option("--since", min=0, help="Only events with seq > SEQ.")] = 0,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Keep printing new events until interrupted.")
+    ] = False,
+    lenient: Annotated[
+        bool, typer.Option("--lenient", help="Skip unreadable lines, reporting each on stderr.")
+    ] = False,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Print a session's events as JSON Lines."""
+    from ax_log.locate import latest_session, require_log
+    from ax_log.reader import follow_events, read_events
+    from libcommon import jsonio
+    from libcommon.errors import OperationFailed, UsageError
+    from libcommon.paths import check_session_id, state_layout
+
+    if session is not None and latest:
+        raise UsageError("give --session or --latest, not both")
+    if session is not None:
+        check_session_id(session)
+    layout = state_layout(workspace)
+    if session is None:
+        session = latest_session(layout)
+        if session is None:
+            raise OperationFailed("this project has no sessions yet")
+    path = layout.session_log(session) if follow else require_log(layout, session)
+    problems: list[Problem] = []
+    out = env().stdout
+    stream = (
+        follow_events(path, session, lenient=lenient, since=since, problems=problems)
+        if follow
+        else read_events(path, session, lenient=lenient, since=since, problems=problems)
+    )
+    reported = 0
+    for record in stream:
+        if record is None:
+            out.flush()
+            reported = _report_problems(problems, reported)
+            if _stdout_closed():
+                raise BrokenPipeError
+            continue
+        if type_prefix is None or _type_matches(record["type"], type_prefix):
+            out.write(jsonio.dumps_line(record).decode())
+    out.flush()
+    _report_problems(problems, reported)
+
+
+def _type_matches(event_type: str, prefix: str) -> bool:
+    if prefix.endswith("."):
+        return event_type.startswith(prefix)
+    return event_type == prefix or event_type.startswith(prefix + ".")
+
+
+def _report_problems(problems: list[Problem], already: int) -> int:
+    for problem in problems[already:]:
+        chrome(f"ax-log: skipped line {problem.line}: {problem.problem}")
+    return len(problems)
+
+
+def _stdout_closed() -> bool:
+    """True once the reader of a pipe on stdout has gone away (checked while idle)."""
+    import select
+
+    try:
+        fd = env().stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+@app.command()
+def sessions(json: JsonOption = False, workspace: WorkspaceOption = None) -> None:
+    """One row per session: id, started, ended, event count, last type."""
+    from ax_log.sessions import list_sessions
+    from libcommon.paths import state_layout
+
+    rows = list_sessions(state_layout(workspace))
+    if json:
+        emit_json([row.to_json() for row in rows])
+        return
+    out = env().stdout
+    out.write(f"{'ID':<24} {'STARTED':<24} {'ENDED':<24} {'EVENTS':>6}  LAST TYPE\n")
+    for row in rows:
+        flag = f"  ({row.problems} unreadable lines)" if row.problems else ""
+        out.write(
+            f"{row.id:<24} {row.started or '-':<24} {row.ended or '-':<24} "
+            f"{row.events:>6}  {row.last_type or '-'}{flag}\n"
+        )
+
+
+@app.command()
+def verify(session: SessionOption, workspace: WorkspaceOption = None) -> int:
+    """Check every line of a session log; exit 0 when sound, 1 otherwise."""
+    from ax_log.verify import verify_session
+    from libcommon.paths import check_session_id, state_layout
+
+    check_session_id(session)
+    result = verify_session(state_layout(workspace), session)
+    emit_json(result.to_json())
+    return 0 if result.ok else 1
+
+
+@app.command()
+def snapshot(
+    session: SessionOption,
+    paths: PathsArgument,
+    call: CallOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Store the files' current bytes and append snapshot.stored for each."""
+    from ax_log.snapshots import snapshot_paths
+    from libcommon.paths import check_session_id, state_layout
+
+    check_session_id(session)
+    for record in snapshot_paths(state_layout(workspace), session, paths, call):
+        emit_line(record)
+
+
+@app.command()
+def mutated(
+    session: SessionOption,
+    paths: PathsArgument,
+    call: CallOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Hash the files now and append file.mutated against each one's latest snapshot."""
+    from ax_log.snapshots import record_mutations
+    from libcommon.paths import check_session_id, state_layout
+
+    check_session_id(session)
+    for record in record_mutations(state_layout(workspace), session, paths, call):
+        emit_line(record)
+
+
+@app.command()
+def undo(
+    session: SessionOption,
+    last: Annotated[
+        bool, typer.Option("--last", help="Revert the last change (one call).")
+    ] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Revert every change of the session.")
+    ] = False,
+    json: JsonOption = False,
+    workspace: WorkspaceOption = None,
+) -> int:
+    """Revert recorded file changes newest first; drifted files are refused, not clobbered."""
+    from ax_log.undo import undo as run_undo
+    from libcommon.errors import UsageError
+    from libcommon.paths import check_session_id, state_layout
+
+    check_session_id(session)
+    if last == all_:
+        raise UsageError("give exactly one of --last or --all")
+    outcome = run_undo(state_layout(workspace), session, everything=all_)
+    if json:
+        emit_json(outcome.event)
+    else:
+        for line in outcome.describe():
+            env().stdout.write(line + "\n")
+    return 0 if outcome.ok else 1
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

@@ -1,0 +1,220 @@
+"""Finding every process a run started, and killing all of them, verified.
+
+The harness makes itself a child subreaper, so a descendant whose parent dies
+(a double fork, ``setsid``, a backgrounded ``&``) is re-parented to us instead
+of to init and stays findable. A run's processes are found in ``/proc`` as the
+descendants (by parent links) of the run's roots: the direct child, anything in
+its session or process group, anything seen as a descendant earlier in the run,
+and orphans re-parented to us or to init that carry the run's environment marker.
+A descendant that clears its environment, leaves the session and detaches
+before any scan sees it can escape; the kill report then still verifies only
+what it found, which is why it says "verified" and not "complete".
+
+Killing is TERM to every process, a grace period, KILL to whatever is left
+(repeated for a few rounds, to catch processes forked meanwhile), and a last
+scan that decides ``verified``. Signals go through pidfds opened after checking
+the process start time, so a recycled pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ax_exec.environment import RUN_MARKER
+
+KILL_GRACE_S = 2.0
+KILL_ROUNDS = 5
+KILL_POLL_S = 0.02
+PR_SET_CHILD_SUBREAPER = 36
+
+_subreaper: bool | None = None
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (once); False when the kernel refuses."""
+    global _subreaper
+    if _subreaper is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return _subreaper
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    state: str
+    start_time: int
+
+    @property
+    def alive(self) -> bool:
+        # A zombie has exited; only its exit status is left to collect.
+        return self.state not in ("Z", "X")
+
+
+def read_proc(pid: int) -> ProcInfo | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return ProcInfo(
+        pid=pid,
+        ppid=int(fields[1]),
+        pgrp=int(fields[2]),
+        session=int(fields[3]),
+        state=fields[0],
+        start_time=int(fields[19]),
+    )
+
+
+def all_processes() -> list[ProcInfo]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            info = read_proc(int(name))
+            if info is not None:
+                found.append(info)
+    return found
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return marker in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+@dataclass
+class RunTree:
+    """One run's process tree, rooted at its direct child (a session leader)."""
+
+    root_pid: int
+    run_id: str
+    root_start_time: int | None = None
+    # (pid, start time) of every process ever seen in the tree.
+    known: set[tuple[int, int]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        info = read_proc(self.root_pid)
+        if info is not None:
+            self.root_start_time = info.start_time
+            self.known.add((info.pid, info.start_time))
+
+    def scan(self) -> list[ProcInfo]:
+        """Every process of this run that exists now (zombies included), root first."""
+        me = os.getpid()
+        marker = f"{RUN_MARKER}={self.run_id}".encode()
+        procs = {info.pid: info for info in all_processes()}
+        children: dict[int, list[int]] = {}
+        for info in procs.values():
+            children.setdefault(info.ppid, []).append(info.pid)
+        roots: list[int] = []
+        for info in procs.values():
+            if info.pid == me:
+                continue
+            if (
+                (info.pid == self.root_pid and info.start_time == self.root_start_time)
+                or info.session == self.root_pid
+                or info.pgrp == self.root_pid
+                or (info.pid, info.start_time) in self.known
+                or (info.ppid in (me, 1) and _has_marker(info.pid, marker))
+            ):
+                roots.append(info.pid)
+        tree: dict[int, ProcInfo] = {}
+        pending = roots
+        while pending:
+            pid = pending.pop()
+            if pid in tree or pid == me or pid not in procs:
+                continue
+            tree[pid] = procs[pid]
+            pending.extend(children.get(pid, ()))
+        self.known.update((info.pid, info.start_time) for info in tree.values())
+        return sorted(tree.values(), key=lambda info: (info.pid != self.root_pid, info.pid))
+
+    def alive(self, exclude_root: bool = False) -> list[ProcInfo]:
+        return [
+            info
+            for info in self.scan()
+            if info.alive and not (exclude_root and info.pid == self.root_pid)
+        ]
+
+
+def send_signal(info: ProcInfo, signum: int) -> bool:
+    """Signal ``info`` only if the pid still names the same process."""
+    try:
+        pidfd = os.pidfd_open(info.pid)
+    except OSError:
+        return False
+    try:
+        current = read_proc(info.pid)
+        if current is None or current.start_time != info.start_time:
+            return False
+        signal.pidfd_send_signal(pidfd, signum)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+
+
+def _signal_all(processes: Iterable[ProcInfo], signum: int) -> None:
+    for info in processes:
+        send_signal(info, signum)
+        if signum == signal.SIGTERM:
+            # A stopped process would hold TERM pending forever.
+            send_signal(info, signal.SIGCONT)
+
+
+@dataclass(frozen=True)
+class KillResult:
+    leftovers: int
+    survivors: list[int]
+
+    @property
+    def verified(self) -> bool:
+        return not self.survivors
+
+
+def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S) -> KillResult:
+    """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen."""
+    found = tree.alive(exclude_root)
+    leftovers = len(found)
+    if found:
+        _signal_all(found, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while found and time.monotonic() < deadline:
+            time.sleep(KILL_POLL_S)
+            found = tree.alive(exclude_root)
+        for _ in range(KILL_ROUNDS):
+            if not found:
+                break
+            _signal_all(found, signal.SIGKILL)
+            time.sleep(KILL_POLL_S)
+            found = tree.alive(exclude_root)
+    reap_orphans(tree)
+    return KillResult(leftovers=leftovers, survivors=[info.pid for info in found])
+
+
+def reap_orphans(tree: RunTree) -> None:
+    """Collect the exit status of this run's zombies that were re-parented to us.
+
+    Only processes identified as this run's are waited for: another thread's
+    subprocess is never reaped behind its back. The root is left to its Popen.
+    """
+    me = os.getpid()
+    for info in tree.scan():
+        if info.ppid == me and info.pid != tree.root_pid and not info.alive:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(info.pid, os.WNOHANG)

@@ -1,0 +1,294 @@
+"""The event schema: the envelope and the registry of event types.
+
+A stored event is one JSON object: the envelope (``v``, ``seq``, ``ts``,
+``session``, ``type``) filled in by the log, plus the fields of its type.
+Each type is a pydantic model registered under its dotted name; a later issue
+adds a type by defining one more ``EventBody`` subclass here with
+``@register``. Existing fields are never changed or removed, and new fields
+are optional, so the schema version stays 1 (docs/events.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import Field, ValidationError, model_validator
+
+from ax_log.envelope import ENVELOPE_KEYS
+from libcommon.contracts import Contract
+from libcommon.errors import UsageError
+
+TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$|^custom$")
+CUSTOM_KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+
+Termination = Literal["exited", "timeout", "aborted", "spawn-error"]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+CallId = Annotated[str, Field(min_length=1)]
+Seq = Annotated[int, Field(ge=1)]
+Milliseconds = Annotated[int | float, Field(ge=0)]
+
+
+class EventBody(Contract):
+    """The fields of one event type; the envelope is added by the log."""
+
+    type: str
+
+
+BodyT = TypeVar("BodyT", bound=type[EventBody])
+
+REGISTRY: dict[str, type[EventBody]] = {}
+
+
+def register(model: BodyT) -> BodyT:
+    """Add an event type to the registry under the default of its ``type`` field."""
+    body_model: type[EventBody] = model
+    name = body_model.model_fields["type"].default
+    if not isinstance(name, str) or not TYPE_PATTERN.fullmatch(name):
+        raise ValueError(f"{model.__name__} needs a dotted lowercase type default, not {name!r}")
+    if name in REGISTRY:
+        raise ValueError(f"event type {name!r} is already registered")
+    REGISTRY[name] = model
+    return model
+
+
+# --- session lifecycle -------------------------------------------------------
+
+
+@register
+class SessionStarted(EventBody):
+    type: Literal["session.started"] = "session.started"
+    workspace: str
+
+
+@register
+class SessionEnded(EventBody):
+    type: Literal["session.ended"] = "session.ended"
+    reason: str
+    workspace: str | None = None
+
+
+# --- conversation ------------------------------------------------------------
+
+
+@register
+class UserMessage(EventBody):
+    type: Literal["user.message"] = "user.message"
+    content: str | list[dict[str, Any]]
+
+
+@register
+class AssistantMessage(EventBody):
+    """``content`` holds the text and tool_use blocks exactly as the provider sent them."""
+
+    type: Literal["assistant.message"] = "assistant.message"
+    content: list[dict[str, Any]]
+
+
+# --- tool calls and decisions ------------------------------------------------
+
+
+@register
+class ToolRequested(EventBody):
+    type: Literal["tool.requested"] = "tool.requested"
+    call_id: CallId
+    tool: str
+    input: Any = Field(...)
+
+
+@register
+class PolicyDecision(EventBody):
+    type: Literal["policy.decision"] = "policy.decision"
+    call_id: CallId
+    verdict: Literal["allow", "ask", "deny"]
+    action_class: str = Field(alias="class")
+    rule: str
+    reason: str
+
+
+@register
+class ApprovalResolved(EventBody):
+    type: Literal["approval.resolved"] = "approval.resolved"
+    call_id: CallId
+    answer: str
+    scope: str
+
+
+@register
+class ToolCompleted(EventBody):
+    type: Literal["tool.completed"] = "tool.completed"
+    call_id: CallId
+    ok: bool
+    summary: str
+
+
+# --- snapshots, mutations, undo ----------------------------------------------
+
+
+@register
+class SnapshotStored(EventBody):
+    """``sha256`` is null when the file did not exist; ``absentDirs`` lists the
+    workspace folders above it that did not exist either, deepest first."""
+
+    type: Literal["snapshot.stored"] = "snapshot.stored"
+    path: str
+    sha256: Sha256 | None
+    call_id: str | None = None
+    absent_dirs: list[str] = Field(default_factory=list)
+
+
+@register
+class FileMutated(EventBody):
+    """``createdDirs``: folders the change created, deepest first (undo removes them if empty)."""
+
+    type: Literal["file.mutated"] = "file.mutated"
+    call_id: str | None
+    path: str
+    pre: Sha256 | None
+    post: Sha256 | None
+    created_dirs: list[str] = Field(default_factory=list)
+
+
+class UndoRefusal(Contract):
+    seq: Seq
+    path: str
+    reason: str
+
+
+@register
+class UndoApplied(EventBody):
+    type: Literal["undo.applied"] = "undo.applied"
+    paths: list[str]
+    reverted: list[Seq]
+    refused: list[UndoRefusal]
+
+
+# --- commands and checks -----------------------------------------------------
+
+
+@register
+class CommandStarted(EventBody):
+    type: Literal["command.started"] = "command.started"
+    call_id: CallId
+    command: str | list[str]
+    cwd: str
+    sandbox: str | dict[str, Any] | None
+
+
+@register
+class CommandEnded(EventBody):
+    type: Literal["command.ended"] = "command.ended"
+    call_id: CallId
+    termination: Termination
+    exit_code: int | None
+    duration_ms: Milliseconds
+
+    @model_validator(mode="after")
+    def _exit_code_only_when_exited(self) -> CommandEnded:
+        _check_exit_code(self.termination, self.exit_code)
+        return self
+
+
+def _check_exit_code(termination: str | None, exit_code: int | None) -> None:
+    # A killed or never-spawned process has no exit code, so it can never read as a pass.
+    if termination == "exited" and exit_code is None:
+        raise ValueError("exitCode is required when termination is 'exited'")
+    if termination != "exited" and exit_code is not None:
+        raise ValueError(f"exitCode must be null when termination is {termination!r}")
+
+
+@register
+class CheckStarted(EventBody):
+    type: Literal["check.started"] = "check.started"
+    kind: str
+    project: str
+    scope: str | list[str]
+    recipe_id: str | None
+
+
+@register
+class CheckCompleted(EventBody):
+    type: Literal["check.completed"] = "check.completed"
+    kind: str
+    project: str
+    scope: str | list[str]
+    recipe_id: str | None
+    verdict: Literal["passed", "failed", "error", "unsupported"]
+    exit_code: int | None
+    termination: Termination | None
+    reason: str | None
+
+    @model_validator(mode="after")
+    def _exit_code_only_when_exited(self) -> CheckCompleted:
+        _check_exit_code(self.termination, self.exit_code)
+        return self
+
+
+# --- open extension and the log's own records --------------------------------
+
+
+@register
+class Custom(EventBody):
+    """The open type for hooks and scripts: any JSON object under ``data``."""
+
+    type: Literal["custom"] = "custom"
+    kind: Annotated[str, Field(pattern=CUSTOM_KIND_PATTERN.pattern)]
+    data: dict[str, Any]
+
+
+@register
+class LogRecovered(EventBody):
+    """A partial trailing line was moved from the log to ``partialFile``."""
+
+    type: Literal["log.recovered"] = "log.recovered"
+    partial_file: str
+    offset: Annotated[int, Field(ge=0)]
+    bytes: Annotated[int, Field(ge=1)]
+    sha256: Sha256
+
+
+# --- parsing -----------------------------------------------------------------
+
+
+def parse_body(data: Mapping[str, Any], where: str = "event") -> EventBody:
+    """Validate one event's fields (no envelope) against its registered model.
+
+    Raises UsageError naming the offending field, so the CLI exits 2.
+    """
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise UsageError(f"{where}: field 'type' is missing or not a string")
+    model = REGISTRY.get(kind)
+    if model is None:
+        raise UsageError(
+            f"{where}: unknown event type {kind!r}",
+            hint="use a registered type (docs/events.md) or 'custom' with kind and data",
+        )
+    for key in ENVELOPE_KEYS:
+        if key in data:
+            raise UsageError(f"{where}: field {key!r} is assigned by the log; leave it out")
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        raise UsageError(_describe(exc, where)) from None
+
+
+def parse_stored(record: Mapping[str, Any]) -> EventBody:
+    """Validate the fields of a stored event (its envelope is set aside)."""
+    body = {key: value for key, value in record.items() if key not in ENVELOPE_KEYS}
+    return parse_body(body, f"seq {record.get('seq')}")
+
+
+def body_fields(body: EventBody) -> dict[str, Any]:
+    """The JSON fields of a body, ``type`` first, camelCase names."""
+    return body.model_dump(mode="json", by_alias=True)
+
+
+def _describe(exc: ValidationError, where: str) -> str:
+    parts = []
+    for error in exc.errors():
+        location = ".".join(str(item) for item in error["loc"]) or "(root)"
+        problem = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        parts.append(f"{where}: field '{location}': {problem}")
+    return "; ".join(parts)

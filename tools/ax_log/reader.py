@@ -1,0 +1,221 @@
+"""Reading a session log: line by line, streamed, strict or lenient.
+
+The strict reader stops at the first bad line with its number; the lenient
+reader (for reports and listings) skips bad lines and reports each one. Both
+refuse a log written with a newer schema version, and both leave a trailing
+line without its newline alone: it is either a write in progress or the
+remains of a killed writer, which the next append moves aside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ax_log.envelope import SCHEMA_VERSION
+from libcommon.errors import CorruptStore, Unsupported
+
+FOLLOW_POLL_S = 0.2
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One unreadable or out-of-place line (1-based line number)."""
+
+    line: int
+    problem: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "problem": self.problem}
+
+
+@dataclass(frozen=True)
+class LogLine:
+    number: int
+    offset: int
+    raw: bytes
+    record: Record | None
+    problem: str | None = None
+    newer: bool = False
+
+    @property
+    def partial(self) -> bool:
+        return not self.raw.endswith(b"\n")
+
+
+def envelope_problem(record: Any, session_id: str) -> tuple[str | None, bool]:
+    """What is wrong with a parsed line's envelope, and whether it is from a newer schema."""
+    if not isinstance(record, dict):
+        return f"not a JSON object but {type(record).__name__}", False
+    version = record.get("v")
+    if type(version) is not int:
+        return "field 'v' is missing or not an integer", False
+    if version > SCHEMA_VERSION:
+        return (
+            f"written with schema v{version}, newer than this build's v{SCHEMA_VERSION}",
+            True,
+        )
+    if version < 1:
+        return f"field 'v' is {version}, not a schema version", False
+    seq = record.get("seq")
+    if type(seq) is not int or seq < 1:
+        return "field 'seq' is missing or not a positive integer", False
+    if not isinstance(record.get("ts"), str):
+        return "field 'ts' is missing or not a string", False
+    if record.get("session") != session_id:
+        return f"field 'session' is {record.get('session')!r}, not {session_id!r}", False
+    if not isinstance(record.get("type"), str):
+        return "field 'type' is missing or not a string", False
+    return None, False
+
+
+def parse_line(raw: bytes, number: int, offset: int, session_id: str) -> LogLine:
+    if not raw.endswith(b"\n"):
+        return LogLine(number, offset, raw, None, "incomplete trailing line (no newline)")
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return LogLine(number, offset, raw, None, f"not valid JSON ({exc})")
+    problem, newer = envelope_problem(record, session_id)
+    if problem is not None:
+        return LogLine(number, offset, raw, None, problem, newer)
+    return LogLine(number, offset, raw, record)
+
+
+def iter_lines(
+    path: Path, session_id: str, offset: int = 0, first_line: int = 1
+) -> Iterator[LogLine]:
+    """Every line from ``offset`` on, parsed; blank lines count as problems too."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        number = first_line
+        for raw in handle:
+            yield parse_line(raw, number, offset, session_id)
+            offset += len(raw)
+            number += 1
+
+
+def refuse_newer(path: Path, line: LogLine) -> Unsupported:
+    return Unsupported(
+        f"{path}:{line.number}: {line.problem}",
+        reason="newer-log-version",
+        hint="read this log with the ax version that wrote it, or a newer one",
+    )
+
+
+@dataclass
+class EventReader:
+    """Streams the events of one log; ``problems`` collects what lenient mode skipped."""
+
+    path: Path
+    session_id: str
+    lenient: bool = False
+    problems: list[Problem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.offset = 0
+        self.next_line = 1
+        self.last_seq = 0
+
+    def lines(self) -> Iterator[tuple[LogLine, Record]]:
+        """Complete, readable lines from where the last call stopped."""
+        for line in iter_lines(self.path, self.session_id, self.offset, self.next_line):
+            if line.partial:
+                return
+            self.offset = line.offset + len(line.raw)
+            self.next_line = line.number + 1
+            if line.newer:
+                raise refuse_newer(self.path, line)
+            if line.record is None:
+                self._bad(line.number, line.problem or "unreadable")
+                continue
+            seq = line.record["seq"]
+            if seq != self.last_seq + 1:
+                # Lenient mode still serves the event: the line itself is sound.
+                self._bad(line.number, f"seq {seq} follows seq {self.last_seq}")
+            self.last_seq = seq
+            yield line, line.record
+
+    def trailing_fragment(self) -> int:
+        """Bytes after the last complete line (0 when the log ends cleanly)."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+        return max(0, size - self.offset)
+
+    def _bad(self, number: int, problem: str) -> None:
+        if not self.lenient:
+            raise CorruptStore(str(self.path), problem, line=number)
+        self.problems.append(Problem(number, problem))
+
+
+def read_events(
+    path: Path,
+    session_id: str,
+    *,
+    lenient: bool = False,
+    since: int = 0,
+    problems: list[Problem] | None = None,
+) -> Iterator[Record]:
+    """The events of a log with ``seq > since``, streamed.
+
+    Strict mode raises CorruptStore at the first bad line; lenient mode skips it
+    and appends a Problem to ``problems`` (when given). A newer ``v`` raises
+    Unsupported in both modes.
+    """
+    reader = EventReader(path, session_id, lenient, [] if problems is None else problems)
+    for _line, record in reader.lines():
+        if record["seq"] > since:
+            yield record
+    fragment = reader.trailing_fragment()
+    if fragment and lenient:
+        reader.problems.append(
+            Problem(reader.next_line, f"incomplete trailing line ({fragment} bytes)")
+        )
+
+
+def follow_events(
+    path: Path,
+    session_id: str,
+    *,
+    lenient: bool = False,
+    since: int = 0,
+    problems: list[Problem] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    poll_s: float = FOLLOW_POLL_S,
+) -> Iterator[Record | None]:
+    """Like ``read_events`` but keeps polling for new lines until ``should_stop()``.
+
+    Yields ``None`` each time it has caught up, so the caller can flush output
+    and check its own stop conditions between polls. The log need not exist yet.
+    """
+    reader = EventReader(path, session_id, lenient, [] if problems is None else problems)
+    while not should_stop():
+        if path.exists():
+            for _line, record in reader.lines():
+                if record["seq"] > since:
+                    yield record
+        yield None
+        time.sleep(poll_s)
+
+
+def first_record(path: Path) -> Record | None:
+    """The first line of a log, parsed, or None when it is empty or unreadable."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.readline()
+    except FileNotFoundError:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

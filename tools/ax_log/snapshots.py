@@ -1,0 +1,204 @@
+"""Content-addressed pre-images and the events that make an edit undoable.
+
+``snapshot_paths`` stores a file's bytes under ``objects/<sha256>`` before a
+change and appends ``snapshot.stored``; ``record_mutations`` hashes the bytes
+after the change, pairs them with the path's latest snapshot and appends
+``file.mutated``. Paths are recorded relative to the workspace and must stay
+inside it, symlinks resolved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ax_log.events import FileMutated, SnapshotStored
+from ax_log.reader import Record, read_events
+from ax_log.writer import append_events, log_path
+from libcommon.atomic import fsync_dir
+from libcommon.errors import OperationFailed, UsageError
+from libcommon.paths import StateLayout, is_within, resolve_lenient
+
+COPY_CHUNK_BYTES = 1024 * 1024
+
+
+def object_path(layout: StateLayout, sha256: str) -> Path:
+    return layout.objects_dir / sha256
+
+
+def workspace_path(layout: StateLayout, raw: str | os.PathLike[str]) -> tuple[Path, str]:
+    """The resolved absolute path and its workspace-relative form; outside paths are refused.
+
+    A relative path is taken relative to the workspace (like ``git -C``).
+    """
+    candidate = Path(raw)
+    if not candidate.is_absolute():
+        candidate = layout.workspace / candidate
+    resolved = resolve_lenient(candidate)
+    if resolved == layout.workspace or not is_within(resolved, layout.workspace):
+        raise UsageError(
+            f"path {os.fspath(raw)!r} is not a file inside the workspace {layout.workspace}",
+            hint="snapshots and undo only cover files inside the workspace",
+        )
+    return resolved, resolved.relative_to(layout.workspace).as_posix()
+
+
+def hash_file(path: Path) -> str | None:
+    """The sha256 of a regular file's bytes, or None when nothing is there."""
+    if not _is_regular_file(path):
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(COPY_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _is_regular_file(path: Path) -> bool:
+    """False when nothing is there; refuses what is there but is not a regular file.
+
+    Checked before opening so a FIFO never blocks the read.
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path} is not a regular file")
+    return True
+
+
+def store_file(layout: StateLayout, path: Path) -> str | None:
+    """Copy a file into the object store (hashing as it streams); None if it does not exist."""
+    objects = layout.objects_dir
+    objects.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not _is_regular_file(path):
+        return None
+    with path.open("rb") as source:
+        fd, tmp_name = tempfile.mkstemp(prefix=".incoming.", dir=objects)
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out:
+                while chunk := source.read(COPY_CHUNK_BYTES):
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            sha = digest.hexdigest()
+            target = object_path(layout, sha)
+            if target.exists():
+                # Same name, same bytes: the store is content-addressed, so keep the first copy.
+                Path(tmp_name).unlink()
+            else:
+                Path(tmp_name).chmod(0o400)
+                Path(tmp_name).replace(target)
+                fsync_dir(objects)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+    return sha
+
+
+def load_object(layout: StateLayout, sha256: str) -> bytes:
+    """The bytes stored under ``sha256``, checked against their name."""
+    try:
+        data = object_path(layout, sha256).read_bytes()
+    except FileNotFoundError:
+        raise OperationFailed(f"pre-image {sha256} is missing from the object store") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise OperationFailed(f"pre-image {sha256} in the object store does not match its hash")
+    return data
+
+
+def absent_dirs(layout: StateLayout, path: Path) -> list[str]:
+    """Workspace folders above ``path`` that do not exist yet, deepest first."""
+    missing = []
+    parent = path.parent
+    while parent != layout.workspace and not parent.exists():
+        missing.append(parent.relative_to(layout.workspace).as_posix())
+        parent = parent.parent
+    return missing
+
+
+def snapshot_paths(
+    layout: StateLayout,
+    session_id: str,
+    paths: Iterable[str | os.PathLike[str]],
+    call_id: str | None = None,
+) -> list[Record]:
+    """Store each file's current bytes and append one ``snapshot.stored`` per path."""
+    events = []
+    for raw in paths:
+        resolved, relative = workspace_path(layout, raw)
+        sha = store_file(layout, resolved)
+        events.append(
+            SnapshotStored(
+                path=relative,
+                sha256=sha,
+                call_id=call_id,
+                absent_dirs=absent_dirs(layout, resolved) if sha is None else [],
+            )
+        )
+    if not events:
+        raise UsageError("name at least one path to snapshot")
+    return append_events(layout, session_id, events)
+
+
+def latest_snapshots(layout: StateLayout, session_id: str) -> dict[str, Record]:
+    """The newest ``snapshot.stored`` record of each path in a session (a strict read)."""
+    log = log_path(layout, session_id)
+    found: dict[str, Record] = {}
+    if not log.exists():
+        return found
+    for record in read_events(log, session_id):
+        if record["type"] == "snapshot.stored":
+            found[record["path"]] = record
+    return found
+
+
+def record_mutations(
+    layout: StateLayout,
+    session_id: str,
+    paths: Iterable[str | os.PathLike[str]],
+    call_id: str | None = None,
+    snapshots: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Record]:
+    """Hash each file now and append ``file.mutated`` against its latest snapshot.
+
+    ``snapshots`` maps a workspace-relative path to the ``snapshot.stored``
+    record to pair with; a caller that just took the snapshots passes them and
+    saves a read of the whole log. A path with no snapshot is refused: without
+    a pre-image the change could not be undone.
+    """
+    resolved_paths = [workspace_path(layout, raw) for raw in paths]
+    if not resolved_paths:
+        raise UsageError("name at least one changed path")
+    known = latest_snapshots(layout, session_id) if snapshots is None else dict(snapshots)
+    events = []
+    for resolved, relative in resolved_paths:
+        snapshot = known.get(relative)
+        if snapshot is None:
+            raise UsageError(
+                f"no snapshot of {relative} in session {session_id}",
+                hint=f"run `ax-log snapshot --session {session_id} {relative}` before changing it",
+            )
+        created = [
+            item for item in snapshot.get("absentDirs", []) if (layout.workspace / item).is_dir()
+        ]
+        events.append(
+            FileMutated(
+                call_id=call_id,
+                path=relative,
+                pre=snapshot["sha256"],
+                post=hash_file(resolved),
+                created_dirs=created,
+            )
+        )
+    return append_events(layout, session_id, events)
