@@ -31,8 +31,9 @@ _CARGO_RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d
 _CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
 _GO_FAIL = re.compile(r"^\s*--- FAIL: (\S+)")
 _GO_PASS = re.compile(r"^\s*--- PASS: (\S+)")
-_GO_PACKAGE = re.compile(r"^(ok|FAIL)\s+(\S+)")
+_GO_PACKAGE_FAILED = re.compile(r"^FAIL\t(\S+)\t")
 _TAP_COUNT = re.compile(r"^# (pass|fail|skipped|todo|tests) (\d+)$")
+_TAP_NAMES = {"pass": "passed", "fail": "failed", "skipped": "skipped", "todo": "skipped"}
 _TAP_NOT_OK = re.compile(r"^not ok \d+ - (.+)$")
 _JEST_TESTS = re.compile(r"^Tests:\s+(.*\d+ total)")
 _JEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|todo)")
@@ -147,14 +148,10 @@ class Enrichment:
             self.add("go", "failed", 1)
         elif _GO_PASS.match(text):
             self.add("go", "passed", 1)
-        elif match := _GO_PACKAGE.match(text):
-            self.signal(
-                "package-failed" if match.group(1) == "FAIL" else "package-ok", match.group(2)
-            )
+        elif match := _GO_PACKAGE_FAILED.match(text):
+            self.signal("package-failed", match.group(1))
         elif match := _TAP_COUNT.match(text):
-            name = {"fail": "failed", "pass": "passed", "todo": "skipped"}.get(match.group(1))
-            if match.group(1) == "skipped":
-                name = "skipped"
+            name = _TAP_NAMES.get(match.group(1))
             if name is not None:
                 self.add("node", name, int(match.group(2)))
         elif match := _TAP_NOT_OK.match(text):
@@ -218,27 +215,31 @@ class OutputWatcher:
     enrichment: Enrichment
     combined: HeadTail = field(default_factory=HeadTail)
     _partial: dict[str, bytearray] = field(default_factory=dict)
+    # Streams in the middle of an over-long line whose start was already parsed.
+    _skipping: set[str] = field(default_factory=set)
 
     def feed(self, stream: str, chunk: bytes) -> None:
         self.combined.feed(chunk)
         buffer = self._partial.setdefault(stream, bytearray())
         buffer += chunk
-        while True:
-            newline = buffer.find(b"\n")
-            if newline < 0:
-                break
-            self._line(bytes(buffer[:newline]))
+        while (newline := buffer.find(b"\n")) >= 0:
+            if stream in self._skipping:
+                self._skipping.discard(stream)
+            else:
+                self._line(bytes(buffer[:newline]))
             del buffer[: newline + 1]
         if len(buffer) > MAX_LINE_BYTES:
-            # A very long line is cut: its start is parsed, the rest is only in the excerpt.
-            self._line(bytes(buffer[:MAX_LINE_BYTES]))
+            # A very long line: its start is parsed, the rest is only in the excerpt.
+            if stream not in self._skipping:
+                self._line(bytes(buffer[:MAX_LINE_BYTES]))
+                self._skipping.add(stream)
             buffer.clear()
 
     def finish(self) -> None:
-        for buffer in self._partial.values():
-            if buffer:
+        for stream, buffer in self._partial.items():
+            if buffer and stream not in self._skipping:
                 self._line(bytes(buffer))
-                buffer.clear()
+            buffer.clear()
 
     def _line(self, raw: bytes) -> None:
         self.enrichment.line(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
