@@ -84,7 +84,9 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
         for signal in result.signals[:SIGNALS_SHOWN]:
             out(f"ax-check:   {signal.name}: {signal.detail}")
         if result.verdict != "passed" and result.output is not None and not as_json:
-            lines = result.output.tail.splitlines()[-TAIL_LINES_SHOWN:]
+            # The tail is empty when the head already holds the whole output.
+            text = result.output.tail or result.output.head
+            lines = text.splitlines()[-TAIL_LINES_SHOWN:]
             if lines:
                 out(f"ax-check: last {len(lines)} lines of output:")
                 out("\n".join(lines))
