@@ -154,8 +154,12 @@ def test_excerpt_keeps_head_and_tail_and_long_lines_are_cut() -> None:
 
 
 def test_ruff_full_format_findings() -> None:
-    text = "F401 [*] `os` imported but unused\n --> messy.py:1:8\n  |\n1 | import os\n"
+    text = (
+        "F401 [*] `os` imported but unused\n --> messy.py:1:8\n  |\n1 | import os\n"
+        "unformatted: File would be reformatted\n --> messy.py:2:1\n"
+    )
     found = read("lint", text)
     assert [(f.path, f.line, f.column, f.code, f.message) for f in found.findings] == [
-        ("messy.py", 1, 8, "F401", "`os` imported but unused")
+        ("messy.py", 1, 8, "F401", "`os` imported but unused"),
+        ("messy.py", 2, 1, None, "File would be reformatted"),
     ]

@@ -38,7 +38,9 @@ _TAP_NOT_OK = re.compile(r"^not ok \d+ - (.+)$")
 _JEST_TESTS = re.compile(r"^Tests:\s+(.*\d+ total)")
 _JEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|todo)")
 _RUST_DIAGNOSTIC = re.compile(r"^(error|warning)(?:\[(\w+)\])?: (.+)$")
-_RUFF_HEADER = re.compile(r"^(?P<code>[A-Z]+\d+) (?:\[\*\] )?(?P<msg>.+)$")
+_RUFF_HEADER = re.compile(
+    r"^(?P<code>[A-Z]+\d+) (?:\[\*\] )?(?P<msg>.+)$|^(?P<unformatted>unformatted): (?P<what>.+)$"
+)
 _RUST_LOCATION = re.compile(r"^\s*--> ([^:]+):(\d+):(\d+)$")
 _TSC = re.compile(
     r"^(?P<path>[^(\s][^(]*)\((?P<line>\d+),(?P<col>\d+)\): error (?P<code>TS\d+): (?P<msg>.+)$"
@@ -180,7 +182,10 @@ class Enrichment:
     def _finding_line(self, text: str) -> None:
         if header := _RUFF_HEADER.match(text):
             # ruff's full format: the code and message, then a `-->` line with the place.
-            self._rust_pending = (header["code"], header["msg"])
+            if header["unformatted"]:
+                self._rust_pending = (None, header["what"])
+            else:
+                self._rust_pending = (header["code"], header["msg"])
             return
         match = _PATH_LINE.match(text)
         if not match:
