@@ -128,7 +128,10 @@ def validate(request: CheckRequest) -> Kind:
     if not 0 < request.timeout_s <= MAX_TIMEOUT_S:
         raise BadRequest(f"--timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds")
     if request.session is not None:
-        check_session_id(request.session)
+        try:
+            check_session_id(request.session)
+        except UsageError as exc:
+            raise BadRequest(exc.message, exc.hint) from None
     return kind
 
 
