@@ -35,3 +35,34 @@ def test_check_limits() -> None:
     assert units.MAX_UNITS == 256
     assert units.MAX_DIR_ENTRIES == 4096
     assert units.MAX_MANIFEST_BYTES == 1024 * 1024
+
+
+def test_exec_limits() -> None:
+    from ax_exec import capture, environment, launcher, models, proctree, run, sandbox
+
+    assert capture.DEFAULT_MAX_OUTPUT_BYTES == 128 * 1024
+    assert capture.MIN_MAX_OUTPUT_BYTES == 1024
+    assert capture.MAX_MAX_OUTPUT_BYTES == 64 * 1024 * 1024
+    assert capture.SPILL_MAX_BYTES == 64 * 1024 * 1024
+    assert capture.READ_CHUNK_BYTES == 64 * 1024
+    assert models.DEFAULT_TIMEOUT_S == 600.0
+    assert models.MAX_TIMEOUT_S == 24 * 3600.0
+    assert proctree.KILL_GRACE_S == 2.0
+    assert proctree.KILL_ROUNDS == 5
+    assert proctree.KILL_POLL_S == 0.02
+    assert run.ABORT_POLL_S == 0.05
+    assert run.DRAIN_TIMEOUT_S == 2.0
+    assert run.LAUNCH_TIMEOUT_S == 10.0
+    assert run.EXIT_WAIT_S == 5.0
+    assert run.TRACK_INTERVAL_S == 0.5
+    assert run.READY_READS == 16
+    assert sandbox.PROBE_TIMEOUT_S == 10.0
+    assert launcher.MIN_ENFORCED_ABI == 3
+    assert launcher.KNOWN_ABI == 7
+    assert environment.DEFAULT_DENY_PATTERNS == (
+        "*KEY*",
+        "*SECRET*",
+        "*TOKEN*",
+        "*PASSWORD*",
+        "*CREDENTIAL*",
+    )

@@ -1,4 +1,6 @@
-"""ax-exec: managed execution with verified tree kill, clean environments and a sandbox.
+"""ax-exec: managed execution.
+
+Timeouts, verified tree kill, secret-free environments and the Linux sandbox.
 
 This module is the public face: other tools import only what it names.
 ``run_managed(spec, abort=..., on_output=...)`` runs one command and returns

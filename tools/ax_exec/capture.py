@@ -104,8 +104,8 @@ class Spill:
         os.fsync(self._file.fileno())
         self._file.close()
         target = self.directory / self._hash.hexdigest()
-        os.chmod(self._tmp, 0o600)
-        os.replace(self._tmp, target)
+        self._tmp.chmod(0o600)
+        self._tmp.replace(target)
         fsync_dir(self.directory)
         return target
 

@@ -21,12 +21,14 @@ the parent imports it for the same constants and the ABI query.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
 import os
 import platform
 import socket
+import stat
 import struct
 import sys
 from typing import Any
@@ -38,6 +40,8 @@ _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "arm64": (44
 LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
 LANDLOCK_RULE_PATH_BENEATH = 1
 MIN_ENFORCED_ABI = 3
+# The newest ABI whose rights this file knows; a newer kernel's extra rights go unhandled.
+KNOWN_ABI = 7
 
 # Filesystem rights by the ABI that introduced them.
 FS_EXECUTE = 1 << 0
@@ -128,8 +132,12 @@ def landlock_abi() -> tuple[int, str | None]:
         return 0, f"no Landlock syscall numbers known for {platform.machine()}"
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    version = libc.syscall(ctypes.c_long(numbers[0]), None, ctypes.c_size_t(0),
-                           ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    version = libc.syscall(
+        ctypes.c_long(numbers[0]),
+        None,
+        ctypes.c_size_t(0),
+        ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION),
+    )
     if version < 0:
         errno = ctypes.get_errno()
         return 0, f"landlock_create_ruleset refused: {os.strerror(errno)} (errno {errno})"
@@ -161,7 +169,9 @@ def apply_landlock(config: dict[str, Any], abi: int) -> None:
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
     attr = ctypes.create_string_buffer(_ruleset_attr(abi, handled, net, scoped))
     ruleset = _check(
-        libc.syscall(ctypes.c_long(create), attr, ctypes.c_size_t(len(attr.raw)), ctypes.c_uint32(0)),
+        libc.syscall(
+            ctypes.c_long(create), attr, ctypes.c_size_t(len(attr.raw)), ctypes.c_uint32(0)
+        ),
         "landlock_create_ruleset",
     )
     try:
@@ -169,10 +179,10 @@ def apply_landlock(config: dict[str, Any], abi: int) -> None:
             _add_path_rule(libc, add_rule, ruleset, path, READ_RIGHTS & handled)
         for path in config.get("writePaths", []):
             _add_path_rule(libc, add_rule, ruleset, path, handled)
+        device_rights = (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
         for path in config.get("writeFiles", []):
-            if os.path.exists(path):
-                rights = (FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV) & handled
-                _add_path_rule(libc, add_rule, ruleset, path, rights & FILE_RIGHTS)
+            # A device file this system lacks needs no rule.
+            _add_path_rule(libc, add_rule, ruleset, path, device_rights, optional=True)
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         _check(
             libc.syscall(ctypes.c_long(restrict), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
@@ -182,18 +192,29 @@ def apply_landlock(config: dict[str, Any], abi: int) -> None:
         os.close(ruleset)
 
 
-def _add_path_rule(libc: ctypes.CDLL, number: int, ruleset: int, path: str, rights: int) -> None:
+def _add_path_rule(
+    libc: ctypes.CDLL, number: int, ruleset: int, path: str, rights: int, optional: bool = False
+) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if optional:
+            return
+        raise SetupError("landlock_add_rule", f"{path} does not exist") from None
     except OSError as exc:
         raise SetupError("landlock_add_rule", f"cannot open {path}: {exc.strerror}") from None
     try:
-        if not os.path.isdir(path):
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= FILE_RIGHTS
         rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
         _check(
-            libc.syscall(ctypes.c_long(number), ctypes.c_int(ruleset),
-                         ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)),
+            libc.syscall(
+                ctypes.c_long(number),
+                ctypes.c_int(ruleset),
+                ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                rule,
+                ctypes.c_uint32(0),
+            ),
             f"landlock_add_rule {path}",
         )
     finally:
@@ -272,10 +293,8 @@ def set_up(config: dict[str, Any]) -> None:
 
 
 def _report(status_fd: int, stage: str, message: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.write(status_fd, json.dumps({"stage": stage, "error": message}).encode())
-    except OSError:
-        pass
 
 
 def main(argv: list[str]) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from ax_exec.capture import DEFAULT_MAX_OUTPUT_BYTES, MAX_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES
 from libcommon.contracts import Contract
+from libcommon.errors import ExitStatus
 
 DEFAULT_TIMEOUT_S = 600.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -103,6 +105,22 @@ class ExecOutcome(Contract):
     @property
     def passed(self) -> bool:
         return self.termination == "exited" and self.exit_code == 0
+
+    @property
+    def shell_status(self) -> int:
+        """The status ``ax-exec run`` exits with: the child's, as a shell reports it
+        (128+N for death by signal N), or 124 timeout, 130 aborted, 127 spawn error."""
+        if self.termination == "timeout":
+            return ExitStatus.TIMEOUT
+        if self.termination == "aborted":
+            return ExitStatus.ABORTED
+        if self.termination == "spawn-error":
+            return ExitStatus.SPAWN_ERROR
+        if self.exit_code is not None:
+            return self.exit_code
+        if self.signal is not None and self.signal in signal.Signals.__members__:
+            return 128 + int(signal.Signals[self.signal])
+        return ExitStatus.FAILED
 
 
 class BackendReport(Contract):

@@ -5,9 +5,10 @@ The harness makes itself a child subreaper, so a descendant whose parent dies
 of to init and stays findable. A run's processes are found in ``/proc`` as the
 descendants (by parent links) of the run's roots: the direct child, anything in
 its session or process group, anything seen as a descendant earlier in the run,
-and orphans re-parented to us or to init that carry the run's environment marker.
-A descendant that clears its environment, leaves the session and detaches
-before any scan sees it can escape; the kill report then still verifies only
+orphans re-parented to us or to init that carry the run's environment marker,
+and (in the kill's first and last scans) any process holding the run's output
+pipes. A descendant that clears its environment, leaves the session, detaches
+and closes its output before any scan sees it can escape; the kill report then still verifies only
 what it found, which is why it says "verified" and not "complete".
 
 Killing is TERM to every process, a grace period, KILL to whatever is left
@@ -25,6 +26,7 @@ import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ax_exec.environment import RUN_MARKER
 
@@ -80,12 +82,26 @@ def read_proc(pid: int) -> ProcInfo | None:
 
 def all_processes() -> list[ProcInfo]:
     found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = read_proc(int(name))
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            info = read_proc(int(entry.name))
             if info is not None:
                 found.append(info)
     return found
+
+
+def _holds_pipe(pid: int, links: set[str]) -> bool:
+    try:
+        entries = list(os.scandir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            if str(Path(entry.path).readlink()) in links:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _has_marker(pid: int, marker: bytes) -> bool:
@@ -98,10 +114,16 @@ def _has_marker(pid: int, marker: bytes) -> bool:
 
 @dataclass
 class RunTree:
-    """One run's process tree, rooted at its direct child (a session leader)."""
+    """One run's process tree, rooted at its direct child (a session leader).
+
+    The caller reaps the root only after the kill: until then its zombie keeps
+    its pid, and so the session and group ids matched here, from being reused.
+    """
 
     root_pid: int
     run_id: str
+    # Inodes of the run's stdout/stderr pipes: whoever still holds one is the run's.
+    pipe_inodes: tuple[int, ...] = ()
     root_start_time: int | None = None
     # (pid, start time) of every process ever seen in the tree.
     known: set[tuple[int, int]] = field(default_factory=set)
@@ -112,10 +134,16 @@ class RunTree:
             self.root_start_time = info.start_time
             self.known.add((info.pid, info.start_time))
 
-    def scan(self) -> list[ProcInfo]:
-        """Every process of this run that exists now (zombies included), root first."""
+    def scan(self, deep: bool = False) -> list[ProcInfo]:
+        """Every process of this run that exists now (zombies included), root first.
+
+        ``deep`` also looks through every process's open files for the run's
+        pipes; it costs a few milliseconds, so the kill uses it at its first and
+        last scan only.
+        """
         me = os.getpid()
         marker = f"{RUN_MARKER}={self.run_id}".encode()
+        links = {f"pipe:[{inode}]" for inode in self.pipe_inodes} if deep else set()
         procs = {info.pid: info for info in all_processes()}
         children: dict[int, list[int]] = {}
         for info in procs.values():
@@ -130,6 +158,7 @@ class RunTree:
                 or info.pgrp == self.root_pid
                 or (info.pid, info.start_time) in self.known
                 or (info.ppid in (me, 1) and _has_marker(info.pid, marker))
+                or (links and info.alive and _holds_pipe(info.pid, links))
             ):
                 roots.append(info.pid)
         tree: dict[int, ProcInfo] = {}
@@ -143,12 +172,8 @@ class RunTree:
         self.known.update((info.pid, info.start_time) for info in tree.values())
         return sorted(tree.values(), key=lambda info: (info.pid != self.root_pid, info.pid))
 
-    def alive(self, exclude_root: bool = False) -> list[ProcInfo]:
-        return [
-            info
-            for info in self.scan()
-            if info.alive and not (exclude_root and info.pid == self.root_pid)
-        ]
+    def alive(self, exclude_root: bool = False, deep: bool = False) -> list[ProcInfo]:
+        return _alive(self.scan(deep), self, exclude_root)
 
 
 def send_signal(info: ProcInfo, signum: int) -> bool:
@@ -187,9 +212,17 @@ class KillResult:
         return not self.survivors
 
 
-def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_GRACE_S) -> KillResult:
-    """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen."""
-    found = tree.alive(exclude_root)
+def kill_tree(
+    tree: RunTree, exclude_root: bool = False, deep: bool = True, grace_s: float = KILL_GRACE_S
+) -> KillResult:
+    """TERM, grace, KILL, verify. ``exclude_root`` leaves an exited root to its Popen.
+
+    ``deep=False`` skips the pipe-holder search in the first scan; the caller
+    passes it when the run's pipes already reached end-of-file, which proves no
+    process holds them.
+    """
+    scanned = tree.scan(deep)
+    found = _alive(scanned, tree, exclude_root)
     leftovers = len(found)
     if found:
         _signal_all(found, signal.SIGTERM)
@@ -199,22 +232,36 @@ def kill_tree(tree: RunTree, exclude_root: bool = False, grace_s: float = KILL_G
             found = tree.alive(exclude_root)
         for _ in range(KILL_ROUNDS):
             if not found:
-                break
+                # Confirm with the deep scan before calling the tree gone.
+                found = tree.alive(exclude_root, deep=True)
+                if not found:
+                    break
             _signal_all(found, signal.SIGKILL)
             time.sleep(KILL_POLL_S)
             found = tree.alive(exclude_root)
-    reap_orphans(tree)
+        else:
+            found = tree.alive(exclude_root, deep=True)
+        scanned = tree.scan()
+    _reap_orphans(tree, scanned)
     return KillResult(leftovers=leftovers, survivors=[info.pid for info in found])
 
 
-def reap_orphans(tree: RunTree) -> None:
+def _alive(processes: list[ProcInfo], tree: RunTree, exclude_root: bool) -> list[ProcInfo]:
+    return [
+        info
+        for info in processes
+        if info.alive and not (exclude_root and info.pid == tree.root_pid)
+    ]
+
+
+def _reap_orphans(tree: RunTree, processes: list[ProcInfo]) -> None:
     """Collect the exit status of this run's zombies that were re-parented to us.
 
     Only processes identified as this run's are waited for: another thread's
     subprocess is never reaped behind its back. The root is left to its Popen.
     """
     me = os.getpid()
-    for info in tree.scan():
+    for info in processes:
         if info.ppid == me and info.pid != tree.root_pid and not info.alive:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(info.pid, os.WNOHANG)

@@ -27,11 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ax_exec import sandbox
 from ax_exec.capture import READ_CHUNK_BYTES, HeadTail, Spill, split_caps
 from ax_exec.environment import RUN_MARKER, clean_environment
-from ax_exec.models import ExecOutcome, ExecSpec, KillReport, SandboxStatus, StreamCapture
+from ax_exec.models import (
+    ExecOutcome,
+    ExecSpec,
+    KillReport,
+    SandboxStatus,
+    StreamCapture,
+    Termination,
+)
 from ax_exec.proctree import KillResult, RunTree, become_subreaper, kill_tree
+from ax_exec.sandbox import SCRATCH_PREFIX, launch_config, launcher_command, profile_status
 from libcommon import clock
 
 ABORT_POLL_S = 0.05
@@ -39,6 +46,8 @@ DRAIN_TIMEOUT_S = 2.0
 LAUNCH_TIMEOUT_S = 10.0
 EXIT_WAIT_S = 5.0
 TRACK_INTERVAL_S = 0.5
+# Reads per stream when checking for end-of-file after the child exits (64 KiB each).
+READY_READS = 16
 SHELL = "bash"
 
 StreamName = Literal["stdout", "stderr"]
@@ -87,10 +96,15 @@ class _Capture:
             return
         except OSError:
             chunk = b""
+        self.consume(fd, chunk, selector)
+
+    def consume(self, fd: int, chunk: bytes, selector: selectors.BaseSelector) -> None:
+        """Capture a chunk, or close the pipe at end-of-file (an empty chunk)."""
         if chunk:
             self.feed(self.open_fds[fd], chunk)
             return
-        selector.unregister(fd)
+        if fd in selector.get_map():
+            selector.unregister(fd)
         os.close(fd)
         del self.open_fds[fd]
 
@@ -109,41 +123,55 @@ def _stream(capture: HeadTail) -> StreamCapture:
     return StreamCapture(head=head, tail=tail, bytes=capture.total, truncated=capture.truncated)
 
 
-def _spawn_error(
-    spec_argv: list[str],
-    cwd: str,
-    run_id: str,
-    started: float,
-    status: SandboxStatus,
-    removed: list[str],
-    message: str,
-) -> ExecOutcome:
+@dataclass(frozen=True)
+class _Facts:
+    """What is known about a run before its child starts."""
+
+    run_id: str
+    argv: list[str]
+    cwd: str
+    started: float
+    sandbox: SandboxStatus
+    env_removed: list[str]
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
+def _spawn_error(facts: _Facts, message: str) -> ExecOutcome:
     empty = StreamCapture(head="", tail="", bytes=0, truncated=False)
     return ExecOutcome(
-        run_id=run_id,
-        argv=spec_argv,
-        cwd=cwd,
+        run_id=facts.run_id,
+        argv=facts.argv,
+        cwd=facts.cwd,
         termination="spawn-error",
         exit_code=None,
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=facts.elapsed_ms(),
         stdout=empty,
         stderr=empty,
         kill=KillReport(attempted=False, verified=True, leftovers=0),
-        sandbox=status,
-        env_removed=removed,
+        sandbox=facts.sandbox,
+        env_removed=facts.env_removed,
         error=message,
     )
 
 
+class _LaunchTimedOut(Exception):
+    pass
+
+
 def _wait_for_launch(status_r: int, deadline: float) -> str | None:
-    """Block until the launcher execs (EOF) or reports a failure; None when it exec'd."""
+    """Block until the launcher execs (EOF) or reports a failure; None when it exec'd.
+
+    Raises _LaunchTimedOut when ``deadline`` passes first.
+    """
     data = b""
     with selectors.DefaultSelector() as selector:
         selector.register(status_r, selectors.EVENT_READ)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return f"the sandbox launcher did not exec within {LAUNCH_TIMEOUT_S:g}s"
+                raise _LaunchTimedOut
             if not selector.select(remaining):
                 continue
             chunk = os.read(status_r, 4096)
@@ -170,37 +198,45 @@ def run_managed(
 
     ``abort`` (an Event or a callable polled every ``ABORT_POLL_S``) kills the
     tree and returns ``aborted``; ``on_output`` sees each chunk as it arrives.
-    Never raises for a command that cannot start: that is ``spawn-error``.
+    A command that cannot start is ``spawn-error``, not an exception; an
+    exception raised while it runs (from ``on_output``, or KeyboardInterrupt)
+    kills the tree before it propagates.
     """
     started = time.monotonic()
-    run_id = clock.new_id("run")
     parent_env = os.environ if environ is None else environ
-    argv = command_argv(spec, parent_env)
-    cwd = os.path.realpath(spec.cwd or os.getcwd())
     clean = clean_environment(parent_env, spec.env_deny_patterns, spec.env)
+    facts = _Facts(
+        run_id=clock.new_id("run"),
+        argv=command_argv(spec, parent_env),
+        cwd=os.path.realpath(spec.cwd or Path.cwd()),
+        started=started,
+        sandbox=profile_status(spec.sandbox, spec.allow_net),
+        env_removed=clean.removed,
+    )
     child_env = dict(clean.variables)
-    child_env[RUN_MARKER] = run_id
-
-    status = sandbox.profile_status(spec.sandbox, spec.allow_net)
-    if spec.sandbox != "none" and not status.enforced:
+    child_env[RUN_MARKER] = facts.run_id
+    if spec.sandbox != "none" and not facts.sandbox.enforced:
         # Fail closed: a sandboxed run is never silently run unconfined.
         return _spawn_error(
-            argv, cwd, run_id, started, status, clean.removed,
-            f"sandbox {spec.sandbox} is not enforced here: {status.reason}",
+            facts, f"sandbox {spec.sandbox} is not enforced here: {facts.sandbox.reason}"
         )
+    try:
+        spill = Spill(Path(spec.spill_dir)) if spec.spill_dir else None
+    except OSError as exc:
+        return _spawn_error(facts, f"cannot write the spill directory {spec.spill_dir}: {exc}")
     become_subreaper()
 
     scratch: Path | None = None
     status_r = status_w = -1
-    child_argv = argv
+    child_argv = facts.argv
     pass_fds: tuple[int, ...] = ()
     if spec.sandbox != "none":
-        scratch = Path(tempfile.mkdtemp(prefix=sandbox.SCRATCH_PREFIX))
+        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         child_env["TMPDIR"] = str(scratch)
-        workspace = Path(os.path.realpath(spec.workspace or cwd))
+        workspace = Path(os.path.realpath(spec.workspace or facts.cwd))
         status_r, status_w = os.pipe()
-        config = sandbox.launch_config(spec.sandbox, scratch, workspace, status.network, status_w)
-        child_argv = sandbox.launcher_command(config, argv)
+        config = launch_config(spec.sandbox, scratch, workspace, facts.sandbox.network, status_w)
+        child_argv = launcher_command(config, facts.argv)
         pass_fds = (status_w,)
 
     # Our own pipes, so the raw read ends are ours to multiplex and close.
@@ -213,26 +249,28 @@ def run_managed(
                 stdin=subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,
-                cwd=cwd,
+                cwd=facts.cwd,
                 env=child_env,
                 start_new_session=True,
                 pass_fds=pass_fds,
             )
         except OSError as exc:
-            return _spawn_error(
-                argv, cwd, run_id, started, status, clean.removed,
-                f"{exc.strerror or exc}: {exc.filename or argv[0]!r}",
-            )
+            if spill is not None:
+                spill.discard()
+            return _spawn_error(facts, f"{exc.strerror or exc}: {exc.filename or facts.argv[0]!r}")
         finally:
             for fd in (out_w, err_w, status_w):
                 if fd >= 0:
                     os.close(fd)
-        pipes: dict[int, StreamName] = {out_r: "stdout", err_r: "stderr"}
-        out_r = err_r = -1
-        return _supervise(
-            spec, process, pipes, argv, cwd, run_id, started, status, clean.removed,
-            status_r, abort, on_output,
+        capture = _Capture(
+            stdout=HeadTail(*split_caps(spec.max_output_bytes, keep_end=False)),
+            stderr=HeadTail(*split_caps(spec.max_output_bytes, keep_end=True)),
+            spill=spill,
+            on_output=on_output,
+            open_fds={out_r: "stdout", err_r: "stderr"},
         )
+        out_r = err_r = -1
+        return _supervise(facts, spec.timeout_s, process, capture, status_r, abort)
     finally:
         for fd in (status_r, out_r, err_r):
             if fd >= 0:
@@ -242,93 +280,126 @@ def run_managed(
 
 
 def _supervise(
-    spec: ExecSpec,
+    facts: _Facts,
+    timeout_s: float,
     process: subprocess.Popen[bytes],
-    pipes: dict[int, StreamName],
-    argv: list[str],
-    cwd: str,
-    run_id: str,
-    started: float,
-    status: SandboxStatus,
-    removed: list[str],
+    capture: _Capture,
     status_r: int,
     abort: AbortHook | None,
-    on_output: OutputHook | None,
 ) -> ExecOutcome:
-    tree = RunTree(process.pid, run_id)
-    deadline = started + spec.timeout_s
-    capture = _Capture(
-        stdout=HeadTail(*split_caps(spec.max_output_bytes, keep_end=False)),
-        stderr=HeadTail(*split_caps(spec.max_output_bytes, keep_end=True)),
-        spill=Spill(Path(spec.spill_dir)) if spec.spill_dir else None,
-        on_output=on_output,
-        open_fds=pipes,
+    """Watch the child to its end, kill what is left, drain, and build the outcome."""
+    tree = RunTree(
+        process.pid, facts.run_id, pipe_inodes=tuple(os.fstat(fd).st_ino for fd in capture.open_fds)
     )
-    for fd in pipes:
+    deadline = facts.started + timeout_s
+    for fd in capture.open_fds:
         os.set_blocking(fd, False)
-
-    launch_error = None
-    if status_r >= 0:
-        launch_error = _wait_for_launch(status_r, min(deadline, started + LAUNCH_TIMEOUT_S))
-
-    termination: Literal["exited", "timeout", "aborted", "spawn-error"] = "exited"
     pidfd = os.pidfd_open(process.pid)
     selector = selectors.DefaultSelector()
     try:
-        for fd in capture.open_fds:
-            selector.register(fd, selectors.EVENT_READ)
-        selector.register(pidfd, selectors.EVENT_READ)
-        next_track = time.monotonic() + TRACK_INTERVAL_S
-        while launch_error is None:
-            now = time.monotonic()
-            if now >= deadline:
+        launch_error = None
+        termination: Termination = "exited"
+        launch_deadline = facts.started + LAUNCH_TIMEOUT_S
+        try:
+            if status_r >= 0:
+                launch_error = _wait_for_launch(status_r, min(deadline, launch_deadline))
+        except _LaunchTimedOut:
+            if deadline <= launch_deadline:
                 termination = "timeout"
-                break
-            if _aborted(abort):
-                termination = "aborted"
-                break
-            if now >= next_track:
-                tree.scan()
-                next_track = now + TRACK_INTERVAL_S
-            child_gone = False
-            for key, _ in selector.select(min(ABORT_POLL_S, deadline - now)):
-                if key.fd == pidfd:
-                    child_gone = True
-                else:
-                    capture.read(int(key.fd), selector)
-            if child_gone:
-                break
-        selector.unregister(pidfd)
-
+            else:
+                launch_error = f"the sandbox launcher did not exec within {LAUNCH_TIMEOUT_S:g}s"
+        if launch_error is None and termination == "exited":
+            termination = _watch(process, pidfd, capture, selector, tree, deadline, abort)
         if termination == "exited" and launch_error is None:
-            process.wait()
-            result = kill_tree(tree, exclude_root=True)
+            # Pipes already at end-of-file prove nobody holds them: skip that search.
+            result = kill_tree(tree, exclude_root=True, deep=not _read_ready(capture, selector))
             attempted = result.leftovers > 0
+            process.wait()
         else:
             result = kill_tree(tree)
             attempted = True
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(EXIT_WAIT_S)
         drain_timed_out = _drain(capture, selector)
+    except BaseException:
+        # Whatever interrupted us, the run's processes must not outlive the call.
+        kill_tree(tree)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(EXIT_WAIT_S)
+        if capture.spill is not None:
+            capture.spill.discard()
+        raise
     finally:
         os.close(pidfd)
         for fd in list(capture.open_fds):
-            selector.unregister(fd)
+            if fd in selector.get_map():
+                selector.unregister(fd)
             os.close(fd)
         selector.close()
 
     if launch_error is not None:
         if capture.spill is not None:
             capture.spill.discard()
-        return _spawn_error(argv, cwd, run_id, started, status, removed, launch_error)
-    return _outcome(
-        argv, cwd, run_id, started, status, removed, termination, process, capture,
-        result, attempted, drain_timed_out,
-    )
+        return _spawn_error(facts, launch_error)
+    return _outcome(facts, termination, process, capture, result, attempted, drain_timed_out)
+
+
+def _watch(
+    process: subprocess.Popen[bytes],
+    pidfd: int,
+    capture: _Capture,
+    selector: selectors.BaseSelector,
+    tree: RunTree,
+    deadline: float,
+    abort: AbortHook | None,
+) -> Termination:
+    """Capture output until the child exits, the deadline passes or abort is asked."""
+    for fd in capture.open_fds:
+        selector.register(fd, selectors.EVENT_READ)
+    selector.register(pidfd, selectors.EVENT_READ)
+    next_track = time.monotonic() + TRACK_INTERVAL_S
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return "timeout"
+            if _aborted(abort):
+                return "aborted"
+            if now >= next_track:
+                # Remember descendants while their parent links still lead to us.
+                tree.scan()
+                next_track = now + TRACK_INTERVAL_S
+            for key, _ in selector.select(min(ABORT_POLL_S, deadline - now)):
+                if key.fd == pidfd:
+                    return "exited"
+                capture.read(int(key.fd), selector)
+    finally:
+        selector.unregister(pidfd)
+
+
+def _read_ready(capture: _Capture, selector: selectors.BaseSelector) -> bool:
+    """Read what is buffered now; True when every pipe has reached end-of-file.
+
+    Bounded to a pipe buffer's worth of reads per stream: a writer that keeps
+    writing keeps the pipe open, which is the answer anyway.
+    """
+    for fd in list(capture.open_fds):
+        for _ in range(READY_READS):
+            try:
+                chunk = os.read(fd, READ_CHUNK_BYTES)
+            except BlockingIOError:
+                break
+            capture.consume(fd, chunk, selector)
+            if fd not in capture.open_fds:
+                break
+    return not capture.open_fds
 
 
 def _drain(capture: _Capture, selector: selectors.BaseSelector) -> bool:
     """Read what is left for at most DRAIN_TIMEOUT_S; True when the pipes stayed open."""
+    for fd in capture.open_fds:
+        if fd not in selector.get_map():
+            selector.register(fd, selectors.EVENT_READ)
     drain_deadline = time.monotonic() + DRAIN_TIMEOUT_S
     while capture.open_fds:
         remaining = drain_deadline - time.monotonic()
@@ -340,13 +411,8 @@ def _drain(capture: _Capture, selector: selectors.BaseSelector) -> bool:
 
 
 def _outcome(
-    argv: list[str],
-    cwd: str,
-    run_id: str,
-    started: float,
-    status: SandboxStatus,
-    removed: list[str],
-    termination: Literal["exited", "timeout", "aborted", "spawn-error"],
+    facts: _Facts,
+    termination: Termination,
     process: subprocess.Popen[bytes],
     capture: _Capture,
     result: KillResult,
@@ -354,9 +420,8 @@ def _outcome(
     drain_timed_out: bool,
 ) -> ExecOutcome:
     returncode = process.returncode
-    exit_code = returncode if termination == "exited" and returncode is not None else None
-    if exit_code is not None and exit_code < 0:
-        exit_code = None
+    # A negative return code is death by signal: no exit code, the signal is named.
+    exited_normally = termination == "exited" and returncode is not None and returncode >= 0
     spill_path = None
     spill_complete = None
     if capture.spill is not None:
@@ -366,13 +431,13 @@ def _outcome(
         else:
             capture.spill.discard()
     return ExecOutcome(
-        run_id=run_id,
-        argv=argv,
-        cwd=cwd,
+        run_id=facts.run_id,
+        argv=facts.argv,
+        cwd=facts.cwd,
         termination=termination,
-        exit_code=exit_code,
+        exit_code=returncode if exited_normally else None,
         signal=_signal_name(returncode),
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=facts.elapsed_ms(),
         stdout=_stream(capture.stdout),
         stderr=_stream(capture.stderr),
         kill=KillReport(
@@ -381,10 +446,9 @@ def _outcome(
             leftovers=result.leftovers,
             survivors=result.survivors,
         ),
-        sandbox=status,
+        sandbox=facts.sandbox,
         spill_path=spill_path,
         spill_complete=spill_complete,
         drain_timed_out=drain_timed_out,
-        env_removed=removed,
+        env_removed=facts.env_removed,
     )
-

@@ -18,11 +18,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ax_exec import launcher
+from ax_exec.launcher import KNOWN_ABI, MIN_ENFORCED_ABI, fs_rights, landlock_abi
 from ax_exec.models import (
     BackendReport,
     NetworkMethod,
@@ -36,6 +38,7 @@ PROBE_TIMEOUT_S = 10.0
 PROTECTED_NAMES = (".git", ".ax")
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SCRATCH_PREFIX = "ax-exec-"
+LAUNCHER = Path(__file__).with_name("launcher.py")
 ENFORCING_PROFILES: tuple[SandboxProfile, ...] = ("read-only", "workspace-write")
 
 _probe_lock = threading.Lock()
@@ -44,7 +47,7 @@ _cached_probe: SandboxProbe | None = None
 
 def launcher_command(config: dict[str, Any], argv: list[str]) -> list[str]:
     """The child's argv: the launcher, its config, then the command it execs."""
-    return [sys.executable, "-I", "-S", launcher.__file__, json.dumps(config), *argv]
+    return [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), *argv]
 
 
 def protected_paths(workspace: Path) -> list[str]:
@@ -100,14 +103,13 @@ def describe(
     profile: SandboxProfile, abi: int, network: NetworkMethod, allow_net: bool
 ) -> tuple[list[str], list[str]]:
     """(confines, doesNotConfine) for an enforced Landlock profile."""
-    handled = bin(launcher.fs_rights(abi)).count("1")
+    handled = bin(fs_rights(abi)).count("1")
     roots = "the private scratch directory (TMPDIR)"
     if profile == "workspace-write":
         roots = "the workspace and " + roots
     confines = [
         f"filesystem writes, creations, removals and renames everywhere except {roots} and "
-        f"{', '.join(DEVICE_FILES)} (Landlock ABI {abi}, all {handled} filesystem rights it "
-        "supports handled)",
+        f"{', '.join(DEVICE_FILES)} (Landlock ABI {abi}, {handled} filesystem rights handled)",
     ]
     if profile == "workspace-write":
         confines.append(
@@ -119,6 +121,8 @@ def describe(
         "ptrace of processes outside the sandbox (Landlock)",
     ]
     unconfined = list(_ALWAYS_UNCONFINED)
+    if abi > KNOWN_ABI:
+        unconfined.append(f"filesystem rights added after Landlock ABI {KNOWN_ABI}")
     if abi >= 6:
         confines.append("signals to processes outside the sandbox (Landlock scope)")
         confines.append("abstract unix sockets outside the sandbox (Landlock scope)")
@@ -238,8 +242,12 @@ def _probe_profile(profile: SandboxProfile, abi: int, base: Path) -> SandboxStat
         "gitNew": str(workspace / ".git" / "hooks-new"),
         "axNew": str(workspace / ".ax" / "f"),
     }
-    expected_ok = {"scratch", "devnull"} | ({"workspace"} if profile == "workspace-write" else set())
-    methods: list[NetworkMethod] = ["netns", "landlock-tcp", "none"] if abi >= 4 else ["netns", "none"]
+    expected_ok = {"scratch", "devnull"} | (
+        {"workspace"} if profile == "workspace-write" else set()
+    )
+    methods: list[NetworkMethod] = (
+        ["netns", "landlock-tcp", "none"] if abi >= 4 else ["netns", "none"]
+    )
     with _loopback_listeners() as (tcp, udp):
         plan = {"writes": writes, "tcpPort": tcp.getsockname()[1], "udpPort": udp.getsockname()[1]}
         run: _ProbeRun | None = None
@@ -280,17 +288,16 @@ def _probe_profile(profile: SandboxProfile, abi: int, base: Path) -> SandboxStat
     )
 
 
-class _loopback_listeners:  # noqa: N801 - used as a context manager
-    def __enter__(self) -> tuple[socket.socket, socket.socket]:
-        self.tcp = socket.create_server(("127.0.0.1", 0))
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind(("127.0.0.1", 0))
-        self.udp.setblocking(False)
-        return self.tcp, self.udp
-
-    def __exit__(self, *exc: object) -> None:
-        self.tcp.close()
-        self.udp.close()
+@contextmanager
+def _loopback_listeners() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A TCP and a UDP socket on the host loopback, for the child to try to reach."""
+    with (
+        socket.create_server(("127.0.0.1", 0)) as tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
+    ):
+        udp.bind(("127.0.0.1", 0))
+        udp.setblocking(False)
+        yield tcp, udp
 
 
 def _datagram_waiting(sock: socket.socket) -> bool:
@@ -309,14 +316,14 @@ def _probe() -> SandboxProbe:
         reason="runs commands unconfined; every command needs approval",
         profiles=[none_status()],
     )
-    abi, reason = launcher.landlock_abi()
-    if abi < launcher.MIN_ENFORCED_ABI:
+    abi, reason = landlock_abi()
+    if abi < MIN_ENFORCED_ABI:
         landlock = BackendReport(
             backend="landlock",
             available=abi > 0,
             enforced=False,
             abi=abi or None,
-            reason=reason or f"Landlock ABI {abi} is below {launcher.MIN_ENFORCED_ABI}",
+            reason=reason or f"Landlock ABI {abi} is below {MIN_ENFORCED_ABI}",
         )
         return SandboxProbe(selected="none", backends=[landlock, none_report])
     with tempfile.TemporaryDirectory(prefix="ax-exec-probe-") as tmp:
@@ -331,7 +338,9 @@ def _probe() -> SandboxProbe:
         reason="; ".join(refused) or None,
         profiles=profiles,
     )
-    return SandboxProbe(selected="landlock" if enforced else "none", backends=[landlock, none_report])
+    return SandboxProbe(
+        selected="landlock" if enforced else "none", backends=[landlock, none_report]
+    )
 
 
 def probe_sandbox(refresh: bool = False) -> SandboxProbe:
