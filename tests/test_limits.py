@@ -66,3 +66,20 @@ def test_exec_limits() -> None:
         "*PASSWORD*",
         "*CREDENTIAL*",
     )
+
+
+def test_ax_log_limits() -> None:
+    from ax_log import envelope, events, intake, reader, revert, snapshots, writer
+
+    assert envelope.SCHEMA_VERSION == 1
+    assert events.CUSTOM_KIND_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
+    assert writer.APPEND_LOCK_TIMEOUT_S == 30.0
+    assert writer.LOCK_POLL_MIN_S == 0.0002
+    assert writer.LOCK_POLL_MAX_S == 0.01
+    assert writer.INDEX_RECORD_BYTES == 160
+    assert writer.TAIL_READ_CHUNK == 64 * 1024
+    assert writer.BATCH_MAX_EVENTS == 10_000
+    assert reader.FOLLOW_POLL_S == 0.2
+    assert intake.INPUT_MAX_BYTES == 16 * 1024 * 1024
+    assert snapshots.COPY_CHUNK_BYTES == 1024 * 1024
+    assert revert.RESTORED_FILE_MODE == 0o644

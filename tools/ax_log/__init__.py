@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     )
     from ax_log.locate import latest_session, require_log, session_logs
     from ax_log.models import SessionRow, VerifyProblem, VerifyResult
-    from ax_log.reader import Problem, Record, follow_events, read_events
+    from ax_log.reader import Problem, Record, follow_events, read_events, type_matches
+    from ax_log.revert import UndoOutcome, pending_mutations, undo
     from ax_log.sessions import list_sessions
     from ax_log.snapshots import (
         hash_file,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
         store_file,
         workspace_path,
     )
-    from ax_log.undo import UndoOutcome, pending_mutations, undo
     from ax_log.verify import verify_session
     from ax_log.writer import append_events, log_path
 
@@ -86,7 +86,7 @@ _EXPORTS = {
         "register",
     ],
     "ax_log.models": ["SessionRow", "VerifyProblem", "VerifyResult"],
-    "ax_log.reader": ["Problem", "Record", "follow_events", "read_events"],
+    "ax_log.reader": ["Problem", "Record", "follow_events", "read_events", "type_matches"],
     "ax_log.locate": ["latest_session", "require_log", "session_logs"],
     "ax_log.sessions": ["list_sessions"],
     "ax_log.verify": ["verify_session"],
@@ -100,7 +100,7 @@ _EXPORTS = {
         "store_file",
         "workspace_path",
     ],
-    "ax_log.undo": ["UndoOutcome", "pending_mutations", "undo"],
+    "ax_log.revert": ["UndoOutcome", "pending_mutations", "undo"],
     "ax_log.writer": ["append_events", "log_path"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -153,6 +153,7 @@ __all__ = [
     "session_logs",
     "snapshot_paths",
     "store_file",
+    "type_matches",
     "undo",
     "verify_session",
     "workspace_path",

@@ -20,7 +20,9 @@ from libcommon.cliapp import (
 )
 
 if TYPE_CHECKING:
-    from ax_log.reader import Problem
+    from collections.abc import Iterator
+
+    from ax_log.reader import Problem, Record
 
 app = make_app("ax-log", "The append-only session event log, content-addressed snapshots and undo.")
 
@@ -71,7 +73,6 @@ def events(
     """Print a session's events as JSON Lines."""
     from ax_log.locate import latest_session, require_log
     from ax_log.reader import follow_events, read_events
-    from libcommon import jsonio
     from libcommon.errors import OperationFailed, UsageError
     from libcommon.paths import check_session_id, state_layout
 
@@ -86,30 +87,40 @@ def events(
             raise OperationFailed("this project has no sessions yet")
     path = layout.session_log(session) if follow else require_log(layout, session)
     problems: list[Problem] = []
-    out = env().stdout
-    stream = (
+    stream: Iterator[Record | None] = (
         follow_events(path, session, lenient=lenient, since=since, problems=problems)
         if follow
         else read_events(path, session, lenient=lenient, since=since, problems=problems)
     )
+    try:
+        _print_events(stream, type_prefix, problems)
+    except BrokenPipeError:
+        # click turns an EPIPE into exit 1; a bare BrokenPipeError passes through it to
+        # entry_point, which exits quietly with the documented 141.
+        raise BrokenPipeError from None
+
+
+def _print_events(
+    stream: Iterator[Record | None], type_prefix: str | None, problems: list[Problem]
+) -> None:
+    from ax_log.reader import type_matches
+    from libcommon import jsonio
+
+    out = env().stdout
     reported = 0
     for record in stream:
         if record is None:
+            # Caught up with the log while following: show what we have, then check
+            # whether anyone is still reading before polling again.
             out.flush()
             reported = _report_problems(problems, reported)
             if _stdout_closed():
                 raise BrokenPipeError
             continue
-        if type_prefix is None or _type_matches(record["type"], type_prefix):
+        if type_prefix is None or type_matches(record["type"], type_prefix):
             out.write(jsonio.dumps_line(record).decode())
     out.flush()
     _report_problems(problems, reported)
-
-
-def _type_matches(event_type: str, prefix: str) -> bool:
-    if prefix.endswith("."):
-        return event_type.startswith(prefix)
-    return event_type == prefix or event_type.startswith(prefix + ".")
 
 
 def _report_problems(problems: list[Problem], already: int) -> int:
@@ -144,7 +155,7 @@ def sessions(json: JsonOption = False, workspace: WorkspaceOption = None) -> Non
     out = env().stdout
     out.write(f"{'ID':<24} {'STARTED':<24} {'ENDED':<24} {'EVENTS':>6}  LAST TYPE\n")
     for row in rows:
-        flag = f"  ({row.problems} unreadable lines)" if row.problems else ""
+        flag = f"  (problems: {row.problems})" if row.problems else ""
         out.write(
             f"{row.id:<24} {row.started or '-':<24} {row.ended or '-':<24} "
             f"{row.events:>6}  {row.last_type or '-'}{flag}\n"
@@ -208,7 +219,7 @@ def undo(
     workspace: WorkspaceOption = None,
 ) -> int:
     """Revert recorded file changes newest first; drifted files are refused, not clobbered."""
-    from ax_log.undo import undo as run_undo
+    from ax_log.revert import undo as run_undo
     from libcommon.errors import UsageError
     from libcommon.paths import check_session_id, state_layout
 

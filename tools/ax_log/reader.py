@@ -123,11 +123,19 @@ class EventReader:
         self.offset = 0
         self.next_line = 1
         self.last_seq = 0
+        self.fragment = 0
 
     def lines(self) -> Iterator[tuple[LogLine, Record]]:
-        """Complete, readable lines from where the last call stopped."""
+        """Complete, readable lines from where the last call stopped.
+
+        ``fragment`` is then the length of a trailing line without its newline
+        (0 when the log ended cleanly); it is not consumed, so a later call
+        reads it once its writer has finished it.
+        """
+        self.fragment = 0
         for line in iter_lines(self.path, self.session_id, self.offset, self.next_line):
             if line.partial:
+                self.fragment = len(line.raw)
                 return
             self.offset = line.offset + len(line.raw)
             self.next_line = line.number + 1
@@ -142,14 +150,6 @@ class EventReader:
                 self._bad(line.number, f"seq {seq} follows seq {self.last_seq}")
             self.last_seq = seq
             yield line, line.record
-
-    def trailing_fragment(self) -> int:
-        """Bytes after the last complete line (0 when the log ends cleanly)."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return 0
-        return max(0, size - self.offset)
 
     def _bad(self, number: int, problem: str) -> None:
         if not self.lenient:
@@ -175,10 +175,9 @@ def read_events(
     for _line, record in reader.lines():
         if record["seq"] > since:
             yield record
-    fragment = reader.trailing_fragment()
-    if fragment and lenient:
+    if reader.fragment and lenient:
         reader.problems.append(
-            Problem(reader.next_line, f"incomplete trailing line ({fragment} bytes)")
+            Problem(reader.next_line, f"incomplete trailing line ({reader.fragment} bytes)")
         )
 
 
@@ -205,6 +204,14 @@ def follow_events(
                     yield record
         yield None
         time.sleep(poll_s)
+
+
+def type_matches(event_type: str, prefix: str) -> bool:
+    """``prefix`` names a type or a branch of the dotted hierarchy: ``tool`` matches
+    ``tool.requested`` but not ``toolbox.opened``; a trailing dot is allowed."""
+    if prefix.endswith("."):
+        return event_type.startswith(prefix)
+    return event_type == prefix or event_type.startswith(prefix + ".")
 
 
 def first_record(path: Path) -> Record | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from ax_log.locate import session_logs
 from ax_log.models import SessionRow
 from ax_log.reader import Problem, read_events
+from libcommon.errors import Unsupported
 from libcommon.paths import StateLayout
 
 
@@ -15,16 +16,21 @@ def summarise(session_id: str, path: Path) -> SessionRow:
     problems: list[Problem] = []
     count = 0
     first_ts = started = ended = last_type = None
-    for record in read_events(path, session_id, lenient=True, problems=problems):
-        count += 1
-        first_ts = first_ts or record["ts"]
-        last_type = record["type"]
-        if record["type"] == "session.started":
-            started = started or record["ts"]
-            # A resumed session is open again until a later end.
-            ended = None
-        elif record["type"] == "session.ended":
-            ended = record["ts"]
+    try:
+        for record in read_events(path, session_id, lenient=True, problems=problems):
+            count += 1
+            first_ts = first_ts or record["ts"]
+            last_type = record["type"]
+            if record["type"] == "session.started":
+                started = started or record["ts"]
+                # A resumed session is open again until a later end.
+                ended = None
+            elif record["type"] == "session.ended":
+                ended = record["ts"]
+    except Unsupported as exc:
+        # One log from a newer ax must not hide the others: the row counts it as a
+        # problem, and reading that log itself is still refused.
+        problems.append(Problem(0, exc.message))
     return SessionRow(
         id=session_id,
         started=started or first_ts,

@@ -46,6 +46,8 @@ LOCK_POLL_MAX_S = 0.01
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
 BATCH_MAX_EVENTS = 10_000
+# Types only the log itself may write: a forged one would misreport a recovery.
+WRITTEN_BY_THE_LOG = frozenset({"log.recovered"})
 
 
 def log_path(layout: StateLayout, session_id: str) -> Path:
@@ -64,8 +66,12 @@ def partial_path(log: Path) -> Path:
 def coerce_body(event: EventBody | Mapping[str, Any], where: str) -> EventBody:
     if isinstance(event, EventBody):
         # Re-validate: a model built with model_construct or mutated after creation is not trusted.
-        return parse_body(body_fields(event), where)
-    return parse_body(event, where)
+        body = parse_body(body_fields(event), where)
+    else:
+        body = parse_body(event, where)
+    if body.type in WRITTEN_BY_THE_LOG:
+        raise UsageError(f"{where}: {body.type} events are written by the log itself")
+    return body
 
 
 def append_events(
@@ -148,28 +154,45 @@ def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[
     many writers taking turns do not idle; a holder that never lets go (a
     stopped process) is reported as Fenced after ``timeout``.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        delay = LOCK_POLL_MIN_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Fenced(
-                        f"could not take the append lock {path} within {timeout:g}s",
-                        hint="another process holds it; if it is stopped, resume or end it",
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, LOCK_POLL_MAX_S)
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            yield fd
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            _flock_until(fd, path, deadline, timeout)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path):
+            break
+        # The file was replaced or removed while we waited: that lock guards nothing.
+        os.close(fd)
+    try:
+        yield fd
     finally:
         os.close(fd)
+
+
+def _flock_until(fd: int, path: Path, deadline: float, timeout: float) -> None:
+    delay = LOCK_POLL_MIN_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise Fenced(
+                    f"could not take the append lock {path} within {timeout:g}s",
+                    hint="another process holds it; if it is stopped, resume or end it",
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, LOCK_POLL_MAX_S)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == path.stat().st_ino
+    except FileNotFoundError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -210,16 +233,6 @@ def _prepare(
     """The last seq, and the fields of a ``log.recovered`` event if a fragment was moved aside."""
     stat = os.fstat(fd)
     index = _read_index(index_fd)
-    if index is not None and index.ino == stat.st_ino and stat.st_size < index.size:
-        # Appends only grow a log (a moved-aside fragment was never part of the index),
-        # so a shorter file means events were cut away behind the log's back.
-        raise CorruptStore(
-            str(log),
-            f"the log holds {stat.st_size} bytes but the last append left {index.size} "
-            f"(seq {index.seq}); appends are refused so no seq is reused",
-        )
-    if stat.st_size == 0:
-        return 0, None
     if (
         index is not None
         and index.matches(stat)
@@ -227,6 +240,14 @@ def _prepare(
     ):
         return index.seq, None
     last_seq, clean_end = _scan(log, session_id)
+    if index is not None and index.ino == stat.st_ino and last_seq < index.seq:
+        # Appends only grow a log, so fewer events than the last append left means
+        # lines were cut away behind the log's back; continuing would reuse seqs.
+        raise CorruptStore(
+            str(log),
+            f"the log ends at seq {last_seq} but the last append left seq {index.seq}; "
+            "appends are refused so no seq is reused",
+        )
     if clean_end == stat.st_size:
         return last_seq, None
     return last_seq, _move_fragment_aside(log, fd, clean_end, stat.st_size)

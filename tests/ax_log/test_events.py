@@ -1,0 +1,159 @@
+"""The event registry: every core type, its required fields, and the extension rule."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+
+from ax_log.events import REGISTRY, EventBody, body_fields, parse_body, parse_stored, register
+from libcommon.errors import UsageError
+
+SHA = "a" * 64
+
+# One minimal valid event per core type (docs/events.md has the same table).
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "session.started": {"workspace": "/w"},
+    "session.ended": {"reason": "done"},
+    "user.message": {"content": "hi"},
+    "assistant.message": {"content": [{"type": "text", "text": "ok"}]},
+    "tool.requested": {"callId": "c1", "tool": "read_file", "input": {"path": "a"}},
+    "policy.decision": {
+        "callId": "c1",
+        "verdict": "allow",
+        "class": "observe",
+        "rule": "read-in-workspace",
+        "reason": "inside the workspace",
+    },
+    "approval.resolved": {"callId": "c1", "answer": "yes", "scope": "once"},
+    "tool.completed": {"callId": "c1", "ok": True, "summary": "read 3 lines"},
+    "snapshot.stored": {"path": "a.txt", "sha256": None},
+    "file.mutated": {"callId": None, "path": "a.txt", "pre": None, "post": SHA},
+    "undo.applied": {"paths": ["a.txt"], "reverted": [3], "refused": []},
+    "command.started": {"callId": "c2", "command": "ls", "cwd": ".", "sandbox": None},
+    "command.ended": {
+        "callId": "c2",
+        "termination": "exited",
+        "exitCode": 0,
+        "durationMs": 12,
+    },
+    "check.started": {"kind": "test", "project": ".", "scope": ".", "recipeId": "pytest"},
+    "check.completed": {
+        "kind": "test",
+        "project": ".",
+        "scope": ".",
+        "recipeId": "pytest",
+        "verdict": "passed",
+        "exitCode": 0,
+        "termination": "exited",
+        "reason": None,
+    },
+    "custom": {"kind": "note", "data": {"anything": [1, {"x": None}]}},
+    "log.recovered": {"partialFile": "s.jsonl.partial", "offset": 10, "bytes": 4, "sha256": SHA},
+}
+
+
+def test_every_registered_type_has_an_example() -> None:
+    assert set(EXAMPLES) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_example_validates_and_round_trips(kind: str) -> None:
+    body = parse_body({"type": kind, **EXAMPLES[kind]})
+    fields = body_fields(body)
+    assert fields["type"] == kind
+    assert next(iter(fields)) == "type"
+    for key, value in EXAMPLES[kind].items():
+        assert fields[key] == value
+
+
+@pytest.mark.parametrize(
+    ("kind", "field"),
+    [(kind, field) for kind, example in sorted(EXAMPLES.items()) for field in example],
+)
+def test_each_required_field_is_required(kind: str, field: str) -> None:
+    optional = {("session.ended", "workspace")}
+    data = {"type": kind, **{k: v for k, v in EXAMPLES[kind].items() if k != field}}
+    if (kind, field) in optional:
+        parse_body(data)
+        return
+    with pytest.raises(UsageError, match=f"field '{field}'"):
+        parse_body(data)
+
+
+def test_unknown_type_and_unknown_field_are_refused() -> None:
+    with pytest.raises(UsageError, match=r"unknown event type 'tool\.exploded'"):
+        parse_body({"type": "tool.exploded"})
+    with pytest.raises(UsageError, match="field 'colour': unknown field"):
+        parse_body({"type": "session.started", "workspace": "/w", "colour": "red"})
+    with pytest.raises(UsageError, match="field 'type' is missing"):
+        parse_body({"workspace": "/w"})
+
+
+@pytest.mark.parametrize("key", ["v", "seq", "ts", "session"])
+def test_envelope_fields_are_the_logs_to_assign(key: str) -> None:
+    with pytest.raises(UsageError, match=f"field '{key}' is assigned by the log"):
+        parse_body({"type": "custom", "kind": "k", "data": {}, key: 1})
+
+
+def test_wrong_types_and_values_are_refused() -> None:
+    with pytest.raises(UsageError, match="field 'verdict'"):
+        parse_body({**EXAMPLES["policy.decision"], "type": "policy.decision", "verdict": "maybe"})
+    with pytest.raises(UsageError, match="field 'pre'"):
+        parse_body({**EXAMPLES["file.mutated"], "type": "file.mutated", "pre": "not-a-hash"})
+    with pytest.raises(UsageError, match="field 'data'"):
+        parse_body({"type": "custom", "kind": "note", "data": [1, 2]})
+    with pytest.raises(UsageError, match="field 'kind'"):
+        parse_body({"type": "custom", "kind": "", "data": {}})
+
+
+def test_exit_code_only_when_exited() -> None:
+    base = {"type": "command.ended", "callId": "c", "durationMs": 5}
+    parse_body({**base, "termination": "timeout", "exitCode": None})
+    with pytest.raises(UsageError, match="exitCode must be null"):
+        parse_body({**base, "termination": "timeout", "exitCode": 0})
+    with pytest.raises(UsageError, match="exitCode is required"):
+        parse_body({**base, "termination": "exited", "exitCode": None})
+    with pytest.raises(UsageError, match="termination"):
+        parse_body({**base, "termination": "crashed", "exitCode": None})
+    unsupported = {**EXAMPLES["check.completed"], "type": "check.completed"}
+    unsupported.update(verdict="unsupported", exitCode=None, termination=None, reason="no-recipe")
+    parse_body(unsupported)
+
+
+def test_parse_stored_sets_the_envelope_aside() -> None:
+    record = {
+        "v": 1,
+        "seq": 4,
+        "ts": "t",
+        "session": "s",
+        "type": "custom",
+        "kind": "k",
+        "data": {},
+    }
+    assert body_fields(parse_stored(record)) == {"type": "custom", "kind": "k", "data": {}}
+    with pytest.raises(UsageError, match="seq 4: unknown event type"):
+        parse_stored({**record, "type": "nope"})
+
+
+def test_registry_extends_additively_and_refuses_duplicates() -> None:
+    class PlanUpdated(EventBody):
+        type: Literal["plan.updated"] = "plan.updated"
+        steps: list[str]
+
+    try:
+        register(PlanUpdated)
+        assert body_fields(parse_body({"type": "plan.updated", "steps": ["a"]})) == {
+            "type": "plan.updated",
+            "steps": ["a"],
+        }
+        with pytest.raises(ValueError, match="already registered"):
+            register(PlanUpdated)
+    finally:
+        REGISTRY.pop("plan.updated", None)
+
+    class Bad(EventBody):
+        type: Literal["NotDotted"] = "NotDotted"
+
+    with pytest.raises(ValueError, match="dotted lowercase"):
+        register(Bad)
