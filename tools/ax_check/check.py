@@ -231,7 +231,10 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
     session = prepared.request.session
     if isinstance(resolution, Blocker):
         result = _unsupported(kind, unit, resolution, scope)
-        _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
+        try:
+            _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
+        except AxError as exc:
+            raise EvidenceNotRecorded(result, exc) from exc
         return result
     spec = ExecSpec(
         argv=list(resolution.command.argv),
