@@ -1,4 +1,4 @@
-"""Unsupported projects, bad requests, detect and recipes, in-process and via the installed script."""
+"""Unsupported projects, bad requests, detect and recipes; in-process and installed."""
 
 from __future__ import annotations
 

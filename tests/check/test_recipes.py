@@ -63,7 +63,8 @@ def test_python_defaults_use_the_running_interpreter(workspace: Path) -> None:
 
 
 def row_of(resolution: Resolved | Blocker) -> str | None:
-    return resolution.recipe_id if isinstance(resolution, Blocker) else resolution.recipe_id
+    """The row that decided, whether it resolved or was blocked by its precondition."""
+    return resolution.recipe_id
 
 
 def test_configured_tools_win_over_the_defaults(workspace: Path) -> None:
