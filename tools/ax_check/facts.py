@@ -180,7 +180,9 @@ def _npm_tasks(package: dict[str, Any]) -> dict[str, Task]:
     return tasks
 
 
-def _python_tool_config(unit_dir: Path, pyproject: dict[str, Any], cfg: Any) -> set[str]:
+def _python_tool_config(
+    unit_dir: Path, pyproject: dict[str, Any], cfg: configparser.ConfigParser | None
+) -> set[str]:
     """Which of ruff, flake8, black, mypy, pyright the project configures."""
     tools = _dig(pyproject, "tool") or {}
     found = {name for name in ("ruff", "black", "mypy", "pyright", "flake8") if name in tools}

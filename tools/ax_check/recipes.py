@@ -308,7 +308,7 @@ def _tsc_precondition(facts: UnitFacts) -> Blocker | None:
     node = facts.node
     assert node is not None
     if node.local_bin("tsc") is not None:
-        return None if facts.toolchains.find("node") else _needs("node")(facts)
+        return _needs("node")(facts)
     return Blocker(
         "precondition-curable",
         "tsconfig.json exists but node_modules/.bin/tsc is not installed",
