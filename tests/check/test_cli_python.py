@@ -190,7 +190,7 @@ def test_a_command_that_cannot_start_is_an_error(project: Project, run_cli: CliR
     (site / "pytest").mkdir()
     (ws / ".venv" / "bin").mkdir()
     (ws / ".venv" / "bin" / "python").write_text("not a program")
-    code, result, _ = check(run_cli, "test", "-C", str(ws))
+    code, result, _ = check(run_cli, "test", "-C", str(ws), "--session", "s-spawn")
     assert code == 1
     assert (result["verdict"], result["termination"], result["exitCode"]) == (
         "error",
@@ -198,6 +198,13 @@ def test_a_command_that_cannot_start_is_an_error(project: Project, run_cli: CliR
         None,
     )
     assert "could not start" in result["message"]
+    # Nothing started, so there is no check.started; the error is still evidence.
+    [only] = events(ws, "s-spawn")
+    assert (only["type"], only["verdict"], only["termination"]) == (
+        "check.completed",
+        "error",
+        "spawn-error",
+    )
 
 
 def test_timeout_is_an_error_and_progress_shows_on_a_terminal(

@@ -10,8 +10,10 @@ with a typed reason, never ``passed``.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ax_check.facts import gather_facts
 from ax_check.models import KINDS, CheckResult, Kind, OutputExcerpt, RecipeRef, Verdict
@@ -183,6 +185,15 @@ def _record(
     append_events(layout, session, events)
 
 
+def _startable(program: str, cwd: Path, environ: Mapping[str, str] | None) -> bool:
+    """Stat-only: is ``program`` an executable file (by path, or on PATH)?"""
+    if os.sep in program:
+        candidate = cwd / program
+        return candidate.is_file() and os.access(candidate, os.X_OK)
+    path = (os.environ if environ is None else environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None
+
+
 def _event(
     kind: Kind, unit: Unit, scope: str | list[str], recipe_id: str | None
 ) -> dict[str, object]:
@@ -244,11 +255,14 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
     )
     watcher = OutputWatcher(Enrichment(kind))
-    _record(
-        prepared.layout,
-        session,
-        [{"type": "check.started", **_event(kind, unit, scope, resolution.recipe_id)}],
-    )
+    # ax-exec has no spawn callback, so check.started is appended just before the spawn,
+    # and only when the program can be found: one that cannot start gets no started event.
+    if _startable(resolution.command.argv[0], unit.path, hooks.environ):
+        _record(
+            prepared.layout,
+            session,
+            [{"type": "check.started", **_event(kind, unit, scope, resolution.recipe_id)}],
+        )
     if hooks.on_start is not None:
         hooks.on_start(resolution)
     outcome = run_managed(spec, abort=hooks.abort, on_output=watcher.feed, environ=hooks.environ)
