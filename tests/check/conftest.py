@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Callable
@@ -50,3 +51,14 @@ def require() -> Callable[[str], str]:
 def path_without() -> Callable[..., str]:
     """``path_without("go")``: PATH minus every folder holding one of the programs."""
     return _path_without
+
+
+def _needs_module(name: str) -> None:
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed for this interpreter (it is in the lint group)")
+
+
+@pytest.fixture
+def needs_module() -> Callable[[str], None]:
+    """``needs_module("ruff")``: skip unless the running interpreter can import it."""
+    return _needs_module

@@ -82,7 +82,10 @@ def test_a_target_that_matches_nothing_is_not_a_pass(project: Project, run_cli: 
     assert result["verdict"] == "failed" and result["exitCode"] == 4
 
 
-def test_lint_and_format_pass_then_fail_with_findings(project: Project, run_cli: CliRunner) -> None:
+def test_lint_and_format_pass_then_fail_with_findings(
+    project: Project, run_cli: CliRunner, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("ruff")
     ws = project("pyproj")
     assert check(run_cli, "lint", "-C", str(ws))[0] == 0
     assert check(run_cli, "format", "-C", str(ws))[0] == 0
@@ -97,7 +100,10 @@ def test_lint_and_format_pass_then_fail_with_findings(project: Project, run_cli:
     assert result["findings"][0]["path"] == "messy.py"
 
 
-def test_typecheck_failure_with_mypy(project: Project, run_cli: CliRunner) -> None:
+def test_typecheck_failure_with_mypy(
+    project: Project, run_cli: CliRunner, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("mypy")
     ws = project("pyproj")
     (ws / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return str(a + b)\n")
     code, result, _ = check(run_cli, "typecheck", "-C", str(ws))

@@ -57,6 +57,14 @@ def test_python_defaults_use_the_running_interpreter(workspace: Path) -> None:
     assert test.command.argv == (sys.executable, "-m", "pytest")
     targeted = ready(workspace, "test-targeted", ("tests/test_a.py::test_b",))
     assert targeted.command.argv[-1] == "tests/test_a.py::test_b"
+
+
+def test_python_lint_format_typecheck_defaults(
+    workspace: Path, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("ruff")
+    needs_module("mypy")
+    write(workspace, "pyproject.toml", "[project]\nname='x'\n")
     assert ready(workspace, "lint").command.argv[-2:] == ("check", ".")
     assert ready(workspace, "format").command.argv[-3:] == ("format", "--check", ".")
     assert ready(workspace, "typecheck").command.argv[-2:] == ("mypy", ".")
@@ -67,7 +75,10 @@ def row_of(resolution: Resolved | Blocker) -> str | None:
     return resolution.recipe_id
 
 
-def test_configured_tools_win_over_the_defaults(workspace: Path) -> None:
+def test_configured_tools_win_over_the_defaults(
+    workspace: Path, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("mypy")
     write(workspace, "pyproject.toml", "[tool.black]\n[tool.pyright]\n[tool.mypy]\nfiles=['x']\n")
     write(workspace, ".flake8", "[flake8]\n")
     assert row_of(resolve_in(workspace, "lint")) == "python.flake8@."
