@@ -126,7 +126,7 @@ def test_own_task_beats_the_guessed_tool_and_runner_order(
     assert "just is not on PATH" in blocker.message
     # `format` is not a check name (it usually rewrites files); `format-check` is.
     write(workspace, "Makefile", "format:\n\truff format .\n")
-    assert ready(workspace, "format").recipe.id == "python.ruff-format"
+    assert row_of(resolve_in(workspace, "format")) == "python.ruff-format@."
 
 
 def test_hatch_and_pdm_scripts(workspace: Path) -> None:
