@@ -223,3 +223,17 @@ def test_installed_script_detect_and_ambiguity(
     )
     assert proc.returncode == 2
     assert "ax-check: error: the workspace holds 2 units (api, web)" in proc.stderr
+
+
+def test_unrecordable_evidence_still_prints_the_result_and_fails(
+    project: Project, run_cli: CliRunner
+) -> None:
+    ws = project("cmakeonly")
+    log = state_layout(ws).session_log("s-broken")
+    log.parent.mkdir(parents=True)
+    log.write_text("this is not an event\n")
+    code, result, stderr = check(run_cli, "build", "-C", str(ws), "--session", "s-broken")
+    assert code == 1
+    assert (result["verdict"], result["reason"]) == ("unsupported", "no-recipe")
+    assert "evidence was not recorded" in stderr
+    assert log.read_text() == "this is not an event\n"

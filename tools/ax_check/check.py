@@ -49,10 +49,6 @@ class EvidenceNotRecorded(OperationFailed):
 class BadRequest(UsageError):
     """A caller mistake: refused before anything runs, and never recorded as evidence."""
 
-    def __init__(self, message: str, hint: str | None = None, project: str | None = None) -> None:
-        super().__init__(message, hint)
-        self.project = project
-
 
 @dataclass(frozen=True)
 class CheckRequest:
