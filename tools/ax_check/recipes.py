@@ -117,10 +117,10 @@ def _needs(*programs: str) -> Precondition:
     return check
 
 
-def _hole(
-    row_id: str, kind: Kind, ecosystem: Ecosystem, why: str, applies: Applies = _always
-) -> Recipe:
-    return Recipe(row_id, kind, ecosystem, applies, "always", _nothing, "-", None, f"none: {why}")
+def _hole(row_id: str, kind: Kind, ecosystem: Ecosystem, why: str) -> Recipe:
+    return Recipe(
+        row_id, kind, ecosystem, _always, f"a {ecosystem} unit", _nothing, "-", None, f"none: {why}"
+    )
 
 
 # --- the project's own tasks --------------------------------------------------
