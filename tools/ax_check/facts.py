@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ax_check.toolchains import PythonEnv, Toolchains, python_env
-from ax_check.units import Unit, load_json_object, load_toml, read_small
+from ax_check.units import MAX_MANIFEST_BYTES, Unit, load_json_object, load_toml, read_small
 
 JUSTFILE_NAMES: tuple[str, ...] = ("justfile", "Justfile", ".justfile")
 MAKEFILE_NAMES: tuple[str, ...] = ("GNUmakefile", "makefile", "Makefile")
@@ -243,65 +243,83 @@ def _node_env(unit_dir: Path, workspace: Path, package: dict[str, Any]) -> NodeE
     )
 
 
-def gather_facts(workspace: Path, unit: Unit, toolchains: Toolchains) -> UnitFacts:
-    directory = unit.path
-    facts = UnitFacts(workspace=workspace, unit=unit, toolchains=toolchains)
+def _read_failure(notes: list[str], name: str) -> str:
+    """The note a failed read left, or why a read can fail without one."""
+    if notes:
+        return notes[-1]
+    return (
+        f"{name} could not be read (missing, unreadable or larger than {MAX_MANIFEST_BYTES} bytes)"
+    )
+
+
+def _python_facts(facts: UnitFacts) -> None:
+    directory = facts.directory
     notes: list[str] = []
+    if "pyproject.toml" in facts.unit.manifests:
+        pyproject = load_toml(directory / "pyproject.toml", notes)
+        if pyproject is None:
+            facts.problems["python"] = _read_failure(notes, "pyproject.toml")
+        facts.pyproject = pyproject or {}
+    cfg_text = read_small(directory / "setup.cfg")
+    if cfg_text is not None:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(cfg_text)
+            facts.setup_cfg = parser
+        except configparser.Error as exc:
+            facts.problems.setdefault("python", f"setup.cfg: not valid ({exc})")
+    facts.tool_config = _python_tool_config(directory, facts.pyproject, facts.setup_cfg)
+    facts.python = python_env(directory, facts.workspace)
+    for name in JUSTFILE_NAMES:
+        text = read_small(directory / name)
+        if text is not None:
+            facts.just = _justfile_tasks(text)
+            break
+    for name in MAKEFILE_NAMES:
+        text = read_small(directory / name)
+        if text is not None:
+            facts.make = _makefile_tasks(text)
+            break
+    tox_toml = load_toml(directory / "tox.toml")
+    tox_ini = read_small(directory / "tox.ini")
+    tox_in_pyproject = _dig(facts.pyproject, "tool", "tox")
+    legacy = _dig(facts.pyproject, "tool", "tox", "legacy_tox_ini")
+    if tox_toml is not None:
+        facts.tox = _tox_table_tasks(tox_toml)
+    elif tox_ini is not None:
+        facts.tox = _tox_ini_tasks(tox_ini)
+    elif isinstance(legacy, str):
+        facts.tox = _tox_ini_tasks(legacy)
+    elif isinstance(tox_in_pyproject, dict):
+        facts.tox = _tox_table_tasks(tox_in_pyproject)
+    facts.hatch = _script_tasks(
+        _dig(facts.pyproject, "tool", "hatch", "envs", "default", "scripts")
+    )
+    pdm = _script_tasks(_dig(facts.pyproject, "tool", "pdm", "scripts"))
+    # `_` holds options shared by pdm's scripts, not a script.
+    facts.pdm = {name: task for name, task in pdm.items() if name != "_"}
+
+
+def _node_facts(facts: UnitFacts) -> None:
+    notes: list[str] = []
+    package = load_json_object(facts.directory / "package.json", notes)
+    if package is None:
+        facts.problems["node"] = _read_failure(notes, "package.json")
+        return
+    facts.package_json = package
+    facts.npm_scripts = _npm_tasks(package)
+    facts.node = _node_env(facts.directory, facts.workspace, package)
+
+
+def gather_facts(workspace: Path, unit: Unit, toolchains: Toolchains) -> UnitFacts:
+    """Read what the recipe rows of the unit's ecosystems ask about (stat and small reads)."""
+    facts = UnitFacts(workspace=workspace, unit=unit, toolchains=toolchains)
     if "python" in unit.ecosystems:
-        if "pyproject.toml" in unit.manifests:
-            pyproject = load_toml(directory / "pyproject.toml", notes)
-            if pyproject is None:
-                facts.problems["python"] = (
-                    notes[-1] if notes else "pyproject.toml could not be read"
-                )
-            facts.pyproject = pyproject or {}
-        cfg_text = read_small(directory / "setup.cfg")
-        if cfg_text is not None:
-            parser = configparser.ConfigParser(interpolation=None, strict=False)
-            try:
-                parser.read_string(cfg_text)
-                facts.setup_cfg = parser
-            except configparser.Error as exc:
-                facts.problems.setdefault("python", f"setup.cfg: not valid ({exc})")
-        facts.tool_config = _python_tool_config(directory, facts.pyproject, facts.setup_cfg)
-        facts.python = python_env(directory, workspace)
-        for name in JUSTFILE_NAMES:
-            text = read_small(directory / name)
-            if text is not None:
-                facts.just = _justfile_tasks(text)
-                break
-        for name in MAKEFILE_NAMES:
-            text = read_small(directory / name)
-            if text is not None:
-                facts.make = _makefile_tasks(text)
-                break
-        tox_toml = load_toml(directory / "tox.toml")
-        tox_ini = read_small(directory / "tox.ini")
-        legacy = _dig(facts.pyproject, "tool", "tox", "legacy_tox_ini")
-        if tox_toml is not None:
-            facts.tox = _tox_table_tasks(tox_toml)
-        elif tox_ini is not None:
-            facts.tox = _tox_ini_tasks(tox_ini)
-        elif isinstance(legacy, str):
-            facts.tox = _tox_ini_tasks(legacy)
-        elif isinstance(_dig(facts.pyproject, "tool", "tox"), dict):
-            facts.tox = _tox_table_tasks(_dig(facts.pyproject, "tool", "tox"))
-        facts.hatch = _script_tasks(
-            _dig(facts.pyproject, "tool", "hatch", "envs", "default", "scripts")
-        )
-        facts.pdm = {
-            name: task
-            for name, task in _script_tasks(_dig(facts.pyproject, "tool", "pdm", "scripts")).items()
-            if name != "_"
-        }
+        _python_facts(facts)
     if "node" in unit.ecosystems:
-        package = load_json_object(directory / "package.json", notes)
-        if package is None:
-            facts.problems["node"] = notes[-1] if notes else "package.json could not be read"
-        else:
-            facts.package_json = package
-            facts.npm_scripts = _npm_tasks(package)
-            facts.node = _node_env(directory, workspace, package)
-    if "rust" in unit.ecosystems and load_toml(directory / "Cargo.toml", notes) is None:
-        facts.problems["rust"] = notes[-1] if notes else "Cargo.toml could not be read"
+        _node_facts(facts)
+    if "rust" in unit.ecosystems:
+        notes: list[str] = []
+        if load_toml(unit.path / "Cargo.toml", notes) is None:
+            facts.problems["rust"] = _read_failure(notes, "Cargo.toml")
     return facts
