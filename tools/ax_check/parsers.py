@@ -102,7 +102,7 @@ class Enrichment:
     tool: str | None = None
     signals: list[Signal] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    _rust_pending: tuple[str | None, str] | None = None
+    _pending_diagnostic: tuple[str | None, str] | None = None
 
     def signal(self, name: str, detail: str) -> None:
         item = Signal(name=name, detail=_clip(detail))
@@ -118,9 +118,9 @@ class Enrichment:
             )
         self.counts["findings"] = self.counts.get("findings", 0) + 1
 
-    def add(self, tool: str, name: str, value: int, replace: bool = False) -> None:
+    def add(self, tool: str, name: str, value: int) -> None:
         self.tool = self.tool or tool
-        self.counts[name] = value if replace else self.counts.get(name, 0) + value
+        self.counts[name] = self.counts.get(name, 0) + value
 
     def line(self, text: str) -> None:
         text = _ANSI.sub("", text).rstrip("\r\n")
@@ -168,10 +168,10 @@ class Enrichment:
             severity, code, message = match.groups()
             if severity == "error" and not message.startswith(("could not compile", "aborting")):
                 self.signal("compile-error", f"{code}: {message}" if code else message)
-            self._rust_pending = (code, f"{severity}: {message}")
-        elif (match := _RUST_LOCATION.match(text)) and self._rust_pending is not None:
-            code, message = self._rust_pending
-            self._rust_pending = None
+            self._pending_diagnostic = (code, f"{severity}: {message}")
+        elif (match := _RUST_LOCATION.match(text)) and self._pending_diagnostic is not None:
+            code, message = self._pending_diagnostic
+            self._pending_diagnostic = None
             self.finding(match.group(1), int(match.group(2)), int(match.group(3)), code, message)
         elif match := _TSC.match(text):
             self.finding(
@@ -183,9 +183,9 @@ class Enrichment:
         if header := _RUFF_HEADER.match(text):
             # ruff's full format: the code and message, then a `-->` line with the place.
             if header["unformatted"]:
-                self._rust_pending = (None, header["what"])
+                self._pending_diagnostic = (None, header["what"])
             else:
-                self._rust_pending = (header["code"], header["msg"])
+                self._pending_diagnostic = (header["code"], header["msg"])
             return
         match = _PATH_LINE.match(text)
         if not match:
