@@ -51,6 +51,26 @@ def test_preview_limits() -> None:
     assert registry.PREVIEW_ID_PATTERN.pattern == r"^pv-[A-Za-z0-9_-]{1,64}$"
 
 
+def test_check_limits() -> None:
+    from ax_check import check, parsers, progress, units
+
+    assert check.DEFAULT_TIMEOUT_S == 1800.0
+    assert check.MAX_TIMEOUT_S == 24 * 3600.0
+    assert check.MAX_TARGETS == 64
+    assert check.MAX_TARGET_CHARS == 1024
+    assert check.EXEC_OUTPUT_BYTES == 64 * 1024
+    assert parsers.MAX_SIGNALS == 50
+    assert parsers.MAX_FINDINGS == 100
+    assert parsers.MAX_DETAIL_CHARS == 300
+    assert parsers.MAX_LINE_BYTES == 8 * 1024
+    assert parsers.OUTPUT_HEAD_BYTES == 4 * 1024
+    assert parsers.OUTPUT_TAIL_BYTES == 12 * 1024
+    assert progress.PROGRESS_INTERVAL_S == 1.0
+    assert units.MAX_UNITS == 256
+    assert units.MAX_DIR_ENTRIES == 4096
+    assert units.MAX_MANIFEST_BYTES == 1024 * 1024
+
+
 def test_exec_limits() -> None:
     from ax_exec import capture, environment, launcher, models, proctree, run, sandbox
 

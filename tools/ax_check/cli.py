@@ -2,12 +2,233 @@
 
 from __future__ import annotations
 
-from libcommon.cliapp import Environment, entry_point, make_app, run_main
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from libcommon import cliapp
+from libcommon.cliapp import (
+    Environment,
+    JsonOption,
+    WorkspaceOption,
+    entry_point,
+    make_app,
+    run_main,
+)
+
+if TYPE_CHECKING:
+    from ax_check.models import CheckResult, DetectReport
 
 app = make_app(
     "ax-check",
-    "Typed verification: build/test/lint commands resolved from the project's own manifests.",
+    "Typed verification: build/test/lint commands resolved from the project's own manifests.\n\n"
+    "Name a KIND (build, test, test-targeted, typecheck, lint, format, static-analysis);\n"
+    "ax-check finds the command in the project's own manifests, runs it and reports the verdict.\n"
+    "Exit 0 passed, 1 failed or error, 2 bad request, 5 unsupported.",
 )
+
+ProjectOption = Annotated[
+    str | None,
+    typer.Option("--project", "-p", help="The unit to check (required when there are several)."),
+]
+TargetOption = Annotated[
+    list[str] | None,
+    typer.Option("--target", "-t", help="A test to run (test-targeted only; repeatable)."),
+]
+SessionOption = Annotated[
+    str | None,
+    typer.Option("--session", help="Append check.started/check.completed to this ax-log session."),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Seconds before the command's tree is killed (default 1800)."),
+]
+
+KIND_HELP = {
+    "build": "Build the project (its own build task, cargo build, python -m build, ...).",
+    "test": "Run the project's tests.",
+    "test-targeted": "Run only the tests named with --target.",
+    "typecheck": "Type-check (mypy/pyright, tsc --noEmit, cargo check, ...).",
+    "lint": "Lint (ruff/flake8, the lint script, cargo clippy, go vet, ...).",
+    "format": "Check formatting without changing files (ruff format --check, cargo fmt --check).",
+    "static-analysis": "Static analysis (the project's own task, go vet).",
+}
+EXIT_OF_VERDICT = {"passed": 0, "failed": 1, "error": 1, "unsupported": 5}
+SIGNALS_SHOWN = 10
+TAIL_LINES_SHOWN = 30
+
+
+def _print_result(result: CheckResult, as_json: bool) -> int:
+    out = cliapp.chrome
+    what = f"{result.kind} {result.verdict}"
+    if result.verdict == "unsupported":
+        out(f"ax-check: {what} in {result.project} ({result.reason}): {result.message}")
+        if result.cure:
+            out(f"ax-check: cure: {result.cure}")
+    else:
+        assert result.recipe is not None
+        seconds = (result.duration_ms or 0) / 1000
+        counts = ""
+        if result.summary is not None:
+            parts = [
+                f"{value} {name}"
+                for name, value in result.summary.model_dump(exclude={"tool"}).items()
+                if value is not None
+            ]
+            counts = f" — {', '.join(parts)}" if parts else ""
+        out(f"ax-check: {what} in {result.project} after {seconds:.1f}s{counts}")
+        out(f"ax-check: ran {result.recipe.command}  [{result.recipe.id}]")
+        if result.message and result.verdict != "passed":
+            out(f"ax-check: {result.message}")
+        for signal in result.signals[:SIGNALS_SHOWN]:
+            out(f"ax-check:   {signal.name}: {signal.detail}")
+        if result.verdict != "passed" and result.output is not None and not as_json:
+            # The tail is empty when the head already holds the whole output.
+            text = result.output.tail or result.output.head
+            lines = text.splitlines()[-TAIL_LINES_SHOWN:]
+            if lines:
+                out(f"ax-check: last {len(lines)} lines of output:")
+                out("\n".join(lines))
+    if result.replay_key:
+        out(f"ax-check: replay key {result.replay_key}")
+    if as_json:
+        cliapp.emit_json(result.to_json())
+    return EXIT_OF_VERDICT[result.verdict]
+
+
+def _run_kind(
+    kind: str,
+    workspace: Path | None,
+    project: str | None,
+    targets: list[str] | None,
+    session: str | None,
+    timeout: float | None,
+    as_json: bool,
+) -> int:
+    from ax_check.check import (
+        DEFAULT_TIMEOUT_S,
+        BadRequest,
+        CheckRequest,
+        EvidenceNotRecorded,
+        Hooks,
+        execute,
+        prepare,
+    )
+    from ax_check.models import CheckResult
+    from ax_check.progress import Progress, interrupt_sets
+
+    environment = cliapp.env()
+    request = CheckRequest(
+        kind=kind,
+        workspace=workspace,
+        project=project,
+        targets=tuple(targets or ()),
+        session=session,
+        timeout_s=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+    )
+    try:
+        prepared = prepare(request, environment.environ)
+    except BadRequest as exc:
+        if as_json:
+            refused = CheckResult(
+                kind=kind,  # type: ignore[arg-type]
+                project=None,
+                verdict="unsupported",
+                reason="bad-request",
+                message=exc.message,
+            )
+            cliapp.emit_json(refused.to_json())
+        raise
+    progress = Progress(environment.stderr, enabled=bool(environment.stderr_isatty))
+    hooks = Hooks(
+        abort=progress,
+        on_start=lambda resolved: progress.start(resolved.command.display),
+        environ=environment.environ,
+    )
+    try:
+        with interrupt_sets(progress.abort):
+            result = execute(prepared, hooks)
+    except EvidenceNotRecorded as exc:
+        progress.clear()
+        _print_result(exc.result, as_json)
+        raise
+    progress.clear()
+    return _print_result(result, as_json)
+
+
+def _register_kind(kind: str) -> None:
+    def verb(
+        workspace: WorkspaceOption = None,
+        project: ProjectOption = None,
+        target: TargetOption = None,
+        session: SessionOption = None,
+        timeout: TimeoutOption = None,
+        json_output: JsonOption = False,
+    ) -> int:
+        return _run_kind(kind, workspace, project, target, session, timeout, json_output)
+
+    verb.__doc__ = KIND_HELP[kind]
+    app.command(kind)(verb)
+
+
+for _kind in KIND_HELP:
+    _register_kind(_kind)
+
+
+def _print_detect(report: DetectReport) -> None:
+    write = cliapp.env().stdout.write
+    write(f"workspace {report.workspace}\n")
+    for unit in report.units:
+        manifests = ", ".join(unit.manifests) or "no manifest"
+        ecosystems = ", ".join(unit.ecosystems) or "-"
+        write(f"\nunit {unit.id}  [{ecosystems}]  ({manifests})\n")
+        for item in unit.kinds:
+            if item.recipe is not None:
+                write(f"  {item.kind:<16} {item.recipe.id}: {item.recipe.command}\n")
+            else:
+                cure = f" (cure: {item.cure})" if item.cure else ""
+                write(f"  {item.kind:<16} unsupported, {item.reason}: {item.message}{cure}\n")
+    found = [f"{tool.name} {tool.path}" for tool in report.toolchains if tool.path]
+    missing = [tool.name for tool in report.toolchains if not tool.path]
+    write("\ntoolchains on PATH:\n")
+    for line in found:
+        write(f"  {line}\n")
+    write(f"not found: {', '.join(missing) or '-'}\n")
+    if report.notes:
+        write("\nnotes:\n")
+        for note in report.notes:
+            write(f"  - {note}\n")
+
+
+@app.command("detect")
+def detect_verb(workspace: WorkspaceOption = None, json_output: JsonOption = False) -> None:
+    """List the units, what each kind resolves to, and the toolchains found (spawns nothing)."""
+    from ax_check.detect import detect
+
+    report = detect(workspace, cliapp.env().environ)
+    if json_output:
+        cliapp.emit_json(report.to_json())
+    else:
+        _print_detect(report)
+
+
+@app.command("recipes")
+def recipes_verb(json_output: JsonOption = False) -> None:
+    """Print the recipe table: first applicable row wins, the project's own task first."""
+    from ax_check.recipes import recipe_rows
+
+    rows = recipe_rows()
+    if json_output:
+        cliapp.emit_json([row.to_json() for row in rows])
+        return
+    write = cliapp.env().stdout.write
+    for row in rows:
+        write(f"{row.id}\n")
+        write(f"  kind {row.kind}, {row.ecosystem}; applies when {row.applies}\n")
+        write(f"  runs {row.command}\n")
+        if row.precondition != "-":
+            write(f"  needs {row.precondition}\n")
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

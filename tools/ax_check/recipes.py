@@ -1,0 +1,528 @@
+"""The recipe table: how each kind of check runs in each kind of project.
+
+Each row is data: an id, the kind and ecosystem it serves, when it applies,
+what must hold before it can run (and which typed reason says so when it does
+not), and how its command line is built. For a unit and a kind the first
+applicable row wins, and the project's own task rows come before the guessed
+tool rows, so a project's declared ``test`` always beats a bare ``pytest``.
+A row without a command is a hole: a deliberate "no recipe", with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ax_check.facts import Task, UnitFacts
+from ax_check.models import KINDS, Ecosystem, Kind, Reason, RecipeRow
+
+# The task names that stand for each kind, in order of preference.
+TASK_NAMES: dict[Kind, tuple[str, ...]] = {
+    "build": ("build",),
+    "test": ("test", "tests"),
+    "test-targeted": (),
+    "typecheck": ("typecheck", "type-check", "types", "mypy"),
+    "lint": ("lint",),
+    # Only names that promise a check: a bare `format` task usually rewrites files.
+    "format": ("format-check", "fmt-check", "check-format", "format:check", "fmt:check"),
+    "static-analysis": ("static-analysis", "analyze", "analyse"),
+}
+TARGET_PLACEHOLDER = "<target>"
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why a kind cannot run here, as a typed reason, a message and (maybe) a cure."""
+
+    reason: Reason
+    message: str
+    cure: str | None = None
+    recipe_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    # The text that decides what the command does (a script, a recipe, a tox env);
+    # empty for a guessed tool, whose behaviour is the tool's own.
+    body: str = ""
+
+    @property
+    def display(self) -> str:
+        return compose(self.argv)
+
+
+def compose(argv: tuple[str, ...]) -> str:
+    """One shell-quoted command line; an argument a shell cannot show faithfully is refused."""
+    for argument in argv:
+        if any(ord(char) < 32 or ord(char) == 127 for char in argument):
+            raise ValueError(f"argument {argument!r} holds a control character")
+    return shlex.join(argv)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def replay_key(recipe_id: str, command: str, body: str) -> str:
+    """``sha256(recipeId + command + sha256(body))``: consent binds to exactly what runs."""
+    return sha256_text(recipe_id + command + sha256_text(body))
+
+
+Applies = Callable[[UnitFacts], bool]
+Precondition = Callable[[UnitFacts], "Blocker | None"]
+Builder = Callable[[UnitFacts, tuple[str, ...]], Command]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    id: str
+    kind: Kind
+    ecosystem: Ecosystem
+    applies: Applies
+    applies_text: str
+    precondition: Precondition
+    precondition_text: str
+    build: Builder | None
+    command_text: str
+
+    def describe(self) -> RecipeRow:
+        return RecipeRow(
+            id=self.id,
+            kind=self.kind,
+            ecosystem=self.ecosystem,
+            applies=self.applies_text,
+            precondition=self.precondition_text,
+            command=self.command_text,
+        )
+
+
+def _always(facts: UnitFacts) -> bool:
+    return True
+
+
+def _nothing(facts: UnitFacts) -> Blocker | None:
+    return None
+
+
+def _needs(*programs: str) -> Precondition:
+    def check(facts: UnitFacts) -> Blocker | None:
+        for program in programs:
+            if facts.toolchains.find(program) is None:
+                return Blocker("toolchain-unavailable", f"{program} is not on PATH")
+        return None
+
+    return check
+
+
+def _hole(row_id: str, kind: Kind, ecosystem: Ecosystem, why: str) -> Recipe:
+    return Recipe(
+        row_id, kind, ecosystem, _always, f"a {ecosystem} unit", _nothing, "-", None, f"none: {why}"
+    )
+
+
+# --- the project's own tasks --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Runner:
+    name: str
+    program: str
+    source: str
+    tasks: Callable[[UnitFacts], dict[str, Task]]
+    argv: Callable[[str], tuple[str, ...]]
+
+
+RUNNERS: tuple[Runner, ...] = (
+    Runner("just", "just", "justfile recipe", lambda f: f.just, lambda n: ("just", n)),
+    Runner("make", "make", "Makefile target", lambda f: f.make, lambda n: ("make", n)),
+    Runner("tox", "tox", "tox env", lambda f: f.tox, lambda n: ("tox", "-e", n)),
+    Runner("hatch", "hatch", "hatch script", lambda f: f.hatch, lambda n: ("hatch", "run", n)),
+    Runner("pdm", "pdm", "pdm script", lambda f: f.pdm, lambda n: ("pdm", "run", n)),
+)
+
+
+def _task_for(tasks: dict[str, Task], kind: Kind) -> Task | None:
+    for name in TASK_NAMES[kind]:
+        if name in tasks:
+            return tasks[name]
+    return None
+
+
+def _task_row(runner: Runner, kind: Kind) -> Recipe:
+    def applies(facts: UnitFacts) -> bool:
+        return _task_for(runner.tasks(facts), kind) is not None
+
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        task = _task_for(runner.tasks(facts), kind)
+        assert task is not None
+        return Command(runner.argv(task.name), task.body)
+
+    names = "/".join(TASK_NAMES[kind])
+    return Recipe(
+        f"python.{runner.name}-{kind}",
+        kind,
+        "python",
+        applies,
+        f"the project declares a {runner.source} named {names}",
+        _needs(runner.program),
+        f"{runner.program} on PATH",
+        build,
+        " ".join(runner.argv("<task>")),
+    )
+
+
+# --- guessed Python tools -----------------------------------------------------
+
+
+def _python_tool(facts: UnitFacts, module: str, program: str) -> tuple[str, ...] | Blocker:
+    """How to run a Python tool: with the unit's interpreter, else from PATH (no venv only)."""
+    python = facts.python
+    assert python is not None
+    if python.has(module):
+        return (python.executable, "-m", module)
+    if python.venv is None:
+        found = facts.toolchains.find(program)
+        if found is not None:
+            return (program,)
+        return Blocker(
+            "toolchain-unavailable",
+            f"{program} is neither installed for {python.executable} nor on PATH",
+        )
+    venv = python.venv.name
+    return Blocker(
+        "precondition-curable",
+        f"{module} is not installed in the project's {venv}",
+        cure=f"install {module} into {venv} (e.g. {venv}/bin/pip install {module})",
+    )
+
+
+Args = tuple[str, ...] | Callable[[UnitFacts], tuple[str, ...]]
+
+
+def _python_tool_row(
+    row_id: str,
+    kind: Kind,
+    module: str,
+    args: Args,
+    applies: Applies = _always,
+    applies_text: str = "a Python unit",
+    with_targets: bool = False,
+    command_text: str | None = None,
+) -> Recipe:
+    def precondition(facts: UnitFacts) -> Blocker | None:
+        found = _python_tool(facts, module, module)
+        return found if isinstance(found, Blocker) else None
+
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        found = _python_tool(facts, module, module)
+        assert not isinstance(found, Blocker)
+        fixed = args(facts) if callable(args) else args
+        return Command((*found, *fixed, *(targets if with_targets else ())))
+
+    if command_text is None:
+        shown = args if isinstance(args, tuple) else ()
+        suffix = f" {TARGET_PLACEHOLDER}..." if with_targets else ""
+        command_text = " ".join(("python", "-m", module, *shown)) + suffix
+    return Recipe(
+        row_id,
+        kind,
+        "python",
+        applies,
+        applies_text,
+        precondition,
+        f"{module} installed for the unit's interpreter (its .venv/venv, else ax-check's own)",
+        build,
+        command_text,
+    )
+
+
+def _configures(tool: str) -> Applies:
+    return lambda facts: tool in facts.tool_config
+
+
+def _prefers(tool: str, alternative: str) -> Applies:
+    # The default tool runs unless the project configures only the alternative.
+    return lambda facts: tool in facts.tool_config or alternative not in facts.tool_config
+
+
+def _mypy_args(facts: UnitFacts) -> tuple[str, ...]:
+    # With files/packages in its config mypy knows what to check; otherwise check the unit.
+    return () if "mypy-targets" in facts.tool_config else (".",)
+
+
+def _has_build_module(facts: UnitFacts) -> bool:
+    return facts.python is not None and facts.python.has("build")
+
+
+# --- Node ---------------------------------------------------------------------
+
+
+def _node_precondition(facts: UnitFacts) -> Blocker | None:
+    node = facts.node
+    assert node is not None
+    for program in ("node", node.manager):
+        if facts.toolchains.find(program) is None:
+            return Blocker("toolchain-unavailable", f"{program} is not on PATH")
+    if node.needs_install:
+        return Blocker(
+            "precondition-curable",
+            "package.json declares dependencies and no node_modules is installed",
+            cure=node.install_cure,
+        )
+    return None
+
+
+def _script_row(kind: Kind) -> Recipe:
+    names = TASK_NAMES["test"] if kind == "test-targeted" else TASK_NAMES[kind]
+
+    def script(facts: UnitFacts) -> Task | None:
+        for name in names:
+            if name in facts.npm_scripts:
+                return facts.npm_scripts[name]
+        return None
+
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        task = script(facts)
+        assert task is not None and facts.node is not None
+        extra = ("--", *targets) if kind == "test-targeted" else ()
+        return Command((facts.node.manager, "run", task.name, *extra), task.body)
+
+    suffix = f" -- {TARGET_PLACEHOLDER}..." if kind == "test-targeted" else ""
+    return Recipe(
+        f"node.script-{kind}",
+        kind,
+        "node",
+        lambda facts: script(facts) is not None,
+        f"package.json has a script named {'/'.join(names)}",
+        _node_precondition,
+        "node and the lockfile's package manager on PATH; dependencies installed",
+        build,
+        f"<npm|pnpm|yarn> run <script>{suffix}",
+    )
+
+
+def _tsc_precondition(facts: UnitFacts) -> Blocker | None:
+    node = facts.node
+    assert node is not None
+    if node.local_bin("tsc") is not None:
+        return _needs("node")(facts)
+    return Blocker(
+        "precondition-curable",
+        "tsconfig.json exists but node_modules/.bin/tsc is not installed",
+        cure=node.install_cure if node.needs_install else "add typescript to devDependencies",
+    )
+
+
+def _tsc_build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+    assert facts.node is not None
+    tsc = facts.node.local_bin("tsc")
+    assert tsc is not None
+    return Command((tsc, "--noEmit"))
+
+
+# --- Rust and Go ----------------------------------------------------------------
+
+
+def _fixed(*argv: str) -> Builder:
+    return lambda facts, targets: Command(tuple(argv))
+
+
+def _fixed_row(
+    row_id: str, kind: Kind, ecosystem: Ecosystem, argv: tuple[str, ...], programs: tuple[str, ...]
+) -> Recipe:
+    return Recipe(
+        row_id,
+        kind,
+        ecosystem,
+        _always,
+        f"a {ecosystem} unit",
+        _needs(*programs),
+        " and ".join(programs) + " on PATH",
+        _fixed(*argv),
+        " ".join(argv),
+    )
+
+
+def _table() -> tuple[Recipe, ...]:
+    rows: list[Recipe] = []
+    for kind in KINDS:
+        if kind != "test-targeted":
+            rows += [_task_row(runner, kind) for runner in RUNNERS]
+    rows += [
+        _python_tool_row("python.pytest", "test", "pytest", ()),
+        _python_tool_row(
+            "python.pytest-targeted", "test-targeted", "pytest", (), with_targets=True
+        ),
+        _python_tool_row(
+            "python.ruff-check",
+            "lint",
+            "ruff",
+            ("check", "."),
+            _prefers("ruff", "flake8"),
+            "ruff is configured, or flake8 is not",
+        ),
+        _python_tool_row(
+            "python.flake8", "lint", "flake8", (), _configures("flake8"), "flake8 is configured"
+        ),
+        _python_tool_row(
+            "python.mypy",
+            "typecheck",
+            "mypy",
+            _mypy_args,
+            _prefers("mypy", "pyright"),
+            "mypy is configured, or pyright is not",
+            command_text="python -m mypy [.] (no path when its config names files or packages)",
+        ),
+        _python_tool_row(
+            "python.pyright",
+            "typecheck",
+            "pyright",
+            (),
+            _configures("pyright"),
+            "pyright is configured",
+        ),
+        _python_tool_row(
+            "python.ruff-format",
+            "format",
+            "ruff",
+            ("format", "--check", "."),
+            _prefers("ruff", "black"),
+            "ruff is configured, or black is not",
+        ),
+        _python_tool_row(
+            "python.black",
+            "format",
+            "black",
+            ("--check", "."),
+            _configures("black"),
+            "black is configured",
+        ),
+        _python_tool_row(
+            "python.build",
+            "build",
+            "build",
+            (),
+            _has_build_module,
+            "the build package is installed for the unit's interpreter",
+        ),
+        _python_tool_row(
+            "python.wheel",
+            "build",
+            "pip",
+            ("wheel", "--no-deps", "--wheel-dir", "dist", "."),
+        ),
+    ]
+    rows += [_script_row(kind) for kind in KINDS]
+    rows.append(
+        Recipe(
+            "node.tsc",
+            "typecheck",
+            "node",
+            lambda facts: (facts.directory / "tsconfig.json").is_file(),
+            "tsconfig.json exists",
+            _tsc_precondition,
+            "node_modules/.bin/tsc installed",
+            _tsc_build,
+            "node_modules/.bin/tsc --noEmit",
+        )
+    )
+    rows += [
+        _fixed_row("rust.cargo-build", "build", "rust", ("cargo", "build"), ("cargo", "rustc")),
+        _fixed_row("rust.cargo-test", "test", "rust", ("cargo", "test"), ("cargo", "rustc")),
+        _hole(
+            "rust.no-test-targeted",
+            "test-targeted",
+            "rust",
+            "cargo selects tests by a name filter, and a filter that matches nothing passes",
+        ),
+        _fixed_row(
+            "rust.cargo-check",
+            "typecheck",
+            "rust",
+            ("cargo", "check", "--all-targets"),
+            ("cargo", "rustc"),
+        ),
+        _fixed_row(
+            "rust.clippy",
+            "lint",
+            "rust",
+            ("cargo", "clippy", "--all-targets", "--", "-D", "warnings"),
+            ("cargo", "cargo-clippy"),
+        ),
+        _fixed_row(
+            "rust.fmt", "format", "rust", ("cargo", "fmt", "--check"), ("cargo", "cargo-fmt")
+        ),
+        _fixed_row("go.build", "build", "go", ("go", "build", "./..."), ("go",)),
+        _fixed_row("go.test", "test", "go", ("go", "test", "./..."), ("go",)),
+        _hole(
+            "go.no-test-targeted",
+            "test-targeted",
+            "go",
+            "go test -run takes a name pattern, and a pattern that matches nothing passes",
+        ),
+        _fixed_row("go.vet-lint", "lint", "go", ("go", "vet", "./..."), ("go",)),
+        _fixed_row("go.vet", "static-analysis", "go", ("go", "vet", "./..."), ("go",)),
+        _hole(
+            "go.no-format",
+            "format",
+            "go",
+            "gofmt -l exits 0 whether or not files need formatting",
+        ),
+    ]
+    rows += [
+        _hole(
+            f"cmake.no-{kind}",
+            kind,
+            "cmake",
+            "CMake projects are detected, but ax-check has no CMake recipes",
+        )
+        for kind in KINDS
+    ]
+    return tuple(rows)
+
+
+RECIPES: tuple[Recipe, ...] = _table()
+
+
+def recipe_rows() -> list[RecipeRow]:
+    return [row.describe() for row in RECIPES]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    recipe: Recipe
+    unit_id: str
+    command: Command
+
+    @property
+    def recipe_id(self) -> str:
+        """Unit-qualified, so the same command in two units is two consents."""
+        return f"{self.recipe.id}@{self.unit_id}"
+
+    @property
+    def replay_key(self) -> str:
+        return replay_key(self.recipe_id, self.command.display, self.command.body)
+
+
+def resolve(facts: UnitFacts, kind: Kind, targets: tuple[str, ...] = ()) -> Resolved | Blocker:
+    """The first applicable row for ``kind`` in this unit, or why nothing can run."""
+    for row in RECIPES:
+        if row.kind != kind or row.ecosystem not in facts.ecosystems:
+            continue
+        problem = facts.problems.get(row.ecosystem)
+        if problem is not None:
+            return Blocker("precondition", problem, recipe_id=f"{row.id}@{facts.unit.id}")
+        if not row.applies(facts):
+            continue
+        qualified = f"{row.id}@{facts.unit.id}"
+        if row.build is None:
+            return Blocker("no-recipe", row.command_text.removeprefix("none: "), None, qualified)
+        blocker = row.precondition(facts)
+        if blocker is not None:
+            return Blocker(blocker.reason, blocker.message, blocker.cure, qualified)
+        return Resolved(row, facts.unit.id, row.build(facts, targets))
+    ecosystems = ", ".join(facts.ecosystems) or "no manifest"
+    return Blocker("no-recipe", f"no recipe for {kind} in unit {facts.unit.id} ({ecosystems})")
