@@ -1,0 +1,1 @@
+"""The model-facing tools: one module each, registered in ``registry.py``."""

@@ -1,0 +1,71 @@
+"""The contract every model-facing tool meets.
+
+A tool is data plus one function: its name and description, a pydantic input
+model (the JSON Schema the model sees is derived from it), the policy facts it
+declares (functions of the parsed input, evaluated by ax-policy, never
+judged here), and ``run``. Tools contain no policy logic and never write the
+event log: the loop decides, snapshots, records and only then calls ``run``.
+Anything that touches another ax tool goes through ``ctx.seam``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libcommon.contracts import Contract
+from libcommon.paths import StateLayout
+
+if TYPE_CHECKING:
+    from ax_agent.providers.base import ToolSchema
+    from ax_agent.seam import Seam
+    from ax_policy import Decision, ToolFacts
+
+
+@dataclass
+class ToolContext:
+    """What one call of a tool may use."""
+
+    layout: StateLayout
+    session_id: str
+    call_id: str
+    step: int
+    seam: Seam
+    decision: Decision
+    abort: threading.Event = field(default_factory=threading.Event)
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Path:
+        return self.layout.workspace
+
+
+@dataclass
+class ToolResult:
+    """What the model sees (``content``), and what the harness records."""
+
+    content: str
+    is_error: bool = False
+    # One line for tool.completed and the trail.
+    summary: str = ""
+    # The full output when ``content`` had to be cut; saved for recall_step.
+    full_output: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelTool:
+    name: str
+    description: str
+    input_model: type[Contract]
+    facts: ToolFacts
+    run: Callable[[Any, ToolContext], ToolResult]
+
+    def schema(self) -> ToolSchema:
+        from ax_agent.providers.base import ToolSchema
+
+        return ToolSchema(
+            self.name, self.description, self.input_model.model_json_schema(by_alias=True)
+        )
