@@ -1,0 +1,35 @@
+"""The composition seam: the one way ax-agent reaches another ax tool.
+
+Each call names a verb and passes its pydantic request; the answer is the
+verb's pydantic response. In-process is the default; ``AX_COMPOSE=process``
+runs the real ``ax-<tool> <verb>`` with the request as JSON on stdin, so the
+same session can be run both ways and compared.
+
+| verb | request | response |
+|---|---|---|
+| ``policy.decide`` | ``ax_policy.DecisionRequest`` | ``ax_policy.Decision`` |
+| ``exec.run`` | ``ax_exec.ExecSpec`` | ``ax_exec.ExecOutcome`` |
+| ``log.append`` | ``AppendRequest`` | the stored events |
+| ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events |
+| ``check.run`` | ``CheckRunRequest`` | ``ax_check.CheckResult`` |
+| ``slate.record`` | ``ax_slate.RecordRequest`` | ``ax_slate.TrailEntry`` |
+| ``slate.note_set`` | ``NoteSetRequest`` | ``ax_slate.Note`` |
+| ``slate.note_delete`` | ``NoteKeyRequest`` | whether a note was deleted |
+| ``slate.recall`` | ``RecallRequest`` | ``ax_slate.RecallPage`` |
+| ``slate.search`` | ``SearchRequest`` | ``ax_slate.SearchResult`` |
+
+(request models without a package are in ``ax_agent.seam_models``.)
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+
+class Seam(Protocol):
+    def call(
+        self, verb: str, request: BaseModel, *, abort: threading.Event | None = None
+    ) -> Any: ...
