@@ -219,3 +219,9 @@ def test_ax_report_limits() -> None:
     assert text.SHOWN_CACHE_ENTRIES == 4096
     assert scope.RELATIVE_CACHE_ENTRIES == 4096
     assert diff.DIFF_CONTEXT_LINES == 3
+
+
+def test_mcp_check_limits() -> None:
+    from ax_mcp import catalog
+
+    assert catalog.CHECK_RUN_TIMEOUT_S == 600.0

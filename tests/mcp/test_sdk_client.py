@@ -128,3 +128,47 @@ def test_an_unknown_tool_is_a_protocol_error(workspace: Path) -> None:
 
     error = run_session(workspace, scenario)
     assert "unknown tool" in str(error)
+
+
+def tiny_python_project(workspace: Path, passing: bool) -> None:
+    (workspace / "pyproject.toml").write_text('[project]\nname = "tiny"\nversion = "0"\n')
+    (workspace / "test_tiny.py").write_text(
+        f"def test_answer():\n    assert {'42' if passing else '41'} == 42\n"
+    )
+
+
+def test_check_detect_and_an_untrusted_check_run(workspace: Path) -> None:
+    tiny_python_project(workspace, passing=True)
+
+    async def scenario(session: ClientSession) -> list[Any]:
+        return [
+            await call(session, "check_detect", {}),
+            await call(session, "check_run", {"kind": "test"}),
+            await call(session, "check_run", {"kind": "vibes"}),
+        ]
+
+    detected, untrusted, bad_kind = run_session(workspace, scenario)
+    assert detected.is_error is False
+    (unit,) = detected.structured_content["units"]
+    assert unit["path"] == str(workspace)
+    assert unit["manifests"] == ["pyproject.toml"]
+    assert untrusted.is_error is True
+    assert "not trusted" in untrusted.content[0].text
+    assert "ax-policy trust grant" in untrusted.content[0].text
+    assert bad_kind.is_error is True and "kind" in bad_kind.content[0].text
+
+
+@pytest.mark.parametrize(("passing", "verdict"), [(True, "passed"), (False, "failed")])
+def test_check_run_in_a_trusted_workspace(workspace: Path, passing: bool, verdict: str) -> None:
+    from ax_policy import grant_trust
+
+    tiny_python_project(workspace, passing)
+    grant_trust(state_layout(workspace))
+
+    async def scenario(session: ClientSession) -> Any:
+        return await call(session, "check_run", {"kind": "test"})
+
+    result = run_session(workspace, scenario)
+    assert result.is_error is False
+    assert result.structured_content["verdict"] == verdict
+    assert result.structured_content["replayKey"]

@@ -10,16 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ax_mcp.models import CheckPathRequest, ReviewCommandRequest
+from ax_mcp.models import (
+    CheckDetectRequest,
+    CheckPathRequest,
+    CheckRunRequest,
+    ReviewCommandRequest,
+)
 from ax_mcp.server import Tool
+from libcommon.errors import NotTrusted
 from libcommon.paths import StateLayout
+
+# A check started by a model through MCP may run this long before its tree is killed.
+CHECK_RUN_TIMEOUT_S = 600.0
 
 # ax-slate's handler name -> the MCP tool name.
 SLATE_TOOL_NAMES = {"open": "slate_open", "writeSeed": "slate_write_seed", "close": "slate_close"}
 
 
 def build_tools(layout: StateLayout, environ: Mapping[str, str]) -> list[Tool]:
-    return [*slate_tools(layout), *policy_tools(layout, environ)]
+    return [*slate_tools(layout), *check_tools(layout, environ), *policy_tools(layout, environ)]
 
 
 def slate_tools(layout: StateLayout) -> list[Tool]:
@@ -37,6 +46,57 @@ def slate_tools(layout: StateLayout) -> list[Tool]:
             Tool(tool_name, handler.description, handler.request, handler.response, call, False)
         )
     return tools
+
+
+def check_tools(layout: StateLayout, environ: Mapping[str, str]) -> list[Tool]:
+    from ax_check import CheckRequest, CheckResult, DetectReport, detect, run_check
+    from ax_check import Hooks as CheckHooks
+
+    def detect_units(request: CheckDetectRequest) -> DetectReport:
+        return detect(layout.workspace, environ)
+
+    def run(request: CheckRunRequest) -> CheckResult:
+        from ax_policy import check_trust
+
+        if not check_trust(layout).trusted:
+            raise NotTrusted(
+                f"check_run runs the project's own code, and {layout.workspace} is not trusted",
+                hint=f"a person can trust it with `ax-policy trust grant -C {layout.workspace}`",
+            )
+        targets = (request.target,) if request.target else ()
+        return run_check(
+            CheckRequest(
+                kind=request.kind,
+                workspace=layout.workspace,
+                project=request.project,
+                targets=targets,
+                timeout_s=CHECK_RUN_TIMEOUT_S,
+            ),
+            CheckHooks(environ=environ),
+        )
+
+    return [
+        Tool(
+            "check_detect",
+            "The project units of the workspace, their manifests, and which check kinds "
+            "resolve to which command (nothing is run).",
+            CheckDetectRequest,
+            DetectReport,
+            detect_units,
+            True,
+        ),
+        Tool(
+            "check_run",
+            "Run one typed check (build, test, test-targeted, typecheck, lint, format, "
+            "static-analysis) with the command the project's own manifests give. The "
+            "verdict is the exit code; 'unsupported' carries a typed reason. Needs a "
+            "trusted workspace.",
+            CheckRunRequest,
+            CheckResult,
+            run,
+            False,
+        ),
+    ]
 
 
 def policy_tools(layout: StateLayout, environ: Mapping[str, str]) -> list[Tool]:
