@@ -163,6 +163,11 @@ def run_main(
                 return exc.status
             except ReaderGone:
                 return ExitStatus.BROKEN_PIPE
+            except SystemExit as exc:
+                # typer answers a broken pipe while printing help by exiting 1 itself.
+                if isinstance(exc.__context__, BrokenPipeError):
+                    return ExitStatus.BROKEN_PIPE
+                raise
     finally:
         _current.pop()
     return int(result) if isinstance(result, int) else ExitStatus.OK
@@ -172,6 +177,9 @@ def entry_point(main: Callable[[], int]) -> NoReturn:
     """Console-script wrapper: exit with ``main()``'s status, quietly on a closed pipe."""
     try:
         status = main()
+    except BrokenPipeError:
+        status = ExitStatus.BROKEN_PIPE
+    try:
         sys.stdout.flush()
     except BrokenPipeError:
         status = ExitStatus.BROKEN_PIPE

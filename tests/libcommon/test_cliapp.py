@@ -353,7 +353,7 @@ def test_installed_tool_into_closed_pipe_is_quiet(tool_path: ToolPath, argv: lis
         os.close(write_end)
     assert "Traceback" not in proc.stderr
     assert "Exception ignored" not in proc.stderr
-    assert proc.returncode != 0
+    assert proc.returncode == 141
 
 
 STREAMING_TOOL = """
