@@ -78,3 +78,23 @@ def test_bad_request_raises_before_anything_runs(project: Project) -> None:
     with pytest.raises(BadRequest, match="unknown kind"):
         run_check(CheckRequest(kind="deploy", workspace=ws, project="api"))
     assert started == []
+
+
+def test_a_sandboxed_check_may_write_the_workspace_but_nothing_outside(
+    project: Project, tmp_path: Path
+) -> None:
+    from ax_exec import probe_sandbox
+
+    probe = probe_sandbox()
+    if not any(b.enforced for b in probe.backends):
+        pytest.skip("no enforced sandbox backend on this machine")
+    ws = project("pyproj")
+    outside = tmp_path / "outside.txt"
+    (ws / "Makefile").write_text(f"test:\n\ttouch inside.txt\n\ttouch {outside}\n")
+    result = run_check(CheckRequest(kind="test", workspace=ws, sandbox="workspace-write"))
+    assert result.verdict == "failed"
+    assert (ws / "inside.txt").exists()
+    assert not outside.exists()
+    unconfined = run_check(CheckRequest(kind="test", workspace=ws))
+    assert unconfined.verdict == "passed"
+    assert outside.exists()

@@ -7,7 +7,7 @@ as is; these cover the verbs whose core functions take plain arguments.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -34,6 +34,8 @@ class CheckRunRequest(Contract):
     project: str | None = None
     targets: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
+    # The sandbox profile the policy decision named ("none" when it runs unsandboxed).
+    sandbox: Literal["none", "read-only", "workspace-write"] = "none"
 
 
 class NoteSetRequest(Contract):

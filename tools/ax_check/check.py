@@ -21,7 +21,7 @@ from ax_check.parsers import Enrichment, OutputWatcher
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import Toolchains
 from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
-from ax_exec import AbortHook, ExecOutcome, ExecSpec, run_managed
+from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
 
@@ -58,6 +58,9 @@ class CheckRequest:
     targets: tuple[str, ...] = ()
     session: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # The sandbox the check's command runs in (ax-agent passes the profile its
+    # policy decision named); a profile that cannot be enforced is a spawn error.
+    sandbox: SandboxProfile = "none"
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,9 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         argv=list(resolution.command.argv),
         cwd=str(unit.path),
         timeout_s=prepared.request.timeout_s,
+        sandbox=prepared.request.sandbox,
+        # workspace-write may change the whole workspace, not only this unit.
+        workspace=str(resolve_workspace(prepared.request.workspace)),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
     )
