@@ -211,6 +211,8 @@ def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, obj
         "exitCode": result.exit_code,
         "termination": result.termination,
         "reason": result.reason,
+        "replayKey": result.replay_key,
+        "signals": [signal.to_json() for signal in result.signals],
     }
 
 

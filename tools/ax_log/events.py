@@ -218,6 +218,9 @@ class CheckCompleted(EventBody):
     exit_code: int | None
     termination: Termination | None
     reason: str | None
+    # What consent can bind to, and the named signals (e.g. failing test ids).
+    replay_key: Sha256 | None = None
+    signals: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _exit_code_only_when_exited(self) -> CheckCompleted:
