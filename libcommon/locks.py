@@ -17,6 +17,7 @@ from pathlib import Path
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_json
 from libcommon.errors import CorruptStore, Fenced
+from libcommon.procfs import read_proc
 
 LOCK_TIMEOUT_S = 30.0
 
@@ -43,16 +44,8 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 def process_start_time(pid: int) -> int | None:
     """The process start time in clock ticks since boot, or None if it is gone (or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        # Exited but not reaped yet: its /proc entry lingers, but nobody is home.
-        return None
-    return int(fields[19])
+    info = read_proc(pid)
+    return info.start_time if info is not None and info.alive else None
 
 
 @dataclass(frozen=True)

@@ -111,10 +111,25 @@ def top(name: str) -> str:
     return name.split(".")[0]
 
 
+def public_names(init: Path) -> set[str]:
+    """The names a package's ``__all__`` lists (a literal list or tuple of strings)."""
+    for node in ast.parse(init.read_text()).body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            and isinstance(node.value, ast.List | ast.Tuple)
+        ):
+            return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return set()
+
+
 def check_tree(root: Path) -> list[str]:
     """Every violation of the dependency rules in the tree at ``root``."""
     files = dict(module_files(root))
     known = set(files)
+    exported = {
+        module: public_names(file) for module, file in files.items() if file.name == "__init__.py"
+    }
     problems: list[str] = []
     graph: dict[str, set[str]] = {name: set() for name in known}
 
@@ -123,8 +138,13 @@ def check_tree(root: Path) -> list[str]:
         for imp in read_imports(module, file):
             where = f"{file.relative_to(root)}:{imp.line}"
             targets = [imp.target]
-            # `from pkg import sub` imports the submodule pkg.sub when there is one.
-            targets += [f"{imp.target}.{n}" for n in imp.names if f"{imp.target}.{n}" in known]
+            # `from pkg import sub` imports the submodule pkg.sub when there is one,
+            # unless the package's __all__ names a public `sub` (a function, say).
+            targets += [
+                f"{imp.target}.{n}"
+                for n in imp.names
+                if f"{imp.target}.{n}" in known and n not in exported.get(imp.target, set())
+            ]
             for target in targets:
                 if target in known and target != module:
                     graph[module].add(target)
@@ -278,5 +298,8 @@ def test_lazy_and_type_checking_imports_are_allowed(tmp_path: Path) -> None:
         ),
         "tools/ax_log/core.py": "from . import events\nfrom ax_log import events as e\n",
         "tools/ax_log/events.py": "",
+        "tools/ax_exec/__init__.py": "from ax_exec.spawn import spawn\n__all__ = ['spawn']\n",
+        "tools/ax_exec/spawn.py": "def spawn(): ...\n",
+        "tools/ax_check/later.py": "from ax_exec import spawn\n",
     }
     assert check_tree(_plant(tmp_path, planted)) == []

@@ -10,6 +10,9 @@ from libcommon import cliapp, locks, paths
 
 
 def test_libcommon_limits() -> None:
+    from libcommon import procfs
+
+    assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
     assert locks.LOCK_TIMEOUT_S == 30.0
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
     assert paths.SLUG_HASH_CHARS == 12
@@ -42,7 +45,6 @@ def test_preview_limits() -> None:
     assert proc.KILL_GRACE_S == 2.0
     assert proc.KILL_ROUNDS == 5
     assert proc.KILL_POLL_S == 0.02
-    assert proc.ENV_READ_MAX_BYTES == 1024 * 1024
     assert manage.STOP_WAIT_S == proc.KILL_GRACE_S + 10.0
     assert manage.FOLLOW_POLL_S == 0.2
     assert manage.LOGS_READ_MAX_BYTES == 1024 * 1024

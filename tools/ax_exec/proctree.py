@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ax_exec.environment import RUN_MARKER
+from libcommon.procfs import ProcInfo, all_processes, environ_has, read_proc, send_signal
 
 KILL_GRACE_S = 2.0
 KILL_ROUNDS = 5
@@ -47,49 +48,6 @@ def become_subreaper() -> bool:
     return _subreaper
 
 
-@dataclass(frozen=True)
-class ProcInfo:
-    pid: int
-    ppid: int
-    pgrp: int
-    session: int
-    state: str
-    start_time: int
-
-    @property
-    def alive(self) -> bool:
-        # A zombie has exited; only its exit status is left to collect.
-        return self.state not in ("Z", "X")
-
-
-def read_proc(pid: int) -> ProcInfo | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return ProcInfo(
-        pid=pid,
-        ppid=int(fields[1]),
-        pgrp=int(fields[2]),
-        session=int(fields[3]),
-        state=fields[0],
-        start_time=int(fields[19]),
-    )
-
-
-def all_processes() -> list[ProcInfo]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            info = read_proc(int(entry.name))
-            if info is not None:
-                found.append(info)
-    return found
-
-
 def _holds_pipe(pid: int, links: set[str]) -> bool:
     try:
         entries = list(os.scandir(f"/proc/{pid}/fd"))
@@ -102,14 +60,6 @@ def _holds_pipe(pid: int, links: set[str]) -> bool:
         except OSError:
             continue
     return False
-
-
-def _has_marker(pid: int, marker: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return marker in handle.read().split(b"\0")
-    except OSError:
-        return False
 
 
 @dataclass
@@ -157,7 +107,7 @@ class RunTree:
                 or info.session == self.root_pid
                 or info.pgrp == self.root_pid
                 or (info.pid, info.start_time) in self.known
-                or (info.ppid in (me, 1) and _has_marker(info.pid, marker))
+                or (info.ppid in (me, 1) and environ_has(info.pid, marker))
                 or (links and info.alive and _holds_pipe(info.pid, links))
             ):
                 roots.append(info.pid)
@@ -174,24 +124,6 @@ class RunTree:
 
     def alive(self, exclude_root: bool = False, deep: bool = False) -> list[ProcInfo]:
         return _alive(self.scan(deep), self, exclude_root)
-
-
-def send_signal(info: ProcInfo, signum: int) -> bool:
-    """Signal ``info`` only if the pid still names the same process."""
-    try:
-        pidfd = os.pidfd_open(info.pid)
-    except OSError:
-        return False
-    try:
-        current = read_proc(info.pid)
-        if current is None or current.start_time != info.start_time:
-            return False
-        signal.pidfd_send_signal(pidfd, signum)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(pidfd)
 
 
 def _signal_all(processes: Iterable[ProcInfo], signum: int) -> None:

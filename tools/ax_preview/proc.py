@@ -7,8 +7,8 @@ zombie, and for the server also the preview's random token in its
 environment. Signals go through a pidfd opened after that check, so a pid
 recycled in between is never signalled.
 
-ax_exec keeps an equivalent scanner private (its public face offers only
-``run_managed``); this module is the minimum a preview needs.
+Reading /proc and the pidfd signal are libcommon.procfs's, shared with ax-exec;
+what is here is the preview's own notion of its server's tree and its kill.
 """
 
 from __future__ import annotations
@@ -19,42 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from libcommon.procfs import ProcInfo, all_processes, environ_has, read_proc, send_signal
+
+__all__ = ["ProcInfo", "all_processes", "read_proc", "send_signal"]
+
 KILL_GRACE_S = 2.0
 KILL_ROUNDS = 5
 KILL_POLL_S = 0.02
-ENV_READ_MAX_BYTES = 1024 * 1024
 TOKEN_VARIABLE = "AX_PREVIEW_TOKEN"
-
-
-@dataclass(frozen=True)
-class ProcInfo:
-    pid: int
-    ppid: int
-    session: int
-    state: str
-    start_time: int
-
-    @property
-    def alive(self) -> bool:
-        # A zombie has exited; only its exit status is left to collect.
-        return self.state not in ("Z", "X")
-
-
-def read_proc(pid: int) -> ProcInfo | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return ProcInfo(
-        pid=pid,
-        ppid=int(fields[1]),
-        session=int(fields[3]),
-        state=fields[0],
-        start_time=int(fields[19]),
-    )
 
 
 def is_alive(pid: int | None, start_time: int | None) -> bool:
@@ -67,22 +39,7 @@ def is_alive(pid: int | None, start_time: int | None) -> bool:
 
 def has_token(pid: int, token: str) -> bool:
     """True when the process's environment carries this preview's token."""
-    wanted = f"{TOKEN_VARIABLE}={token}".encode()
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return wanted in handle.read(ENV_READ_MAX_BYTES).split(b"\0")
-    except OSError:
-        return False
-
-
-def all_processes() -> list[ProcInfo]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = read_proc(int(name))
-            if info is not None:
-                found.append(info)
-    return found
+    return environ_has(pid, f"{TOKEN_VARIABLE}={token}".encode())
 
 
 def server_tree(root_pid: int, root_start: int, token: str) -> list[ProcInfo]:
@@ -115,24 +72,6 @@ def server_tree(root_pid: int, root_start: int, token: str) -> list[ProcInfo]:
         tree[pid] = procs[pid]
         pending.extend(children.get(pid, ()))
     return sorted(tree.values(), key=lambda info: (info.pid != root_pid, info.pid))
-
-
-def send_signal(info: ProcInfo, signum: int) -> bool:
-    """Signal ``info`` only if its pid still names the same process."""
-    try:
-        pidfd = os.pidfd_open(info.pid)
-    except OSError:
-        return False
-    try:
-        current = read_proc(info.pid)
-        if current is None or current.start_time != info.start_time:
-            return False
-        signal.pidfd_send_signal(pidfd, signum)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(pidfd)
 
 
 @dataclass(frozen=True)
