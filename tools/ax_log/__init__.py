@@ -8,8 +8,9 @@ invocation does, ``--help`` included) stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_log.envelope import SCHEMA_VERSION
@@ -172,8 +173,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ax_log' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _MODULE_OF)

@@ -10,8 +10,9 @@ pydantic and the engine.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .command_review import SYSTEM_BIN_DIRS, review_command
@@ -129,10 +130,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {name: f".{module}" for name, module in _EXPORTS.items()})

@@ -9,8 +9,9 @@ with ax_log.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_preview.events import PreviewFailed, PreviewReady, PreviewStarted, PreviewStopped
@@ -64,8 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ax_preview' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _MODULE_OF)

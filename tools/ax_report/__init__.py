@@ -7,8 +7,9 @@ This module is the public face: other tools import only what it names, e.g.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_report.build import build_report, render_json, section_names
@@ -41,8 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ax_report' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _MODULE_OF)

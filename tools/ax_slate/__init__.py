@@ -8,8 +8,9 @@ slate handlers from that table) or ``from ax_slate import record, build_frame``
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_slate.budget import CHARS_PER_TOKEN, estimate_tokens
@@ -156,8 +157,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ax_slate' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _MODULE_OF)
