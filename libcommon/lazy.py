@@ -17,7 +17,8 @@ def lazy_getattr(package: str, module_of: Mapping[str, str]) -> Callable[[str], 
     """A module ``__getattr__`` importing ``name`` from ``module_of[name]`` when first asked.
 
     Module names may be absolute (``ax_log.writer``) or relative to ``package``
-    (``.writer``).
+    (``.writer``). A public name must not also be a submodule's name: importing
+    that submodule would put the module where the name should be.
     """
 
     def load(name: str) -> Any:

@@ -138,13 +138,8 @@ def check_tree(root: Path) -> list[str]:
         for imp in read_imports(module, file):
             where = f"{file.relative_to(root)}:{imp.line}"
             targets = [imp.target]
-            # `from pkg import sub` imports the submodule pkg.sub when there is one,
-            # unless the package's __all__ names a public `sub` (a function, say).
-            targets += [
-                f"{imp.target}.{n}"
-                for n in imp.names
-                if f"{imp.target}.{n}" in known and n not in exported.get(imp.target, set())
-            ]
+            # `from pkg import sub` imports the submodule pkg.sub when there is one.
+            targets += [f"{imp.target}.{n}" for n in imp.names if f"{imp.target}.{n}" in known]
             for target in targets:
                 if target in known and target != module:
                     graph[module].add(target)
@@ -175,6 +170,13 @@ def check_tree(root: Path) -> list[str]:
                         f"— use the package root {dest} and its public names"
                     )
 
+    for package, names in exported.items():
+        problems += [
+            f"{package}: public name {name!r} is also a submodule; importing the submodule "
+            "replaces the name on the package"
+            for name in sorted(names)
+            if f"{package}.{name}" in known
+        ]
     problems += [f"import cycle: {' -> '.join(cycle)}" for cycle in find_cycles(graph)]
     return problems
 
@@ -276,6 +278,13 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
         ),
         ({"tools/ax_log/core.py": "from ax_log import thing\n"}, "imports its own package root"),
         (
+            {
+                "tools/ax_exec/__init__.py": "from ax_exec.spawn import spawn\n__all__ = ['spawn']\n",
+                "tools/ax_exec/spawn.py": "def spawn(): ...\n",
+            },
+            "public name 'spawn' is also a submodule",
+        ),
+        (
             {"tools/ax_log/core.py": "from . import events, thing\n", "tools/ax_log/events.py": ""},
             "imports its own package root",
         ),
@@ -298,8 +307,5 @@ def test_lazy_and_type_checking_imports_are_allowed(tmp_path: Path) -> None:
         ),
         "tools/ax_log/core.py": "from . import events\nfrom ax_log import events as e\n",
         "tools/ax_log/events.py": "",
-        "tools/ax_exec/__init__.py": "from ax_exec.spawn import spawn\n__all__ = ['spawn']\n",
-        "tools/ax_exec/spawn.py": "def spawn(): ...\n",
-        "tools/ax_check/later.py": "from ax_exec import spawn\n",
     }
     assert check_tree(_plant(tmp_path, planted)) == []

@@ -204,7 +204,7 @@ def _print_detect(report: DetectReport) -> None:
 @app.command("detect")
 def detect_verb(workspace: WorkspaceOption = None, json_output: JsonOption = False) -> None:
     """List the units, what each kind resolves to, and the toolchains found (spawns nothing)."""
-    from ax_check.detect import detect
+    from ax_check.detection import detect
 
     report = detect(workspace, cliapp.env().environ)
     if json_output:

@@ -8,19 +8,43 @@ its ExecOutcome; ``probe_sandbox()`` reports every sandbox backend (probed once
 per process) and ``profile_status(profile, allow_net)`` what one profile enforces.
 """
 
-from ax_exec.models import (
-    BackendReport,
-    ExecOutcome,
-    ExecSpec,
-    KillReport,
-    SandboxProbe,
-    SandboxProfile,
-    SandboxStatus,
-    StreamCapture,
-    Termination,
-)
-from ax_exec.run import AbortHook, OutputHook, run_managed
-from ax_exec.sandbox import probe_sandbox, profile_status
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from libcommon.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from ax_exec.models import (
+        BackendReport,
+        ExecOutcome,
+        ExecSpec,
+        KillReport,
+        SandboxProbe,
+        SandboxProfile,
+        SandboxStatus,
+        StreamCapture,
+        Termination,
+    )
+    from ax_exec.run import AbortHook, OutputHook, run_managed
+    from ax_exec.sandbox import probe_sandbox, profile_status
+
+_MODULE_OF = {
+    "BackendReport": "ax_exec.models",
+    "ExecOutcome": "ax_exec.models",
+    "ExecSpec": "ax_exec.models",
+    "KillReport": "ax_exec.models",
+    "SandboxProbe": "ax_exec.models",
+    "SandboxProfile": "ax_exec.models",
+    "SandboxStatus": "ax_exec.models",
+    "StreamCapture": "ax_exec.models",
+    "Termination": "ax_exec.models",
+    "AbortHook": "ax_exec.run",
+    "OutputHook": "ax_exec.run",
+    "run_managed": "ax_exec.run",
+    "probe_sandbox": "ax_exec.sandbox",
+    "profile_status": "ax_exec.sandbox",
+}
 
 __all__ = [
     "AbortHook",
@@ -38,3 +62,5 @@ __all__ = [
     "profile_status",
     "run_managed",
 ]
+
+__getattr__ = lazy_getattr(__name__, _MODULE_OF)
