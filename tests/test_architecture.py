@@ -279,7 +279,7 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
         ({"tools/ax_log/core.py": "from ax_log import thing\n"}, "imports its own package root"),
         (
             {
-                "tools/ax_exec/__init__.py": "from ax_exec.spawn import spawn\n__all__ = ['spawn']\n",
+                "tools/ax_exec/__init__.py": "from .spawn import spawn\n__all__ = ['spawn']\n",
                 "tools/ax_exec/spawn.py": "def spawn(): ...\n",
             },
             "public name 'spawn' is also a submodule",
