@@ -203,6 +203,7 @@ def test_the_registry_renders_every_section_in_order() -> None:
         "checks",
         "approvals",
         "undo",
+        "previews",
         "custom",
         "problems",
     ]

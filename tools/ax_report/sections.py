@@ -724,6 +724,66 @@ class Undo(Section):
         return lines + _none(body)
 
 
+# --- previews ----------------------------------------------------------------
+
+
+class Previews(Section):
+    """Dev servers started in the session: what answered, and why each stopped."""
+
+    name = "previews"
+    title = "Previews"
+    handles = ("preview.*",)
+
+    def __init__(self) -> None:
+        self.previews: dict[str, dict[str, Any]] = {}
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        preview_id = event.get("previewId")
+        if not isinstance(preview_id, str):
+            return
+        entry = self.previews.setdefault(preview_id, {"id": preview_id, "seq": ctx.event_seq})
+        kind = event["type"].removeprefix("preview.")
+        if kind == "started":
+            entry.update(script=event.get("script"), command=event.get("command"))
+        elif kind == "ready":
+            entry.update(url=event.get("url"), note=event.get("note"))
+        elif kind == "failed":
+            entry.update(failed=event.get("reason"))
+        elif kind == "stopped":
+            entry.update(
+                stopped=event.get("reason"),
+                exitCode=event.get("exitCode"),
+                killVerified=event.get("killVerified"),
+            )
+
+    def to_json(self, ctx: Context) -> Any:
+        return [self.previews[key] for key in sorted(self.previews)]
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.previews)})", ""]
+        return lines + _none([_preview_text(self.previews[key]) for key in sorted(self.previews)])
+
+
+def _preview_text(entry: dict[str, Any]) -> str:
+    command = entry.get("command")
+    what = shown(" ".join(command)) if isinstance(command, list) else "command not recorded"
+    parts = [
+        f"- {code(entry['id'])} ({shown(entry.get('script') or 'script not recorded')}: "
+        f"{code(what)})"
+    ]
+    if entry.get("url"):
+        parts.append(f"answered at {shown(entry['url'])} ({shown(entry.get('note') or '')})")
+    if entry.get("failed"):
+        parts.append(f"failed: {shown(entry['failed'])}")
+    if entry.get("stopped"):
+        kill = entry.get("killVerified")
+        verified = "" if kill is None else ", kill verified" if kill else ", kill NOT verified"
+        parts.append(f"stopped: {shown(entry['stopped'])}{verified}")
+    else:
+        parts.append("STARTED, no stop recorded: it may still be running (ax-preview list)")
+    return "; ".join(parts)
+
+
 # --- custom events -----------------------------------------------------------
 
 
@@ -784,4 +844,14 @@ class Problems(Section):
         return lines + _none(body)
 
 
-SECTIONS: list[type[Section]] = [Header, Files, Commands, Checks, Approvals, Undo, Custom, Problems]
+SECTIONS: list[type[Section]] = [
+    Header,
+    Files,
+    Commands,
+    Checks,
+    Approvals,
+    Undo,
+    Previews,
+    Custom,
+    Problems,
+]
