@@ -1,8 +1,9 @@
 """What the model-facing tools share: input models, workspace paths, refusals, caps.
 
 A tool resolves every path it touches against the workspace and refuses one
-that leads outside it, unless the policy decision for this very call already
-named that resolved path (a person approved a read outside the workspace).
+that leads outside it, unless it only reads and the policy decision for this
+very call already named that resolved path (a person approved a read outside
+the workspace). Writes and a command's folder never leave the workspace.
 The policy validated the path it was shown; the tool must not follow a path
 the policy never saw, such as a symlink swapped in after the decision.
 """
@@ -85,15 +86,19 @@ def workspace_root(ctx: ToolContext) -> Path:
     return Path(os.path.realpath(ctx.workspace))
 
 
-def resolve(raw: str, ctx: ToolContext) -> Path:
-    """The real path ``raw`` names (relative to the workspace), or Refused."""
+def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
+    """The real path ``raw`` names (relative to the workspace), or Refused.
+
+    A path outside the workspace is followed only by a read, and only when the
+    decision for this call validated that very path and did not deny it.
+    """
     if not raw:
         raise Refused("the path is empty; give a path relative to the workspace root")
     if "\x00" in raw:
         raise Refused("the path contains a NUL character")
     ws = workspace_root(ctx)
     target = Path(os.path.realpath(ws / raw))
-    if is_within(target, ws) or _seen_by_policy(target, ctx):
+    if is_within(target, ws) or (not write and _read_seen_by_policy(target, ctx)):
         return target
     via_link = is_within(Path(os.path.normpath(ws / raw)), ws)
     how = "through a symlink " if via_link else ""
@@ -103,8 +108,13 @@ def resolve(raw: str, ctx: ToolContext) -> Path:
     )
 
 
-def _seen_by_policy(target: Path, ctx: ToolContext) -> bool:
-    return any(facts.valid and facts.resolved == str(target) for facts in ctx.decision.paths)
+def _read_seen_by_policy(target: Path, ctx: ToolContext) -> bool:
+    if ctx.decision.verdict == "deny":
+        return False
+    return any(
+        facts.valid and not facts.write and facts.resolved == str(target)
+        for facts in ctx.decision.paths
+    )
 
 
 def shown(path: Path, ctx: ToolContext) -> str:
@@ -129,8 +139,10 @@ def read_capped(path: str | os.PathLike[str], limit: int = FULL_OUTPUT_MAX_CHARS
     return text
 
 
-def count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    if number == 1:
+        return f"{number} {noun}"
+    return f"{number} {plural or noun + 's'}"
 
 
 def is_hidden(name: str) -> bool:

@@ -53,7 +53,7 @@ class _Text:
 
 @guarded
 def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
-    path = resolve(request.path, ctx)
+    path = resolve(request.path, ctx, write=True)
     name = shown(path, ctx)
     if not request.old_string:
         raise Refused("old_string is empty; to create or overwrite a file use write_file")

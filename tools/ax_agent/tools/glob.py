@@ -56,7 +56,7 @@ def run(request: GlobInput, ctx: ToolContext) -> ToolResult:
         note = _walk_note(state)
         return ToolResult(content=f"no path matches {request.pattern!r} in {where}{note}",
                           summary=f"{label}: no match")
-    summary = f"{label}: {count(len(found), 'match')}"
+    summary = f"{label}: {count(len(found), 'match', 'matches')}"
     if len(found) <= GLOB_MAX_RESULTS and not (cut or state.exhausted):
         return ToolResult(content="\n".join(found), summary=summary)
     total = f"{len(found)}+" if cut or state.exhausted else str(len(found))

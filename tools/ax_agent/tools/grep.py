@@ -158,6 +158,9 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
         argv += ["--glob", request.glob]
     argv += ["--", str(root)]
     search = Search()
+    if ctx.abort.is_set():
+        search.stopped = "aborted"
+        return search
     env = {key: value for key, value in (ctx.environ or os.environ).items()}
     env.pop("RIPGREP_CONFIG_PATH", None)
     process = subprocess.Popen(

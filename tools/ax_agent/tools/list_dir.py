@@ -55,12 +55,12 @@ def run(request: ListDirInput, ctx: ToolContext) -> ToolResult:
         else:
             label += f"  ({_size(entry.path)})"
         lines.append(indent + label)
-    header = f"{name}/ ({count(len(lines), 'entry')}" + (
+    header = f"{name}/ ({count(len(lines), 'entry', 'entries')}" + (
         ", more not listed)" if state.exhausted else ")"
     )
     if not lines:
         return ToolResult(content=f"{name}/ is empty", summary=f"listed {name}: empty")
-    summary = f"listed {name}: {count(len(lines), 'entry')}"
+    summary = f"listed {name}: {count(len(lines), 'entry', 'entries')}"
     if len(lines) <= LIST_MAX_ENTRIES and not state.exhausted:
         return ToolResult(content="\n".join([header, *lines]), summary=summary)
     full = "\n".join([header, *lines])

@@ -50,7 +50,7 @@ def sandbox_for(decision: Decision) -> SandboxProfile:
 
 @guarded
 def run(request: RunCommandInput, ctx: ToolContext) -> ToolResult:
-    cwd = resolve(request.cwd, ctx)
+    cwd = resolve(request.cwd, ctx, write=True)
     if not cwd.is_dir():
         raise Refused(f"the cwd {shown(cwd, ctx)} is not a folder")
     spec = ExecSpec(

@@ -19,7 +19,7 @@ class WriteFileInput(ToolInput):
 
 @guarded
 def run(request: WriteFileInput, ctx: ToolContext) -> ToolResult:
-    path = resolve(request.path, ctx)
+    path = resolve(request.path, ctx, write=True)
     name = shown(path, ctx)
     if path.is_dir():
         raise Refused(f"{name} is a folder; write_file writes a file")
