@@ -278,7 +278,7 @@ def _execute(
                 f" ({answer.detail})" if answer.detail else ""
             )
             return _complete(session, use, why, ok=False, summary=why, outcome="declined")
-    result = _run_tool(session, tool, use, value, decision, abort, state.steps)
+    result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1)
     if snapshots:
         _record_mutations(session, use, snapshots)
     if abort.is_set():
@@ -524,7 +524,7 @@ def _trail(
     from ax_slate import RecordRequest
 
     outcome = ("error: " if result.is_error else "") + (result.summary or "done")
-    session.seam.call(
+    entry = session.seam.call(
         "slate.record",
         RecordRequest(
             tool=use.name,
@@ -533,6 +533,7 @@ def _trail(
             output=output_path,
         ),
     )
+    session.trail_step = entry.step
 
 
 def _finished(

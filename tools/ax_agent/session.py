@@ -97,6 +97,8 @@ class Session:
     # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
     asking: threading.Event = field(default_factory=threading.Event)
     turns: int = 0
+    # The Trail's last step: the next executed call becomes step trail_step + 1.
+    trail_step: int = 0
 
     @property
     def workspace(self) -> Path:
@@ -173,6 +175,7 @@ def start_session(options: StartOptions) -> Session:
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         session.seam.call("slate.start", SlateStartRequest())
+        session.trail_step = _last_trail_step(layout, session_id)
         if history is not None:
             from .resume import rebuild
 
@@ -181,6 +184,13 @@ def start_session(options: StartOptions) -> Session:
         lease.release()
         raise
     return session
+
+
+def _last_trail_step(layout: StateLayout, session_id: str) -> int:
+    from ax_slate import read_trail
+
+    newest = read_trail(layout, session_id, count=1)
+    return newest[-1].step if newest else 0
 
 
 def _provider(options: StartOptions, config: PolicyConfig) -> Provider:
