@@ -25,6 +25,7 @@ from libcommon.locks import OwnerLease
 from libcommon.paths import StateLayout, check_session_id, state_layout
 
 from .approvals import Approver, DenyingApprover
+from .compose import make_seam
 from .context import (
     GitFacts,
     Instructions,
@@ -35,7 +36,7 @@ from .context import (
     system_prompt,
 )
 from .providers import Message, Provider, Usage, make_provider
-from .seam import Seam, make_seam
+from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
 
 if TYPE_CHECKING:
