@@ -366,9 +366,7 @@ def _snapshot(
         records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
     except AxError as exc:
         return {}, f"the snapshot failed: {exc.message}"
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.show_new()
     return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
 
 
@@ -389,10 +387,8 @@ def _record_mutations(
             changed.append(path)
     if not changed:
         return
-    records = session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
+    session.show_new()
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:
