@@ -40,9 +40,7 @@ class CoreSeam:
     session_id: str = SESSION
     calls: list[tuple[str, BaseModel]] = field(default_factory=list)
 
-    def call(
-        self, verb: str, request: BaseModel, *, abort: threading.Event | None = None
-    ) -> Any:
+    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
         self.calls.append((verb, request))
         if verb == "exec.run":
             assert isinstance(request, ExecSpec)

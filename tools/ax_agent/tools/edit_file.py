@@ -65,8 +65,9 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
         raise Refused(f"{name} does not exist; create it with write_file")
     data = path.read_bytes()
     if len(data) > EDIT_MAX_BYTES:
-        raise Refused(f"{name} is {len(data)} bytes; edit_file edits files of at most "
-                      f"{EDIT_MAX_BYTES}")
+        raise Refused(
+            f"{name} is {len(data)} bytes; edit_file edits files of at most {EDIT_MAX_BYTES}"
+        )
     if b"\0" in data:
         raise Refused(f"{name} is a binary file; edit_file edits text")
     text = data.decode("utf-8", "surrogateescape")
@@ -86,8 +87,9 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
     replaced = occurrences if request.replace_all else 1
     summary = f"edited {name}: replaced {count(replaced, 'occurrence')}"
     snippet = _snippet(updated, first, len(new))
-    return ToolResult(content=f"{summary}. The edited region now reads:\n{snippet}",
-                      summary=summary)
+    return ToolResult(
+        content=f"{summary}. The edited region now reads:\n{snippet}", summary=summary
+    )
 
 
 def _line_of(text: str, offset: int) -> int:

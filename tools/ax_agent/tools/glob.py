@@ -54,8 +54,10 @@ def run(request: GlobInput, ctx: ToolContext) -> ToolResult:
     label = f"glob {request.pattern!r} in {where}"
     if not found:
         note = _walk_note(state)
-        return ToolResult(content=f"no path matches {request.pattern!r} in {where}{note}",
-                          summary=f"{label}: no match")
+        return ToolResult(
+            content=f"no path matches {request.pattern!r} in {where}{note}",
+            summary=f"{label}: no match",
+        )
     summary = f"{label}: {count(len(found), 'match', 'matches')}"
     if len(found) <= GLOB_MAX_RESULTS and not (cut or state.exhausted):
         return ToolResult(content="\n".join(found), summary=summary)

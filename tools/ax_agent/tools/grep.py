@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -173,9 +174,7 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
     )
     assert process.stdout is not None and process.stderr is not None
     done = threading.Event()
-    watcher = threading.Thread(
-        target=_watch, args=(process, ctx.abort, done, search), daemon=True
-    )
+    watcher = threading.Thread(target=_watch, args=(process, ctx.abort, done, search), daemon=True)
     watcher.start()
     try:
         for message in _messages(process.stdout):
@@ -187,8 +186,9 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
                 continue
             shown_path = shown(Path(path), ctx)
             text = _text(data.get("lines")) or ""
-            if not search.add(shown_path, int(data.get("line_number") or 0), text,
-                              request.files_only):
+            if not search.add(
+                shown_path, int(data.get("line_number") or 0), text, request.files_only
+            ):
                 break
     finally:
         done.set()
@@ -203,7 +203,9 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
 
 
 def _watch(
-    process: subprocess.Popen[bytes], abort: threading.Event, done: threading.Event,
+    process: subprocess.Popen[bytes],
+    abort: threading.Event,
+    done: threading.Event,
     search: Search,
 ) -> None:
     deadline = time.monotonic() + GREP_TIMEOUT_S
@@ -218,7 +220,7 @@ def _watch(
         return
 
 
-def _messages(stream: Iterator[bytes]) -> Iterator[dict[str, object]]:
+def _messages(stream: Iterator[bytes]) -> Iterator[dict[str, Any]]:
     for line in stream:
         try:
             value = jsonio.loads(line)

@@ -99,9 +99,7 @@ def _status(outcome: ExecOutcome, timeout_s: float) -> str:
     return f"{head} · {took} · {where}"
 
 
-def _stream(
-    name: str, capture: StreamCapture, outcome: ExecOutcome, saved: bool, step: int
-) -> str:
+def _stream(name: str, capture: StreamCapture, outcome: ExecOutcome, saved: bool, step: int) -> str:
     if capture.bytes == 0:
         return f"[{name}: empty]"
     if not capture.truncated:
