@@ -28,12 +28,16 @@ class PathsRequest(Contract):
 
 
 class CheckRunRequest(Contract):
-    """check.run: a typed check; the seam fills the workspace and session."""
+    """check.run: a typed check; the seam fills the workspace and session.
+
+    ``sandbox`` left unset means the profile the call's policy decision names.
+    """
 
     kind: str
     project: str | None = None
     targets: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
+    sandbox: str | None = None
 
 
 class NoteSetRequest(Contract):
@@ -54,3 +58,15 @@ class SearchRequest(Contract):
     query: str | None = None
     row: int | None = None
     page: int = 1
+
+
+class SlateStartRequest(Contract):
+    """slate.start: create the session's slate (or return the one that exists)."""
+
+    continues: str | None = None
+
+
+class SaveOutputRequest(Contract):
+    """slate.save_output: keep a step's full output for recall; answers its path."""
+
+    text: str

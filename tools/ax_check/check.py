@@ -21,7 +21,7 @@ from ax_check.parsers import Enrichment, OutputWatcher
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import Toolchains
 from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
-from ax_exec import AbortHook, ExecOutcome, ExecSpec, run_managed
+from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
 
@@ -32,6 +32,7 @@ MAX_TARGET_CHARS = 1024
 # ax-exec keeps this much of each stream; the excerpt and the parsers see everything.
 EXEC_OUTPUT_BYTES = 64 * 1024
 PYTEST_NO_TESTS_EXIT = 5
+SANDBOX_PROFILES: tuple[SandboxProfile, ...] = ("none", "read-only", "workspace-write")
 
 
 class EvidenceNotRecorded(OperationFailed):
@@ -58,6 +59,9 @@ class CheckRequest:
     targets: tuple[str, ...] = ()
     session: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # The ax-exec sandbox profile the command runs under (ax-agent passes the one its
+    # policy decision names); "workspace-write" confines writes to the workspace.
+    sandbox: SandboxProfile = "none"
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,11 @@ def validate(request: CheckRequest) -> Kind:
             raise BadRequest(f"target {target!r} starts with '-' and would be read as an option")
         if any(ord(char) < 32 or ord(char) == 127 for char in target):
             raise BadRequest(f"target {target!r} holds a control character")
+    if request.sandbox not in SANDBOX_PROFILES:
+        raise BadRequest(
+            f"unknown sandbox profile {request.sandbox!r}",
+            hint=f"profiles: {', '.join(SANDBOX_PROFILES)}",
+        )
     if not 0 < request.timeout_s <= MAX_TIMEOUT_S:
         raise BadRequest(f"--timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds")
     if request.session is not None:
@@ -247,6 +256,8 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         argv=list(resolution.command.argv),
         cwd=str(unit.path),
         timeout_s=prepared.request.timeout_s,
+        sandbox=prepared.request.sandbox,
+        workspace=str(resolve_workspace(prepared.request.workspace)),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
     )
