@@ -10,6 +10,7 @@ the backend's (Rust regex or Python ``re``); the common subset is the same.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -237,8 +238,6 @@ def _text(value: object) -> str | None:
     if isinstance(value.get("text"), str):
         return str(value["text"])
     if isinstance(value.get("bytes"), str):
-        import base64
-
         return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
     return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -72,12 +73,12 @@ def run(request: ReadFileInput, ctx: ToolContext) -> ToolResult:
     return ToolResult(content=body + note, summary=summary + " (more follow)")
 
 
+@dataclass
 class _Page:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.last = 0  # the number of the last line read from the file
-        self.more = False
-        self.char_capped = False
+    lines: list[str] = field(default_factory=list)
+    last: int = 0  # the number of the last line read from the file
+    more: bool = False
+    char_capped: bool = False
 
 
 def _read_page(handle: BinaryIO, offset: int, limit: int) -> _Page:
