@@ -107,3 +107,35 @@ def test_paths_outside_the_workspace_are_refused(
     assert swapped.is_error
     assert "through a symlink" in swapped.content and "outside the workspace" in swapped.content
     assert "secret plan" not in swapped.content
+
+
+def test_an_outside_path_needs_a_decision_that_named_it_and_did_not_deny(
+    harness: Harness, tmp_path: Path
+) -> None:
+    from ax_agent.tools.base import ToolContext
+    from ax_policy import Decision, PathFacts
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("elsewhere\n")
+    seen = PathFacts(raw=str(outside), write=False, valid=True, resolved=str(outside))
+    tool_input = TOOL.input_model.model_validate({"path": str(outside)})
+
+    def run(verdict: str, paths: list[PathFacts]) -> str:
+        decision = Decision.model_validate(
+            {"verdict": verdict, "class": "sensitive", "rule": "r", "reason": "r"}
+        ).model_copy(update={"paths": paths})
+        ctx = ToolContext(
+            layout=harness.layout,
+            session_id="s-tools",
+            call_id="c",
+            step=1,
+            seam=harness.seam,
+            decision=decision,
+        )
+        return TOOL.run(tool_input, ctx).content
+
+    assert "elsewhere" in run("ask", [seen])
+    assert "outside the workspace" in run("deny", [seen])
+    assert "outside the workspace" in run("ask", [])
+    written = seen.model_copy(update={"write": True})
+    assert "outside the workspace" in run("ask", [written])

@@ -160,7 +160,6 @@ def clip_line(text: str, limit: int) -> str:
     return text[:limit] + f" … [line cut: {len(text)} characters]"
 
 
-
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` (already resolved) atomically, creating its folders.
 

@@ -25,7 +25,7 @@ class GlobInput(ToolInput):
         "'*.py' matches only at the top of `path`.",
     )
     path: str = Field(
-        default=".", description="The folder to search in, relative to the workspace."
+        default=".", min_length=1, description="The folder to search in, relative to the workspace."
     )
 
 

@@ -61,7 +61,9 @@ class GrepInput(ToolInput):
         description="A regular expression, e.g. 'def \\w+_handler' or 'TODO|FIXME'.",
     )
     path: str = Field(
-        default=".", description="The file or folder to search, relative to the workspace."
+        default=".",
+        min_length=1,
+        description="The file or folder to search, relative to the workspace.",
     )
     glob: str = Field(
         default="",
@@ -147,6 +149,8 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
         rg,
         "--json",
         "--no-config",
+        # File errors (a permission denied) would fill stderr while stdout is read.
+        "--no-messages",
         "--sort",
         "path",
         "--max-filesize",
@@ -156,6 +160,8 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
     ]
     if request.ignore_case:
         argv.append("--ignore-case")
+    if request.files_only:
+        argv += ["--max-count", "1"]
     if request.glob:
         argv += ["--glob", request.glob]
     argv += ["--", str(root)]

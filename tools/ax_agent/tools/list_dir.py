@@ -20,7 +20,9 @@ LIST_COLLECT_MAX = 20_000
 
 
 class ListDirInput(ToolInput):
-    path: str = Field(default=".", description="The folder to list, relative to the workspace.")
+    path: str = Field(
+        default=".", min_length=1, description="The folder to list, relative to the workspace."
+    )
     depth: int = Field(
         default=1,
         ge=1,

@@ -25,7 +25,7 @@ READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
 
 
 class ReadFileInput(ToolInput):
-    path: str = Field(description="The file to read, relative to the workspace root.")
+    path: str = Field(min_length=1, description="The file to read, relative to the workspace root.")
     offset: int = Field(
         default=1, ge=1, description="The first line to show (1-based). Use it to page on."
     )
