@@ -244,6 +244,7 @@ def test_agent_tool_limits() -> None:
     assert read_file.READ_LINE_MAX_CHARS == 2_000
     assert read_file.READ_MAX_CHARS == 100_000
     assert read_file.READ_SNIFF_BYTES == 8_192
+    assert read_file.READ_LINE_READ_BYTES == 8_000
     assert read_file.READ_COUNT_MAX_BYTES == 64 * 1024 * 1024
     assert walk.WALK_MAX_ENTRIES == 200_000
     assert frozenset({"node_modules", "__pycache__"}) == walk.SKIPPED_FOLDERS

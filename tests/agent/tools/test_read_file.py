@@ -139,3 +139,16 @@ def test_an_outside_path_needs_a_decision_that_named_it_and_did_not_deny(
     assert "outside the workspace" in run("ask", [])
     written = seen.model_copy(update={"write": True})
     assert "outside the workspace" in run("ask", [written])
+
+
+def test_a_huge_line_is_cut_without_holding_it(harness: Harness, workspace: Path) -> None:
+    from ax_agent.tools.read_file import READ_LINE_READ_BYTES
+
+    size = READ_LINE_READ_BYTES * 50 + 7
+    (workspace / "bundle.js").write_text("m" * size + "\nnext line\n" + "z" * READ_LINE_READ_BYTES)
+    result = harness.call(TOOL, {"path": "bundle.js"})
+    first, second, third = result.content.splitlines()
+    assert first == "     1\t" + "m" * READ_LINE_MAX_CHARS + f" … [line cut: {size} bytes]"
+    assert second == "     2\tnext line"
+    assert third.endswith(f"[line cut: {READ_LINE_READ_BYTES} characters]")
+    assert result.summary == "read bundle.js: lines 1-3 of 3"

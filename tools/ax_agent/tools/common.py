@@ -150,10 +150,6 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {plural or noun + 's'}"
 
 
-def is_hidden(name: str) -> bool:
-    return name.startswith(".")
-
-
 def clip_line(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
