@@ -90,6 +90,7 @@ def test_caps(harness: Harness, workspace: Path, backend: str) -> None:
     rows = result.content.splitlines()
     assert len(rows) == GREP_MAX_ROWS + 1
     assert f"showing {GREP_MAX_ROWS} of {GREP_MAX_ROWS + 51} matching lines" in rows[-1]
+    assert f"recall_step(step={harness.step})" in rows[-1]
     assert result.full_output is not None
     full = result.full_output.splitlines()
     assert len(full) == GREP_MAX_ROWS + 51

@@ -92,7 +92,8 @@ class Search:
             self.seen_files.add(path)
             row = path
         else:
-            row = f"{path}:{line}:{clip_line(text.rstrip(chr(13) + chr(10)), GREP_LINE_MAX_CHARS)}"
+            clipped = clip_line(text.rstrip("\r\n"), GREP_LINE_MAX_CHARS)
+            row = f"{path}:{line}:{clipped}"
         if len(self.rows) >= GREP_COLLECT_MAX:
             self.cut = True
             return False
@@ -125,8 +126,8 @@ def run(request: GrepInput, ctx: ToolContext) -> ToolResult:
     total = f"{len(search.rows)}+" if search.cut or search.stopped else str(len(search.rows))
     shown_rows = min(len(search.rows), GREP_MAX_ROWS)
     note = (
-        f"\n[showing {shown_rows} of {total} {what}s{stopped}; narrow the pattern, the "
-        "path or the glob]"
+        f"\n[showing {shown_rows} of {total} {what}s{stopped}; all of them: "
+        f"recall_step(step={ctx.step}); or narrow the pattern, the path or the glob]"
     )
     return ToolResult(
         content="\n".join(search.rows[:GREP_MAX_ROWS]) + note,
