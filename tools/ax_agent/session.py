@@ -97,7 +97,6 @@ class Session:
     resumed: bool = False
     # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
     asking: threading.Event = field(default_factory=threading.Event)
-    turns: int = 0
     # The Trail's last step: the next executed call becomes step trail_step + 1.
     trail_step: int = 0
     # How far into the log listeners have been shown (a byte offset at a line end).
