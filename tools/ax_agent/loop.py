@@ -139,7 +139,6 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         except AxError as exc:  # a provider error, or a script that ran out
             return _finished(session, state, "error", final_text, exc.message)
         state.usage.add(response.usage)
-        session.usage.add(response.usage)
         session.record(
             {
                 "type": "assistant.message",
