@@ -15,4 +15,5 @@ complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l live -d 'Also strea
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l spill -d 'Keep truncated output in full under the state root.'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l deny-env -r -d 'Also withhold variables whose name matches this glob (repeatable).'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
+complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l request -d 'Read the whole ExecSpec as one JSON object on stdin (for programs); no command and no other run flags.'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -s h -l help -d 'Show help and exit.'
