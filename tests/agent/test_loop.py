@@ -479,3 +479,41 @@ def test_a_check_runs_under_the_boundary_its_decision_names(
     else:
         assert (decision["verdict"], decision["boundary"]) == ("ask", "unsandboxed")
     assert (workspace / "made-by-check").exists()
+
+
+def test_always_on_a_check_binds_a_durable_grant_to_its_replay_key(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Simulated: with an enforced sandbox the check would run unasked, so the probe is
+    # replaced with what a machine without one reports; everything else is real.
+    from ax_agent import session as session_module
+    from ax_agent.context import SandboxFacts
+    from ax_check import detect
+    from ax_policy import SandboxStatus, list_durable_grants
+
+    monkeypatch.setattr(
+        session_module, "probe_sandbox", lambda: SandboxFacts(policy=SandboxStatus())
+    )
+    (workspace / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    (workspace / "Makefile").write_text("test:\n\ttrue\n")
+    (unit,) = detect(workspace).units
+    key = next(k.replay_key for k in unit.kinds if k.kind == "test")
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            {"toolCalls": [call("run_check", kind="test")]},
+            {"toolCalls": [call("run_check", kind="test", project=".")]},
+            {"text": "ok"},
+        ],
+    )
+    approver = ScriptedApprover(["always"])
+    session = open_session(workspace, script, tools=real_tools(), approver=approver)
+    run_turn(session, "go")
+    assert approver.asked[0].offers == ("no", "once", "always")
+    assert len(approver.asked) == 1  # the second, identical check runs under the grant
+    (grant,) = list_durable_grants(session.layout.root, workspace)
+    assert (grant.kind, grant.replay_key) == ("check-replay", key)
+    events = events_of(session)
+    assert first(events, "approval.resolved")["scope"] == "always"
+    assert [d["verdict"] for d in of_type(events, "policy.decision")] == ["ask", "allow"]
+    assert [c["verdict"] for c in of_type(events, "check.completed")] == ["passed", "passed"]

@@ -32,7 +32,7 @@ from .providers import (
     ToolUseBlock,
     Usage,
 )
-from .seam_models import PathsRequest, SaveOutputRequest
+from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
 
 if TYPE_CHECKING:
     from ax_policy import Decision, DeclaredFacts
@@ -259,7 +259,7 @@ def _execute(
             summary="stopped: the same call repeated",
             outcome="loop-stopped",
         )
-    facts = declared_facts(tool.facts, value)
+    facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
     decision = _decide(session, use, facts)
     if decision.verdict == "deny":
         why = f"Denied by policy ({decision.rule}): {decision.reason}"
@@ -317,6 +317,33 @@ def _refused_input(
         )
         message += " The turn stops here: several calls in a row could not be used."
     return _complete(session, use, message, ok=False, summary=message, outcome="refused-input")
+
+
+def _with_replay_key(
+    session: Session, facts: DeclaredFacts | Decision, value: BaseModel
+) -> DeclaredFacts | Decision:
+    """A typed check's replay key, read from ax-check, so "always" can bind to exactly it.
+
+    The check tool declares only its kind; which command that kind runs (and so the
+    key) depends on the workspace. Without a key nothing durable is offered.
+    """
+    from ax_policy import Decision
+
+    if isinstance(facts, Decision) or facts.check is None or facts.check.replay_key:
+        return facts
+    try:
+        report = session.seam.call("check.detect", CheckDetectRequest())
+    except AxError:
+        return facts
+    project = getattr(value, "project", None) or None
+    units = [unit for unit in report.units if project in (None, unit.id, unit.path)]
+    if len(units) != 1:
+        return facts
+    key = next((k.replay_key for k in units[0].kinds if k.kind == facts.check.kind), None)
+    if key is None:
+        return facts
+    check = facts.check.model_copy(update={"replay_key": key})
+    return facts.model_copy(update={"check": check})
 
 
 def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision) -> Decision:

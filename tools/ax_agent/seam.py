@@ -12,6 +12,7 @@ same session can be run both ways and compared.
 | ``log.append`` | ``AppendRequest`` | the stored events |
 | ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events |
 | ``check.run`` | ``CheckRunRequest`` | ``ax_check.CheckResult`` |
+| ``check.detect`` | ``CheckDetectRequest`` | ``ax_check.DetectReport`` |
 | ``slate.start`` | ``SlateStartRequest`` | ``ax_slate.SessionSlate`` |
 | ``slate.record`` | ``ax_slate.RecordRequest`` | ``ax_slate.TrailEntry`` |
 | ``slate.save_output`` | ``SaveOutputRequest`` | the saved file's path (str) |
@@ -42,6 +43,7 @@ VERBS = (
     "log.snapshot",
     "log.mutated",
     "check.run",
+    "check.detect",
     "slate.start",
     "slate.record",
     "slate.save_output",

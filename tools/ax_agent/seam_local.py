@@ -18,6 +18,7 @@ from libcommon.paths import StateLayout
 from .seam import unknown_verb
 from .seam_models import (
     AppendRequest,
+    CheckDetectRequest,
     CheckRunRequest,
     NoteKeyRequest,
     NoteSetRequest,
@@ -50,6 +51,7 @@ class LocalSeam:
             "log.snapshot": self._snapshot,
             "log.mutated": self._mutated,
             "check.run": self._check,
+            "check.detect": self._detect,
             "slate.start": self._slate_start,
             "slate.record": self._record,
             "slate.save_output": self._save_output,
@@ -107,6 +109,11 @@ class LocalSeam:
         return record_mutations(
             self.layout, self.session_id, request.paths, request.call_id, snapshots=known
         )
+
+    def _detect(self, request: CheckDetectRequest, abort: threading.Event | None) -> Any:
+        from ax_check import detect
+
+        return detect(self.layout.workspace, self.environ)
 
     def _check(self, request: CheckRunRequest, abort: threading.Event | None) -> Any:
         from ax_check import DEFAULT_TIMEOUT_S, CheckRequest, Hooks, run_check

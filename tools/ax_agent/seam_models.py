@@ -40,6 +40,10 @@ class CheckRunRequest(Contract):
     sandbox: str | None = None
 
 
+class CheckDetectRequest(Contract):
+    """check.detect: the workspace's units and the command (and replay key) of each kind."""
+
+
 class NoteSetRequest(Contract):
     key: str
     text: str

@@ -36,9 +36,10 @@ from libcommon.errors import (
 )
 from libcommon.paths import StateLayout
 
-from .seam import unknown_verb
+from .seam import VERBS, unknown_verb
 from .seam_models import (
     AppendRequest,
+    CheckDetectRequest,
     CheckRunRequest,
     NoteKeyRequest,
     NoteSetRequest,
@@ -113,9 +114,9 @@ class ProcessSeam:
         self.environ = dict(environ)
 
     def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
-        handler = getattr(self, "_" + verb.replace(".", "_"), None)
-        if handler is None:
+        if verb not in VERBS:
             raise unknown_verb(verb)
+        handler: Any = getattr(self, "_" + verb.replace(".", "_"))
         return handler(request, abort)
 
     # --- running a child ---------------------------------------------------------
@@ -221,6 +222,12 @@ class ProcessSeam:
             message, hint = _message_and_hint("check", child.stderr)
             raise OperationFailed(message, hint)
         return result
+
+    def _check_detect(self, request: CheckDetectRequest, abort: threading.Event | None) -> Any:
+        from ax_check import DetectReport
+
+        child = self._run("check", ["detect", "-C", str(self.layout.workspace), "--json"])
+        return DetectReport.model_validate_json(child.stdout)
 
     def _slate_start(self, request: SlateStartRequest, abort: threading.Event | None) -> Any:
         from ax_slate import SessionSlate
