@@ -125,3 +125,10 @@ def test_an_abort_reaches_a_command_through_either_seam(seam: Any, workspace: Pa
     )
     assert (outcome.termination, outcome.exit_code) == ("aborted", None)
     assert outcome.kill.verified
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "process"])
+def test_children_never_write_python_bytecode(workspace: Path, mode: str) -> None:
+    seam = make_seam(state_layout(workspace), "s-env", {**os.environ, "AX_COMPOSE": mode}, None)
+    outcome = seam.call("exec.run", ExecSpec(argv=["sh", "-c", "echo $PYTHONDONTWRITEBYTECODE"]))
+    assert outcome.stdout.head.strip() == "1"

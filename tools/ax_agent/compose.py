@@ -11,6 +11,11 @@ from libcommon.paths import StateLayout
 from .seam import Seam
 
 COMPOSE_VAR = "AX_COMPOSE"
+# What every command and check the agent runs sees on top of the user's environment.
+# Python caches bytecode keyed by the source's whole-second mtime and its size, so a
+# same-size edit in the same second as the last run would test the old code; a check
+# that passed on stale bytecode would be reported CHECKED. No cache written, no risk.
+CHILD_ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def make_seam(
@@ -18,6 +23,7 @@ def make_seam(
 ) -> Seam:
     """The seam ``AX_COMPOSE`` asks for: ``inprocess`` (default) or ``process``."""
     mode = environ.get(COMPOSE_VAR, "inprocess") or "inprocess"
+    environ = {**environ, **CHILD_ENVIRONMENT}
     if mode == "process":
         from .seam_process import ProcessSeam
 
