@@ -1,0 +1,158 @@
+"""The screen as a live view of the log: each appended event becomes chrome.
+
+The renderer is a session listener (called for every event as it is
+appended) plus the provider's text callback. Tool calls print a line when
+requested and an outcome line when completed; the output of a command or a
+check shows its first lines, a fold marker naming the ``/expand`` step, and its
+last lines. Model text streams to stdout as it arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from libcommon.redact import redact
+
+from .screen import Screen, clean
+from .status import StatusLine
+
+# Output lines shown before and after the fold marker.
+FOLD_HEAD_LINES = 8
+FOLD_TAIL_LINES = 4
+# Fewer hidden lines than this are shown rather than folded.
+FOLD_MIN_HIDDEN = 3
+# The argument shown in a tool call line.
+CALL_ARG_MAX_CHARS = 100
+# Tools whose result body is output a person wants to see.
+OUTPUT_TOOLS = frozenset({"run_command", "run_check"})
+_ARG_KEYS = ("command", "path", "pattern", "kind", "key", "query", "step")
+_EMPTY_STREAMS = frozenset({"[stdout: empty]", "[stderr: empty]"})
+
+
+def call_label(tool: str, value: Any) -> str:
+    """``run_command(pytest -q)``: the tool and the argument a person recognises."""
+    arg = ""
+    if isinstance(value, dict):
+        for key in _ARG_KEYS:
+            if key in value and isinstance(value[key], str | int):
+                arg = str(value[key])
+                break
+        else:
+            arg = ", ".join(f"{key}={value[key]!r}" for key in list(value)[:3])
+    elif value is not None:
+        arg = str(value)
+    arg = " ".join(clean(redact(arg)).split())
+    if len(arg) > CALL_ARG_MAX_CHARS:
+        arg = arg[: CALL_ARG_MAX_CHARS - 1] + "…"
+    return f"{tool}({arg})"
+
+
+def fold(lines: list[str], marker: str) -> list[str]:
+    """Head, a marker naming how many lines are hidden, tail; short output whole."""
+    hidden = len(lines) - FOLD_HEAD_LINES - FOLD_TAIL_LINES
+    if hidden < FOLD_MIN_HIDDEN:
+        return lines
+    return [
+        *lines[:FOLD_HEAD_LINES],
+        marker.format(hidden=hidden),
+        *lines[len(lines) - FOLD_TAIL_LINES :],
+    ]
+
+
+def output_lines(content: str) -> list[str]:
+    """A command's result body: the lines after the status line, empty streams left out."""
+    lines = clean(content.replace("\r\n", "\n")).split("\n")[1:]
+    return [line for line in lines if line.strip() not in _EMPTY_STREAMS]
+
+
+@dataclass
+class _Call:
+    tool: str
+    label: str
+
+
+@dataclass
+class Renderer:
+    screen: Screen
+    status: StatusLine
+    # The trail's last step when the view started; each executed call is the next step.
+    last_step: int = 0
+    calls: dict[str, _Call] = field(default_factory=dict)
+    # Trail step → call id, for /expand.
+    steps: dict[int, str] = field(default_factory=dict)
+
+    def on_text(self, chunk: str) -> None:
+        self.status.set("writing")
+        self.screen.text(chunk)
+
+    def on_event(self, record: dict[str, Any]) -> None:
+        handler = getattr(self, "_" + str(record.get("type", "")).replace(".", "_"), None)
+        if handler is not None:
+            handler(record)
+
+    def _assistant_message(self, record: dict[str, Any]) -> None:
+        self.screen.end_text()
+        usage = record.get("usage") or {}
+        self.status.add_tokens(sum(int(value) for value in usage.values()))
+        self.status.set("thinking")
+
+    def _tool_requested(self, record: dict[str, Any]) -> None:
+        tool = str(record.get("tool"))
+        label = call_label(tool, record.get("input"))
+        self.calls[str(record.get("callId"))] = _Call(tool, label)
+        self.screen.line(self.screen.style(f"{self.screen.glyphs.call} ", "cyan") + label)
+        self.status.set(label)
+
+    def _approval_resolved(self, record: dict[str, Any]) -> None:
+        if record.get("answer") == "yes":
+            text = f"approved ({record.get('scope')}, by {record.get('approver')})"
+        else:
+            text = f"not approved ({record.get('scope')}, by {record.get('approver')})"
+        self._result(text, "green" if record.get("answer") == "yes" else "yellow")
+
+    def _command_started(self, record: dict[str, Any]) -> None:
+        command = record.get("command")
+        shown = command if isinstance(command, str) else " ".join(map(str, command or []))
+        self.status.set("running: " + " ".join(clean(shown).split()))
+
+    def _file_mutated(self, record: dict[str, Any]) -> None:
+        self._result(f"changed {clean(str(record.get('path')))}", "dim")
+
+    def _tool_completed(self, record: dict[str, Any]) -> None:
+        call = self.calls.pop(str(record.get("callId")), None)
+        ok = bool(record.get("ok"))
+        glyphs = self.screen.glyphs
+        mark = self.screen.style(glyphs.ok, "green") if ok else self.screen.style(glyphs.failed, "red")
+        self._result(f"{mark} {clean(str(record.get('summary', '')))}", None)
+        if record.get("outcome") != "ran":
+            return
+        self.last_step += 1
+        self.steps[self.last_step] = str(record.get("callId"))
+        if call is None or call.tool not in OUTPUT_TOOLS:
+            return
+        lines = output_lines(str(record.get("content") or ""))
+        marker = f"{glyphs.more} {{hidden}} more lines (/expand {self.last_step})"
+        for line in fold(lines, marker):
+            self.screen.line(self.screen.style("    " + line, "dim"))
+        self.status.set("thinking")
+
+    def _turn_aborted(self, record: dict[str, Any]) -> None:
+        self.screen.end_text()
+        self.status.end()
+        self.screen.line(
+            self.screen.style(f"Interrupted ({record.get('phase')}); back to the prompt.", "yellow")
+        )
+
+    def _turn_completed(self, record: dict[str, Any]) -> None:
+        self.screen.end_text()
+        self.status.end()
+        detail = record.get("detail")
+        reason = record.get("stopReason")
+        if reason not in ("end_turn", "stop_sequence"):
+            why = f": {clean(str(detail))}" if detail else ""
+            self.screen.line(self.screen.style(f"The turn stopped ({reason}){why}", "yellow"))
+
+    def _result(self, text: str, style: str | None) -> None:
+        body = self.screen.style(text, style) if style else text
+        self.screen.line(f"  {self.screen.glyphs.result} {body}")
