@@ -90,8 +90,10 @@ def agent(
         raise UsageError(
             f"unknown --output-format {output_format!r}", hint=f"use {', '.join(OUTPUT_FORMATS)}"
         )
-    text = _prompt(prompt)
     interactive = bool(environment.stdin_isatty and environment.stderr_isatty)
+    # Issue 12 (the terminal): no prompt on a terminal starts the interactive mode.
+    terminal = prompt is None and interactive and output_format == "text"
+    text = "" if terminal else _prompt(prompt)
     approver: Approver
     note = None
     if dangerously_allow_all:
@@ -118,6 +120,10 @@ def agent(
         approver=approver,
         approval_note=note,
     )
+    if terminal:  # issue 12: the same session options, read line by line
+        from .terminal.repl import run_terminal
+
+        return run_terminal(options, environment)
     return run_headless(options, text, output_format, environment.stdout, chrome)  # type: ignore[arg-type]
 
 

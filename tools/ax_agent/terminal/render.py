@@ -123,7 +123,9 @@ class Renderer:
         call = self.calls.pop(str(record.get("callId")), None)
         ok = bool(record.get("ok"))
         glyphs = self.screen.glyphs
-        mark = self.screen.style(glyphs.ok, "green") if ok else self.screen.style(glyphs.failed, "red")
+        mark = (
+            self.screen.style(glyphs.ok, "green") if ok else self.screen.style(glyphs.failed, "red")
+        )
         self._result(f"{mark} {clean(str(record.get('summary', '')))}", None)
         if record.get("outcome") != "ran":
             return

@@ -4,7 +4,7 @@ Model text goes to stdout, everything else (chrome) to stderr. Escape bytes
 are written only to a real terminal (and never under ``TERM=dumb``); colour
 also stops at ``NO_COLOR``. Off a terminal the glyphs are ASCII. Every write
 goes through one lock, so the status line (drawn by a ticking thread) never
-lands in the middle of a line.
+lands in the middle of a line; a write first erases the live area.
 """
 
 from __future__ import annotations
@@ -109,6 +109,10 @@ class Screen:
                 self._write(self.out, "\n", stdout=True)
             self._write(self.err, text + "\n", stdout=False)
 
+    def at_new_line(self) -> None:
+        """The person pressed Enter at a prompt: both streams are at a line start."""
+        self._out_mid_line = self._err_mid_line = False
+
     def raw_err(self, text: str) -> None:
         """Chrome without a newline (a prompt); no live area is drawn after it."""
         with self.lock:
@@ -135,7 +139,8 @@ class Screen:
                 self._out_mid_line = mid
             else:
                 self._err_mid_line = mid
-            self._draw_live()
+            # The live area comes back at the status line's next tick (or the menu's next
+            # key), not after every line: a burst of output is not interleaved with it.
 
     def _draw_live(self) -> None:
         if self._area is None or self.live is None or not self.at_line_start:

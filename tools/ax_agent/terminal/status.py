@@ -27,9 +27,11 @@ _UP_AND_ERASE = "\x1b[1A\x1b[2K"
 
 def columns(stream: IO[str]) -> int:
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        found = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, OSError, ValueError):
         return FALLBACK_COLUMNS
+    # A pseudo-terminal nobody sized says 0.
+    return found or FALLBACK_COLUMNS
 
 
 class LiveArea:
@@ -170,4 +172,7 @@ class StatusLine:
     def _tick(self) -> None:
         while not self._stop.wait(STATUS_TICK_S):
             self._frame += 1
-            self.screen.redraw()
+            with self.screen.lock:
+                # A menu may own the live area meanwhile; it is redrawn by its own keys.
+                if self.screen.live == self.lines:
+                    self.screen.redraw()
