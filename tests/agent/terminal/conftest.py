@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from axtest import tool_path
 
 # Generous: two cores, a Python start, a session start.
