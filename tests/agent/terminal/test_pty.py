@@ -224,6 +224,7 @@ def test_multi_line_input_history_and_completion(
     again.prompt()
     again.send(UP * 3 + ENTER)  # /quit, /help, then the paste
     again.expect("Recalled.")
+    again.prompt()
     again.send(CTRL_D)
     assert again.wait() == 0
 
@@ -302,6 +303,7 @@ def test_stdout_to_a_file_carries_only_the_model_text(agent: Start, tmp_path: Pa
     term.prompt()
     term.line("list")
     term.expect("list_dir(.)")
+    term.prompt()
     term.send(CTRL_D)
     assert term.wait() == 0
     data = transcript.read_bytes()
