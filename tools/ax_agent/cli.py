@@ -34,7 +34,8 @@ def agent(
     provider: Annotated[
         str | None,
         typer.Option(
-            "--provider", help="anthropic, openai-compatible or script (default: config, anthropic)."
+            "--provider",
+            help="anthropic, openai-compatible or script (default: the config's, else anthropic).",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model to ask.")] = None,
@@ -124,7 +125,7 @@ def agent(
         from .terminal.repl import run_terminal
 
         return run_terminal(options, environment)
-    return run_headless(options, text, output_format, environment.stdout, chrome)  # type: ignore[arg-type]
+    return run_headless(options, text, output_format, environment.stdout, chrome)
 
 
 def _prompt(given: str | None) -> str:

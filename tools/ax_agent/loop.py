@@ -278,7 +278,7 @@ def _execute(
                 f" ({answer.detail})" if answer.detail else ""
             )
             return _complete(session, use, why, ok=False, summary=why, outcome="declined")
-    result = _run_tool(session, tool, use, value, decision, abort, state.steps)
+    result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1)
     if snapshots:
         _record_mutations(session, use, snapshots)
     if abort.is_set():
@@ -366,9 +366,7 @@ def _snapshot(
         records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
     except AxError as exc:
         return {}, f"the snapshot failed: {exc.message}"
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.show_new()
     return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
 
 
@@ -389,10 +387,8 @@ def _record_mutations(
             changed.append(path)
     if not changed:
         return
-    records = session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
+    session.show_new()
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:
@@ -524,7 +520,7 @@ def _trail(
     from ax_slate import RecordRequest
 
     outcome = ("error: " if result.is_error else "") + (result.summary or "done")
-    session.seam.call(
+    entry = session.seam.call(
         "slate.record",
         RecordRequest(
             tool=use.name,
@@ -533,6 +529,7 @@ def _trail(
             output=output_path,
         ),
     )
+    session.trail_step = entry.step
 
 
 def _finished(

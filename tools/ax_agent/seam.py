@@ -29,15 +29,12 @@ failures, so a caller never needs to know which one it holds.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from libcommon.errors import UsageError
-from libcommon.paths import StateLayout
 
-COMPOSE_VAR = "AX_COMPOSE"
 VERBS = (
     "policy.decide",
     "exec.run",
@@ -63,21 +60,3 @@ class Seam(Protocol):
 
 def unknown_verb(verb: str) -> UsageError:
     return UsageError(f"the seam has no verb {verb!r}", hint=f"verbs: {', '.join(VERBS)}")
-
-
-def make_seam(
-    layout: StateLayout, session_id: str, environ: Mapping[str, str], policy_config: Any
-) -> Seam:
-    """The seam ``AX_COMPOSE`` asks for: ``inprocess`` (default) or ``process``."""
-    mode = environ.get(COMPOSE_VAR, "inprocess") or "inprocess"
-    if mode == "process":
-        from .seam_process import ProcessSeam
-
-        return ProcessSeam(layout, session_id, environ)
-    if mode == "inprocess":
-        from .seam_local import LocalSeam
-
-        return LocalSeam(layout, session_id, environ, policy_config)
-    raise UsageError(
-        f"{COMPOSE_VAR}={mode!r} is not a composition mode", hint="inprocess or process"
-    )

@@ -43,9 +43,7 @@ def test_write_creates_folders_and_keeps_the_mode(harness: Harness, workspace: P
     assert not [p.name for p in workspace.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_write_through_a_link_inside_updates_the_target(
-    harness: Harness, workspace: Path
-) -> None:
+def test_write_through_a_link_inside_updates_the_target(harness: Harness, workspace: Path) -> None:
     (workspace / "real.txt").write_text("old\n")
     os.symlink("real.txt", workspace / "alias.txt")
     harness.call(WRITE, {"path": "alias.txt", "content": "new\n"})
@@ -61,9 +59,7 @@ def test_write_refusals_write_nothing(harness: Harness, workspace: Path, tmp_pat
     assert not (tmp_path / "escape.txt").exists()
 
 
-def test_edit_replaces_exactly_once_and_shows_the_region(
-    harness: Harness, workspace: Path
-) -> None:
+def test_edit_replaces_exactly_once_and_shows_the_region(harness: Harness, workspace: Path) -> None:
     (workspace / "calc.py").write_text(SOURCE)
     result = harness.call(
         EDIT, {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
@@ -116,9 +112,7 @@ def test_edit_no_match_shows_the_closest_region(harness: Harness, workspace: Pat
     assert (workspace / "calc.py").read_text() == SOURCE
 
 
-def test_edit_no_match_says_when_only_whitespace_differs(
-    harness: Harness, workspace: Path
-) -> None:
+def test_edit_no_match_says_when_only_whitespace_differs(harness: Harness, workspace: Path) -> None:
     (workspace / "calc.py").write_text(SOURCE)
     result = harness.call(
         EDIT, {"path": "calc.py", "old_string": "\treturn a - b", "new_string": "\treturn 0"}
@@ -160,3 +154,14 @@ def test_closest_region_finds_a_typo_far_down_a_file() -> None:
     first, found, ratio = region
     assert first == 2501 and found == ["def compute_total(items):"]
     assert ratio > 0.9
+
+
+def test_text_that_is_not_unicode_is_refused(harness: Harness, workspace: Path) -> None:
+    lone = "\ud800"
+    written = harness.call(WRITE, {"path": "bad.txt", "content": f"a{lone}b"})
+    assert written.is_error and "UTF-8" in written.content
+    assert not (workspace / "bad.txt").exists()
+    (workspace / "ok.txt").write_text("keep\n")
+    edited = harness.call(EDIT, {"path": "ok.txt", "old_string": "keep", "new_string": lone})
+    assert edited.is_error and "UTF-8" in edited.content
+    assert (workspace / "ok.txt").read_text() == "keep\n"

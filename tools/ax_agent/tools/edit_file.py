@@ -33,7 +33,7 @@ EDIT_LINE_MAX_CHARS = 500
 
 
 class EditFileInput(ToolInput):
-    path: str = Field(description="The file to edit, relative to the workspace root.")
+    path: str = Field(min_length=1, description="The file to edit, relative to the workspace root.")
     old_string: str = Field(
         description="The exact text to replace, including whitespace and indentation, "
         "without the line-number prefix read_file shows. It must occur exactly once unless "
@@ -65,8 +65,9 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
         raise Refused(f"{name} does not exist; create it with write_file")
     data = path.read_bytes()
     if len(data) > EDIT_MAX_BYTES:
-        raise Refused(f"{name} is {len(data)} bytes; edit_file edits files of at most "
-                      f"{EDIT_MAX_BYTES}")
+        raise Refused(
+            f"{name} is {len(data)} bytes; edit_file edits files of at most {EDIT_MAX_BYTES}"
+        )
     if b"\0" in data:
         raise Refused(f"{name} is a binary file; edit_file edits text")
     text = data.decode("utf-8", "surrogateescape")
@@ -86,8 +87,9 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
     replaced = occurrences if request.replace_all else 1
     summary = f"edited {name}: replaced {count(replaced, 'occurrence')}"
     snippet = _snippet(updated, first, len(new))
-    return ToolResult(content=f"{summary}. The edited region now reads:\n{snippet}",
-                      summary=summary)
+    return ToolResult(
+        content=f"{summary}. The edited region now reads:\n{snippet}", summary=summary
+    )
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -116,7 +118,7 @@ def _several(name: str, text: str, old: str, occurrences: int) -> str:
     while start != -1 and len(rows) < EDIT_MATCHES_SHOWN:
         number = _line_of(text, start)
         rows.append(_numbered([lines[number - 1]], number))
-        start = text.find(old, start + 1)
+        start = text.find(old, start + len(old))
     more = "" if occurrences <= EDIT_MATCHES_SHOWN else f"\n   … and {occurrences - len(rows)} more"
     return (
         f"old_string occurs {occurrences} times in {name}; it must occur exactly once. "

@@ -25,7 +25,7 @@ class GlobInput(ToolInput):
         "'*.py' matches only at the top of `path`.",
     )
     path: str = Field(
-        default=".", description="The folder to search in, relative to the workspace."
+        default=".", min_length=1, description="The folder to search in, relative to the workspace."
     )
 
 
@@ -54,15 +54,18 @@ def run(request: GlobInput, ctx: ToolContext) -> ToolResult:
     label = f"glob {request.pattern!r} in {where}"
     if not found:
         note = _walk_note(state)
-        return ToolResult(content=f"no path matches {request.pattern!r} in {where}{note}",
-                          summary=f"{label}: no match")
+        return ToolResult(
+            content=f"no path matches {request.pattern!r} in {where}{note}",
+            summary=f"{label}: no match",
+        )
     summary = f"{label}: {count(len(found), 'match', 'matches')}"
     if len(found) <= GLOB_MAX_RESULTS and not (cut or state.exhausted):
         return ToolResult(content="\n".join(found), summary=summary)
     total = f"{len(found)}+" if cut or state.exhausted else str(len(found))
     note = (
         f"\n[showing {min(len(found), GLOB_MAX_RESULTS)} of {total} matches"
-        f"{_walk_note(state)}; narrow the pattern or the path]"
+        f"{_walk_note(state)}; all of them: recall_step(step={ctx.step}); or narrow the "
+        "pattern or the path]"
     )
     return ToolResult(
         content="\n".join(found[:GLOB_MAX_RESULTS]) + note,

@@ -30,7 +30,9 @@ class RunCommandInput(ToolInput):
         description="The shell command line (run by bash, no profile or rc files).",
     )
     cwd: str = Field(
-        default=".", description="The folder to run it in, relative to the workspace root."
+        default=".",
+        min_length=1,
+        description="The folder to run it in, relative to the workspace root.",
     )
     timeout_s: float = Field(
         default=RUN_DEFAULT_TIMEOUT_S,
@@ -99,9 +101,7 @@ def _status(outcome: ExecOutcome, timeout_s: float) -> str:
     return f"{head} · {took} · {where}"
 
 
-def _stream(
-    name: str, capture: StreamCapture, outcome: ExecOutcome, saved: bool, step: int
-) -> str:
+def _stream(name: str, capture: StreamCapture, outcome: ExecOutcome, saved: bool, step: int) -> str:
     if capture.bytes == 0:
         return f"[{name}: empty]"
     if not capture.truncated:

@@ -42,9 +42,7 @@ def run(request: SlateNoteInput, ctx: ToolContext) -> ToolResult:
         return ToolResult(content=message, summary=message)
     if not request.text.strip():
         raise Refused("a note needs text; to remove a note use action 'delete'")
-    note: Note = ctx.seam.call(
-        "slate.note_set", NoteSetRequest(key=request.key, text=request.text)
-    )
+    note: Note = ctx.seam.call("slate.note_set", NoteSetRequest(key=request.key, text=request.text))
     message = f"saved note {note.key!r} ({len(note.text)} characters)"
     return ToolResult(content=message, summary=message)
 

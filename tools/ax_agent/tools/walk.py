@@ -78,9 +78,7 @@ def _walk(
             continue
         if descend is not None and not descend(entry):
             continue
-        yield from _walk(
-            entry.path, entry.rel + "/", depth + 1, state, hidden, max_depth, descend
-        )
+        yield from _walk(entry.path, entry.rel + "/", depth + 1, state, hidden, max_depth, descend)
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
