@@ -41,8 +41,10 @@ def plain(data: bytes) -> str:
 
 
 class AgentPty:
-    def __init__(self, argv: list[str], cwd: Path, stdout_file: Path | None = None) -> None:
-        env = dict(os.environ, TERM="xterm", COLUMNS="100", LINES="30")
+    def __init__(
+        self, argv: list[str], cwd: Path, stdout_file: Path | None = None, term: str = "xterm"
+    ) -> None:
+        env = dict(os.environ, TERM=term, COLUMNS="100", LINES="30")
         env.pop("NO_COLOR", None)
         pid, fd = pty.fork()
         if pid == 0:  # the child: become ax-agent
@@ -55,6 +57,7 @@ class AgentPty:
             finally:
                 os._exit(127)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+        self.unicode = term != "dumb"
         self.pid = pid
         self.fd = fd
         self.data = b""
@@ -97,7 +100,7 @@ class AgentPty:
         )
 
     def prompt(self) -> None:
-        self.expect("❯ ")
+        self.expect("❯ " if self.unicode else "> ")
 
     def send(self, data: bytes | str) -> None:
         os.write(self.fd, data.encode() if isinstance(data, str) else data)
@@ -136,7 +139,10 @@ def agent(workspace: Path, tmp_path: Path) -> Iterator[Callable[..., AgentPty]]:
     started: list[AgentPty] = []
 
     def start(
-        turns: list[dict[str, Any]], *extra: str, stdout_file: Path | None = None
+        turns: list[dict[str, Any]],
+        *extra: str,
+        stdout_file: Path | None = None,
+        term: str = "xterm",
     ) -> AgentPty:
         script = write_script(tmp_path / f"script{len(started)}.json", turns)
         argv = [
@@ -150,7 +156,7 @@ def agent(workspace: Path, tmp_path: Path) -> Iterator[Callable[..., AgentPty]]:
             str(script),
             *extra,
         ]
-        session = AgentPty(argv, workspace, stdout_file)
+        session = AgentPty(argv, workspace, stdout_file, term)
         started.append(session)
         return session
 

@@ -338,3 +338,28 @@ def test_a_piped_run_writes_no_escape_bytes(workspace: Path, tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert b"It says hi." in done.stdout
     assert b"\x1b" not in done.stdout and b"\x1b" not in done.stderr
+
+
+def test_a_dumb_terminal_gets_a_typed_question_and_no_escape_bytes(
+    agent: Start, workspace: Path
+) -> None:
+    term = agent(
+        [
+            {"toolCalls": [{"name": "run_command", "input": {"command": "echo a > dumb.txt"}}]},
+            {"text": "Typed."},
+        ],
+        term="dumb",
+    )
+    term.prompt()
+    term.line("go")
+    term.expect("answer [n/y] (Enter = no): ")
+    term.line("yes")
+    term.expect("approved (once, by terminal)")
+    term.expect("Typed.")
+    term.prompt()
+    term.send(CTRL_D)
+    assert term.wait() == 0
+    assert (workspace / "dumb.txt").read_text() == "a\n"
+    assert b"\x1b" not in term.data
+    for glyph in ("●", "⎿", "✓", "❯", "⠋"):
+        assert glyph not in term.text

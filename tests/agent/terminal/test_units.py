@@ -374,6 +374,14 @@ def test_history_appends_to_what_other_sessions_wrote_and_keeps_the_newest(tmp_p
     assert len(loaded) == HISTORY_MAX_ENTRIES and loaded[-1] == f"entry {HISTORY_MAX_ENTRIES + 4}"
 
 
+def test_history_never_stores_a_pasted_key(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    history.add("use sk-ant-" + "a" * 30 + " please")
+    history.save()
+    stored = (tmp_path / "agent-history.jsonl").read_text()
+    assert "sk-ant-" not in stored and "[REDACTED:anthropic-key]" in stored
+
+
 def test_slash_parsing_completion_and_unknown_names() -> None:
     assert commands.parse("/trail 5 tool=grep") == ("trail", ["5", "tool=grep"])
     assert commands.parse("  /HELP ") == ("help", [])

@@ -50,6 +50,19 @@ def raw_mode(fd: int) -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
+@contextmanager
+def echo_mode(fd: int) -> Iterator[None]:
+    """Line input with echo for the duration (a typed answer during a quiet turn)."""
+    saved = termios.tcgetattr(fd)
+    mode = list(saved)
+    mode[3] |= termios.ECHO | termios.ICANON
+    termios.tcsetattr(fd, termios.TCSANOW, mode)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
 def drain(fd: int) -> bytes:
     """Everything already typed (in raw mode, partial lines too)."""
     data = b""

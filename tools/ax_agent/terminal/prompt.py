@@ -8,7 +8,7 @@ used. Either way a trailing backslash continues the message on the next line.
 
 History is one file in the state root, shared by every workspace, written
 under a lock and atomically: the entries of this run are appended to what is
-there, the oldest dropped beyond ``HISTORY_MAX_ENTRIES``.
+there, the oldest dropped beyond ``HISTORY_MAX_ENTRIES``; secrets are redacted first.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import IO, Any
 from libcommon import jsonio
 from libcommon.atomic import atomic_write_bytes
 from libcommon.locks import file_lock
+from libcommon.redact import redact
 
 from .approve import TypeAhead
 from .screen import Screen
@@ -47,8 +48,9 @@ class History:
         return entries[-HISTORY_MAX_ENTRIES:]
 
     def add(self, entry: str) -> None:
+        # Kept on disk, so a pasted key is redacted like everything else ax persists.
         if entry.strip() and len(entry) <= HISTORY_ENTRY_MAX_CHARS:
-            self.added.append(entry)
+            self.added.append(redact(entry))
 
     def save(self) -> None:
         """Append this run's entries to the file (other sessions may have written since)."""
@@ -87,7 +89,7 @@ class LineReader:
         parts = [self._line(f"{glyph} ")]
         while parts[-1].endswith(CONTINUATION):
             parts[-1] = parts[-1][: -len(CONTINUATION)]
-            parts.append(self._line(". " if glyph == ">" else "… "))
+            parts.append(self._line(f"{self.screen.glyphs.more} "))
         text = "\n".join(parts)
         if self.readline is not None and len(parts) > 1:
             # readline kept each piece; one entry for the whole message is what Up should recall.

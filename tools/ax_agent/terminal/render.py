@@ -30,7 +30,7 @@ _ARG_KEYS = ("command", "path", "pattern", "kind", "key", "query", "step")
 _EMPTY_STREAMS = frozenset({"[stdout: empty]", "[stderr: empty]"})
 
 
-def call_label(tool: str, value: Any) -> str:
+def call_label(tool: str, value: Any, more: str = "...") -> str:
     """``run_command(pytest -q)``: the tool and the argument a person recognises."""
     arg = ""
     if isinstance(value, dict):
@@ -44,7 +44,7 @@ def call_label(tool: str, value: Any) -> str:
         arg = str(value)
     arg = " ".join(clean(redact(arg)).split())
     if len(arg) > CALL_ARG_MAX_CHARS:
-        arg = arg[: CALL_ARG_MAX_CHARS - 1] + "…"
+        arg = arg[: CALL_ARG_MAX_CHARS - len(more)] + more
     return f"{tool}({arg})"
 
 
@@ -99,7 +99,7 @@ class Renderer:
 
     def _tool_requested(self, record: dict[str, Any]) -> None:
         tool = str(record.get("tool"))
-        label = call_label(tool, record.get("input"))
+        label = call_label(tool, record.get("input"), self.screen.glyphs.more)
         self.calls[str(record.get("callId"))] = _Call(tool, label)
         self.screen.line(self.screen.style(f"{self.screen.glyphs.call} ", "cyan") + label)
         self.status.set(label)

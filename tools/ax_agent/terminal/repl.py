@@ -28,7 +28,7 @@ from ..loop import run_turn
 from ..session import Session, StartOptions, start_session
 from . import commands
 from .approve import KeySource, MenuApprover, TypeAhead
-from .keys import KeyReader, drain, raw_mode
+from .keys import KeyReader, drain, echo_mode, raw_mode
 from .prompt import History, LineReader
 from .render import Renderer
 from .screen import Screen
@@ -77,7 +77,7 @@ class Terminal:
                 self.screen,
                 self.status,
                 self._keys() if self.screen.escapes else None,
-                environment.stdin.readline,
+                self._read_answer,
             )
         options.listeners.append(self.renderer.on_event)
         options.on_text = self.renderer.on_text
@@ -97,6 +97,15 @@ class Terminal:
                 yield iter(KeyReader(fd))
 
         return open_keys
+
+    def _read_answer(self) -> str:
+        """A typed answer (no raw keys): what was typed before the question is set aside."""
+        if self.fd is None:
+            return self.environment.stdin.readline()
+        with raw_mode(self.fd):
+            self.typeahead.add(drain(self.fd))
+        with echo_mode(self.fd):
+            return self.environment.stdin.readline()
 
     def run(self) -> int:
         session = self._start(self.options)
@@ -154,10 +163,11 @@ class Terminal:
         self.renderer.last_step = _last_step(session)
         self.renderer.steps.clear()
         resumed = " (resumed)" if session.resumed else ""
+        sep = self.screen.glyphs.sep
         self.screen.line(
             self.screen.style(
-                f"ax-agent · session {session.id}{resumed} · {session.provider.name}, "
-                f"model {session.model} · /help for commands",
+                f"ax-agent{sep}session {session.id}{resumed}{sep}{session.provider.name}, "
+                f"model {session.model}{sep}/help for commands",
                 "dim",
             )
         )
@@ -183,9 +193,10 @@ class Terminal:
         tokens = usage.input_tokens + usage.output_tokens
         tokens += usage.cache_creation_input_tokens + usage.cache_read_input_tokens
         session.end(reason)
+        sep = self.screen.glyphs.sep
         self.screen.line(
-            f"ax-agent: session {session.id} ended ({reason}) · {session.turns} turns · "
-            f"{compact_count(tokens)} tokens · resume with: ax-agent --resume {session.id}"
+            f"ax-agent: session {session.id} ended ({reason}){sep}{session.turns} turns{sep}"
+            f"{compact_count(tokens)} tokens{sep}resume with: ax-agent --resume {session.id}"
         )
 
 

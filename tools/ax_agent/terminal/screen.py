@@ -39,11 +39,14 @@ class Glyphs:
     failed: str
     more: str
     pointer: str
+    sep: str
     spinner: tuple[str, ...]
 
 
-UNICODE_GLYPHS = Glyphs("●", "⎿", "✓", "✗", "…", "❯", ("⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"))
-ASCII_GLYPHS = Glyphs("*", "|", "ok", "x", "...", ">", ("-", "\\", "|", "/"))
+UNICODE_GLYPHS = Glyphs(
+    "●", "⎿", "✓", "✗", "…", "❯", " · ", ("⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧")
+)
+ASCII_GLYPHS = Glyphs("*", "|", "ok", "x", "...", ">", " - ", ("-", "\\", "|", "/"))
 
 
 def clean(text: str) -> str:

@@ -117,7 +117,7 @@ class StatusLine:
         if self.tokens:
             parts.append(f"{compact_count(self.tokens)} tokens")
         parts.append("Ctrl+C to interrupt")
-        return self.screen.style(f"{spinner} {self.activity} ({' · '.join(parts)})", "dim")
+        return self.screen.style(f"{spinner} {self.activity} ({glyphs.sep.join(parts)})", "dim")
 
     def lines(self) -> list[str]:
         return [self.text()]
