@@ -363,3 +363,52 @@ def test_a_dumb_terminal_gets_a_typed_question_and_no_escape_bytes(
     assert b"\x1b" not in term.data
     for glyph in ("●", "⎿", "✓", "❯", "⠋"):
         assert glyph not in term.text
+
+
+def test_expand_prints_a_cut_output_whole_from_the_record(agent: Start) -> None:
+    # 6000 lines is more than ax-exec keeps for the model, so the full output is saved.
+    term = agent(
+        [
+            {"toolCalls": [{"name": "run_command", "input": {"command": "seq 1 6000"}}]},
+            {"text": "Counted."},
+        ]
+    )
+    term.prompt()
+    term.line("count")
+    term.expect("answer:")
+    term.send(b"y" + ENTER)
+    term.expect("more lines (/expand 1)")
+    term.expect("Counted.")
+    term.prompt()
+    assert "\n3000\n" not in term.text  # the middle was folded away
+    term.line("/expand 1")
+    term.expect("\n3000\n")
+    term.expect("\n6000\n")
+    term.prompt()
+    term.line("/expand 9")
+    term.expect("/expand: session")
+    term.expect("has no step 9")
+    term.prompt()
+    term.send(CTRL_D)
+    assert term.wait() == 0
+
+
+def test_continue_on_a_terminal_resumes_the_session(agent: Start, state_dir: Path) -> None:
+    first = agent([{"text": "First life."}])
+    first.prompt()
+    first.line("hello")
+    first.expect("First life.")
+    first.prompt()
+    first.send(CTRL_D)
+    assert first.wait() == 0
+    session = _of(session_events(state_dir), "session.started")[0]["session"]
+    again = agent([{"expect": "again", "text": "Second life."}], "--continue")
+    again.expect(f"session {session} (resumed)")
+    again.prompt()
+    again.line("again")
+    again.expect("Second life.")
+    again.prompt()
+    again.line("/quit")
+    assert again.wait() == 0
+    users = [e["content"] for e in _of(session_events(state_dir), "user.message")]
+    assert users == ["hello", "again"]
