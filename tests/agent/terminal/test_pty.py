@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -74,6 +75,8 @@ def test_approval_through_the_menu_and_by_typing(
     term.prompt()
     term.line("/quit")
     assert term.wait() == 0
+    # Output post-processing stays on through the menu: every newline returns the carriage.
+    assert re.search(rb"[^\r]\n", term.data) is None
     assert (workspace / "menu.txt").read_text() == "a\n"
     assert (workspace / "typed.txt").read_text() == "b\n"
     assert not (workspace / "enter.txt").exists()

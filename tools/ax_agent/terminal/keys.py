@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import select
 import termios
-import tty
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,9 +40,19 @@ def pending(fd: int) -> bool:
 
 @contextmanager
 def raw_mode(fd: int) -> Iterator[None]:
-    """Raw input on ``fd`` for the duration; the old mode comes back without a flush."""
+    """Key-at-a-time input on ``fd`` for the duration; the old mode comes back without a flush.
+
+    Input is raw (no line editing, no echo, Ctrl+C and Ctrl+D arrive as bytes),
+    output is left as it was, so the menu's newlines still return the carriage.
+    """
     saved = termios.tcgetattr(fd)
-    tty.setraw(fd, termios.TCSANOW)
+    mode = list(saved)
+    mode[0] &= ~(termios.IXON | termios.ICRNL | termios.INLCR | termios.IGNCR)
+    mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
+    mode[6] = list(mode[6])
+    mode[6][termios.VMIN] = 1
+    mode[6][termios.VTIME] = 0
+    termios.tcsetattr(fd, termios.TCSANOW, mode)
     try:
         yield
     finally:
