@@ -147,6 +147,53 @@ def test_renderer_numbers_steps_from_the_trail_and_only_executed_calls_count() -
     assert "/expand" not in text  # three lines are shown whole
 
 
+def test_live_output_shows_the_head_at_once_and_folds_the_rest_at_the_end() -> None:
+    screen, _, err = make(tty=False)
+    view = Renderer(screen, StatusLine(screen, Clock()))
+    view.on_event(
+        {"type": "tool.requested", "callId": "c1", "tool": RUN, "input": {"command": "x"}}
+    )
+    data = "".join(f"line {n}\n" for n in range(1, 41)).encode()
+    view.on_output("c1", "stdout", data[:13])  # cut mid-line
+    view.on_output("c1", "stderr", data[13:100])
+    shown = err.getvalue()
+    assert "    line 8\n" in shown and "line 9" not in shown  # the head, before the end
+    view.on_output("c1", "stdout", data[100:] + b"caf" + "é".encode()[:1])  # cut mid-character
+    view.on_output("c1", "stdout", "é".encode()[1:] + b"\n50%\r100%")  # a progress bar
+    view.on_event(
+        {
+            "type": "tool.completed",
+            "callId": "c1",
+            "ok": True,
+            "summary": "exit code 0",
+            "content": "what the model got",
+            "outcome": "ran",
+        }
+    )
+    assert err.getvalue().splitlines()[-6:] == [
+        "    ... 30 more lines (/expand 1)",
+        "    line 39",
+        "    line 40",
+        "    café",
+        "    100%",
+        "  | ok exit code 0",
+    ]
+    assert "what the model got" not in err.getvalue()
+    assert view.live == {}
+
+
+def test_short_live_output_is_shown_whole() -> None:
+    screen, _, err = make(tty=False)
+    view = Renderer(screen, StatusLine(screen, Clock()))
+    view.on_event({"type": "tool.requested", "callId": "c", "tool": RUN, "input": {"command": "x"}})
+    view.on_output("c", "stdout", "".join(f"{n}\n" for n in range(1, 15)).encode())
+    view.on_event(
+        {"type": "tool.completed", "callId": "c", "ok": True, "summary": "done", "outcome": "ran"}
+    )
+    body = [line.strip() for line in err.getvalue().splitlines()[1:-1]]
+    assert body == [str(n) for n in range(1, 15)]
+
+
 def test_renderer_shows_approvals_mutations_and_a_stopped_turn() -> None:
     screen, _, err = make(tty=False)
     view = Renderer(screen, StatusLine(screen, Clock()))

@@ -3,12 +3,15 @@
 The renderer is a session listener (called for every event as it is
 appended) plus the provider's text callback. Tool calls print a line when
 requested and an outcome line when completed; the output of a command or a
-check shows its first lines, a fold marker naming the ``/expand`` step, and its
-last lines. Model text streams to stdout as it arrives.
+check shows its first lines (live, when the runtime passes output through
+``on_output``), a fold marker naming the ``/expand`` step, and its last lines.
+Model text streams to stdout as it arrives.
 """
 
 from __future__ import annotations
 
+import codecs
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +69,48 @@ def output_lines(content: str) -> list[str]:
     return [line for line in lines if line.strip() not in _EMPTY_STREAMS]
 
 
+class LiveOutput:
+    """One command's output as it streams: the head is shown, the tail is kept back."""
+
+    def __init__(self) -> None:
+        self.shown = 0
+        self.total = 0
+        self.partial = ""
+        # Enough to show everything when fewer than FOLD_MIN_HIDDEN lines would be hidden.
+        self.tail: deque[str] = deque(maxlen=FOLD_TAIL_LINES + FOLD_MIN_HIDDEN - 1)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The lines to show now (until the head is full)."""
+        *lines, self.partial = (self.partial + self.decoder.decode(chunk)).split("\n")
+        return [line for line in map(_screen_line, lines) if self._keep(line)]
+
+    def finish(self, marker: str) -> list[str]:
+        """The rest: the kept-back tail, after a fold marker when lines were hidden."""
+        last = self.partial + self.decoder.decode(b"", final=True)
+        if last:
+            self._keep(_screen_line(last))
+        rest = self.total - self.shown
+        if rest <= len(self.tail):
+            return list(self.tail)
+        tail = list(self.tail)[-FOLD_TAIL_LINES:]
+        return [marker.format(hidden=rest - len(tail)), *tail]
+
+    def _keep(self, line: str) -> bool:
+        """Count ``line``; True when it belongs to the head (shown at once)."""
+        self.total += 1
+        if self.shown < FOLD_HEAD_LINES:
+            self.shown += 1
+            return True
+        self.tail.append(line)
+        return False
+
+
+def _screen_line(line: str) -> str:
+    # A progress bar redraws its line with carriage returns: the last state is the line.
+    return clean(line.rstrip("\r").rsplit("\r", 1)[-1])
+
+
 @dataclass
 class _Call:
     tool: str
@@ -81,6 +126,8 @@ class Renderer:
     calls: dict[str, _Call] = field(default_factory=dict)
     # Trail step → call id, for /expand.
     steps: dict[int, str] = field(default_factory=dict)
+    # The output of commands still running, by call id.
+    live: dict[str, LiveOutput] = field(default_factory=dict)
 
     def on_text(self, chunk: str) -> None:
         self.status.set("writing")
@@ -119,24 +166,41 @@ class Renderer:
     def _file_mutated(self, record: dict[str, Any]) -> None:
         self._result(f"changed {clean(str(record.get('path')))}", "dim")
 
+    def on_output(self, call_id: str, stream: str, chunk: bytes) -> None:
+        """A running command's output as it arrives: its first lines are shown at once.
+
+        The runtime does not pass ax-exec's output hook through yet; until it
+        does, a command's output is shown folded when it completes.
+        """
+        del stream  # stdout and stderr share one view, in arrival order
+        with self.screen.lock:
+            live = self.live.setdefault(call_id, LiveOutput())
+            for line in live.feed(chunk):
+                self._output_line(line)
+
     def _tool_completed(self, record: dict[str, Any]) -> None:
-        call = self.calls.pop(str(record.get("callId")), None)
+        call_id = str(record.get("callId"))
+        call = self.calls.pop(call_id, None)
+        live = self.live.pop(call_id, None)
+        if record.get("outcome") == "ran":
+            self.last_step += 1
+            self.steps[self.last_step] = call_id
+            if call is not None and call.tool in OUTPUT_TOOLS:
+                marker = (
+                    f"{self.screen.glyphs.more} {{hidden}} more lines (/expand {self.last_step})"
+                )
+                if live is not None:
+                    rest = live.finish(marker)
+                else:
+                    rest = fold(output_lines(str(record.get("content") or "")), marker)
+                for line in rest:
+                    self._output_line(line)
         ok = bool(record.get("ok"))
         glyphs = self.screen.glyphs
         mark = (
             self.screen.style(glyphs.ok, "green") if ok else self.screen.style(glyphs.failed, "red")
         )
         self._result(f"{mark} {clean(str(record.get('summary', '')))}", None)
-        if record.get("outcome") != "ran":
-            return
-        self.last_step += 1
-        self.steps[self.last_step] = str(record.get("callId"))
-        if call is None or call.tool not in OUTPUT_TOOLS:
-            return
-        lines = output_lines(str(record.get("content") or ""))
-        marker = f"{glyphs.more} {{hidden}} more lines (/expand {self.last_step})"
-        for line in fold(lines, marker):
-            self.screen.line(self.screen.style("    " + line, "dim"))
         self.status.set("thinking")
 
     def _turn_aborted(self, record: dict[str, Any]) -> None:
@@ -154,6 +218,9 @@ class Renderer:
         if reason not in ("end_turn", "stop_sequence"):
             why = f": {clean(str(detail))}" if detail else ""
             self.screen.line(self.screen.style(f"The turn stopped ({reason}){why}", "yellow"))
+
+    def _output_line(self, line: str) -> None:
+        self.screen.line(self.screen.style("    " + line, "dim"))
 
     def _result(self, text: str, style: str | None) -> None:
         body = self.screen.style(text, style) if style else text
