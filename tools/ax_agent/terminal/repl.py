@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from libcommon.cliapp import Environment
 from libcommon.errors import AxError
@@ -33,9 +32,6 @@ from .prompt import History, LineReader
 from .render import Renderer
 from .screen import Screen
 from .status import StatusLine, compact_count
-
-if TYPE_CHECKING:
-    from ..loop import TurnResult
 
 # A second Ctrl+C at the prompt within this many seconds exits.
 EXIT_CONFIRM_S = 3.0
@@ -81,7 +77,6 @@ class Terminal:
             )
         options.listeners.append(self.renderer.on_event)
         options.on_text = self.renderer.on_text
-        self.turns = 0
 
     def _keys(self) -> KeySource | None:
         fd = self.fd
@@ -118,7 +113,7 @@ class Terminal:
             complete=commands.complete,
         )
         reason = "quit"
-        last_interrupt = 0.0
+        last_interrupt: float | None = None
         try:
             while True:
                 try:
@@ -130,17 +125,21 @@ class Terminal:
                 except KeyboardInterrupt:
                     self.screen.line()
                     now = time.monotonic()
-                    if now - last_interrupt <= EXIT_CONFIRM_S:
+                    if last_interrupt is not None and now - last_interrupt <= EXIT_CONFIRM_S:
                         reason = "interrupted at the prompt"
                         break
                     last_interrupt = now
                     self.screen.line(self.screen.style("(Ctrl+C again to exit)", "dim"))
                     continue
-                last_interrupt = 0.0
+                last_interrupt = None
                 if not line.strip():
                     continue
                 if commands.parse(line) is not None:
-                    action = commands.run_line(self._context(session), line)
+                    try:
+                        action = commands.run_line(self._context(session), line)
+                    except KeyboardInterrupt:
+                        self.screen.line("(command interrupted)")
+                        continue
                     if action == "quit":
                         break
                     if action == "clear":
@@ -173,20 +172,18 @@ class Terminal:
         )
         return session
 
-    def _turn(self, session: Session, text: str) -> TurnResult | None:
-        self.turns += 1
-        result = None
+    def _turn(self, session: Session, text: str) -> None:
+        """One turn; its outcome is on the screen already (the renderer drew the events)."""
         try:
             with quiet_keyboard(self.fd), abort_on_signals(session.asking.is_set) as abort:
                 self.status.begin()
                 try:
-                    result = run_turn(session, text, abort)
+                    run_turn(session, text, abort)
                 finally:
                     self.status.end()
                     self.screen.end_text()
         except AxError as exc:
             self.screen.line(self.screen.style(f"ax-agent: error: {exc.message}", "red"))
-        return result
 
     def _end(self, session: Session, reason: str) -> None:
         usage = session.usage
