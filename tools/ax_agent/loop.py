@@ -113,7 +113,6 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     """One user turn, to the model's final answer or a stop (see the module docstring)."""
     abort = abort or threading.Event()
     state = _TurnState()
-    session.turns += 1
     session.record({"type": "user.message", "content": text})
     session.messages.append(Message("user", [TextBlock(text)]))
     schemas = [tool.schema() for tool in session.tools.values()]
@@ -140,7 +139,6 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         except AxError as exc:  # a provider error, or a script that ran out
             return _finished(session, state, "error", final_text, exc.message)
         state.usage.add(response.usage)
-        session.usage.add(response.usage)
         session.record(
             {
                 "type": "assistant.message",

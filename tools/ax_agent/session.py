@@ -35,7 +35,7 @@ from .context import (
     probe_sandbox,
     system_prompt,
 )
-from .providers import Message, Provider, Usage, make_provider
+from .providers import Message, Provider, make_provider
 from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
 
@@ -93,11 +93,9 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     listeners: list[Listener] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
-    usage: Usage = field(default_factory=Usage)
     resumed: bool = False
     # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
     asking: threading.Event = field(default_factory=threading.Event)
-    turns: int = 0
     # The Trail's last step: the next executed call becomes step trail_step + 1.
     trail_step: int = 0
     # How far into the log listeners have been shown (a byte offset at a line end).
