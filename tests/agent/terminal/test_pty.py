@@ -242,7 +242,7 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
                     {"name": "run_command", "input": {"command": f"printf '{long}\\n'"}},
                 ]
             },
-            {"text": "Wrote it."},
+            {"text": "Wrote it.", "usage": {"inputTokens": 1200, "outputTokens": 40}},
         ]
     )
     term.prompt()
@@ -254,7 +254,7 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
     term.prompt()
     for line, shows in [
         ("/help", "/trail [count] [tool=NAME] [file=TEXT]"),
-        ("/status", "cost      no cost"),
+        ("/status", "tokens    1200 in, 40 out, 0 cache read, 0 cache write; 1 turns"),
         ("/diff", "+hello"),
         ("/trail", "write_file"),
         ("/trail 1 tool=run_command", "run_command"),
@@ -274,7 +274,7 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
     assert not (workspace / "notes.txt").exists()
     first_id = _of(session_events(state_dir), "session.started")[0]["session"]
     term.line("/clear")
-    term.expect(f"session {first_id} ended (cleared)")
+    term.expect(f"session {first_id} ended (cleared) · 1 turns · 1.2k tokens")
     term.expect("· session ")
     term.prompt()
     term.line("/status")

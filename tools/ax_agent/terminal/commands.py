@@ -99,12 +99,13 @@ def _help(context: Context, args: list[str]) -> Action:
 
 
 def _status(context: Context, args: list[str]) -> Action:
-    from .cost import cost_text
+    from .cost import cost_text, session_totals
 
     _no_args(args, "/status")
     session = context.session
     sandbox = session.sandbox.policy
-    usage = session.usage
+    totals = session_totals(session.layout, session.id)
+    usage = totals.usage
     holder = session.lease.holder()
     owner = f"pid {holder.pid} since {holder.acquired}" if holder else "no lease held"
     enforced = "enforced" if sandbox.enforced else "NOT enforced"
@@ -116,7 +117,7 @@ def _status(context: Context, args: list[str]) -> Action:
         context,
         f"  tokens    {usage.input_tokens} in, {usage.output_tokens} out, "
         f"{usage.cache_read_input_tokens} cache read, "
-        f"{usage.cache_creation_input_tokens} cache write; {session.turns} turns",
+        f"{usage.cache_creation_input_tokens} cache write; {totals.turns} turns",
     )
     _say(context, f"  cost      {cost_text(session.provider.name, session.model, usage)}")
     _say(context, f"  owner     {owner}")

@@ -1,4 +1,4 @@
-"""What the tokens of a session cost, where the price is known.
+"""A session's tokens and turns, read from its log, and what they cost where the price is known.
 
 Prices are list prices in US dollars per million tokens (input, output, cache
 write, cache read), matched by model-name prefix, longest first. A model not in
@@ -7,6 +7,10 @@ nothing that ax can see.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from libcommon.paths import StateLayout
 
 from ..providers import Usage
 
@@ -36,3 +40,41 @@ def cost_text(provider: str, model: str, usage: Usage) -> str:
             ) / 1_000_000
             return f"about ${dollars:.4f} at list prices"
     return f"not known for model {model}"
+
+
+@dataclass
+class Totals:
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+
+    @property
+    def tokens(self) -> int:
+        usage = self.usage
+        return (
+            usage.input_tokens
+            + usage.output_tokens
+            + usage.cache_creation_input_tokens
+            + usage.cache_read_input_tokens
+        )
+
+
+def session_totals(layout: StateLayout, session_id: str) -> Totals:
+    """Every life of the session counts: the log holds each model call's usage."""
+    from ax_log import log_path, read_events
+
+    totals = Totals()
+    for record in read_events(log_path(layout, session_id), session_id):
+        kind = record.get("type")
+        if kind == "user.message":
+            totals.turns += 1
+        elif kind == "assistant.message":
+            usage = record.get("usage") or {}
+            totals.usage.add(
+                Usage(
+                    input_tokens=int(usage.get("inputTokens", 0)),
+                    output_tokens=int(usage.get("outputTokens", 0)),
+                    cache_creation_input_tokens=int(usage.get("cacheCreationInputTokens", 0)),
+                    cache_read_input_tokens=int(usage.get("cacheReadInputTokens", 0)),
+                )
+            )
+    return totals

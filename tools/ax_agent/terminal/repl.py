@@ -159,7 +159,7 @@ class Terminal:
 
     def _start(self, options: StartOptions) -> Session:
         session = start_session(options)
-        self.renderer.last_step = _last_step(session)
+        self.renderer.last_step = session.trail_step
         self.renderer.steps.clear()
         resumed = " (resumed)" if session.resumed else ""
         sep = self.screen.glyphs.sep
@@ -186,25 +186,15 @@ class Terminal:
             self.screen.line(self.screen.style(f"ax-agent: error: {exc.message}", "red"))
 
     def _end(self, session: Session, reason: str) -> None:
-        usage = session.usage
-        tokens = usage.input_tokens + usage.output_tokens
-        tokens += usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+        from .cost import session_totals
+
         session.end(reason)
+        totals = session_totals(session.layout, session.id)
         sep = self.screen.glyphs.sep
         self.screen.line(
-            f"ax-agent: session {session.id} ended ({reason}){sep}{session.turns} turns{sep}"
-            f"{compact_count(tokens)} tokens{sep}resume with: ax-agent --resume {session.id}"
+            f"ax-agent: session {session.id} ended ({reason}){sep}{totals.turns} turns{sep}"
+            f"{compact_count(totals.tokens)} tokens{sep}resume with: ax-agent --resume {session.id}"
         )
-
-
-def _last_step(session: Session) -> int:
-    from ax_slate import read_trail
-
-    try:
-        entries = read_trail(session.layout, session.id, count=1)
-    except AxError:
-        return 0
-    return entries[-1].step if entries else 0
 
 
 def _fileno(stream: object) -> int | None:
