@@ -74,8 +74,6 @@ def agent(
 ) -> int | None:
     """Run one turn of the coding agent on a prompt and print its answer.
 
-    With no prompt on a terminal, start the interactive terminal (/help inside).
-
     Exit status: 0 completed, 1 error or stopped by a limit, 3 workspace not
     trusted, 4 the session is owned by another live process, 130 interrupted.
     """
