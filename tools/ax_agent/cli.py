@@ -28,7 +28,12 @@ def agent(
     ctx: typer.Context,
     prompt: Annotated[
         str | None,
-        typer.Option("-p", "--prompt", help="The request (default: read it from stdin)."),
+        typer.Option(
+            "-p",
+            "--prompt",
+            # Issue 12: no prompt on a terminal is the interactive terminal.
+            help="The request (default: read it from stdin; on a terminal, the interactive mode).",
+        ),
     ] = None,
     workspace: WorkspaceOption = None,
     provider: Annotated[
