@@ -415,3 +415,28 @@ def test_continue_on_a_terminal_resumes_the_session(agent: Start, state_dir: Pat
     assert again.wait() == 0
     users = [e["content"] for e in _of(session_events(state_dir), "user.message")]
     assert users == ["hello", "again"]
+
+
+def test_ctrl_c_at_the_menu_interrupts_the_turn(
+    agent: Start, workspace: Path, state_dir: Path
+) -> None:
+    term = agent(
+        [
+            {"toolCalls": [{"name": "run_command", "input": {"command": "echo x > never.txt"}}]},
+            {"expect": "still", "text": "Still alive."},
+        ]
+    )
+    term.prompt()
+    term.line("ask me")
+    term.expect("answer:")
+    term.send(DOWN + CTRL_C)
+    term.expect("Interrupted (approval)")
+    term.prompt()
+    term.line("still there?")
+    term.expect("Still alive.")
+    term.prompt()
+    term.line("/quit")
+    assert term.wait() == 0
+    assert not (workspace / "never.txt").exists()
+    resolved = _of(session_events(state_dir), "approval.resolved")
+    assert [(e["answer"], e["scope"]) for e in resolved] == [("no", "stop")]
