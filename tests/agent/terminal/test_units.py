@@ -519,3 +519,11 @@ def test_the_status_ticker_stops_with_the_turn() -> None:
     assert threading.active_count() == before + 1
     line.end()
     assert threading.active_count() == before
+
+
+def test_a_live_line_wider_than_the_terminal_is_cut_not_wrapped() -> None:
+    err = Stream()
+    area = status.LiveArea(err, "...")
+    area.draw(["\x1b[2m" + "x" * 500 + "\x1b[0m"])
+    drawn = err.getvalue()
+    assert len(drawn) < status.FALLBACK_COLUMNS and drawn.endswith("...")

@@ -37,8 +37,9 @@ def columns(stream: IO[str]) -> int:
 class LiveArea:
     """Lines drawn at the cursor and replaced in place; the caller holds the screen's lock."""
 
-    def __init__(self, err: IO[str]) -> None:
+    def __init__(self, err: IO[str], more: str = "...") -> None:
         self.err = err
+        self.more = more
         self.height = 0
 
     def draw(self, lines: list[str]) -> None:
@@ -47,7 +48,10 @@ class LiveArea:
             return
         width = max(columns(self.err) - 1, 10)
         # A line wider than the terminal would wrap and break the erase that follows.
-        shown = [line if _visible_len(line) <= width else _cut(line, width) for line in lines]
+        shown = [
+            line if _visible_len(line) <= width else _strip_sgr(line)[: width - 3] + self.more
+            for line in lines
+        ]
         self.err.write("\n".join(shown))
         self.err.flush()
         self.height = len(shown)
@@ -77,10 +81,6 @@ def _strip_sgr(text: str) -> str:
     return "".join(out)
 
 
-def _cut(text: str, width: int) -> str:
-    return _strip_sgr(text)[: width - 1] + "…"
-
-
 def compact_count(value: int) -> str:
     if value < 1000:
         return str(value)
@@ -108,7 +108,7 @@ class StatusLine:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if screen.escapes:
-            screen.attach_area(LiveArea(screen.err))
+            screen.attach_area(LiveArea(screen.err, screen.glyphs.more))
 
     def text(self) -> str:
         glyphs = self.screen.glyphs
