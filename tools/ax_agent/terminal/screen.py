@@ -77,7 +77,7 @@ class Screen:
         self.lock = threading.RLock()
         self._out_mid_line = False
         self._err_mid_line = False
-        # What the live area shows now (the status line or a menu); redrawn after writes.
+        # What the live area shows now (the status line or a menu); a write erases it.
         self.live: Callable[[], list[str]] | None = None
         self._area: LiveAreaLike | None = None
 
