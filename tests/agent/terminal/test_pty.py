@@ -293,8 +293,9 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
     assert accepted and "files changed and no check ran: notes.txt" in accepted[0]["unfinished"]
     # Nothing typed after a slash reached the model: the only user messages are the two turns.
     assert [e["content"] for e in _of(events, "user.message")] == ["write a file"]
-    second = _of(events, "session.started")[1]["session"]
-    assert second != first_id and f"session   {second}" in term.text
+    ids = {e["session"] for e in _of(events, "session.started")}
+    (second,) = ids - {first_id}
+    assert f"session   {second}" in term.text
 
 
 def test_stdout_to_a_file_carries_only_the_model_text(agent: Start, tmp_path: Path) -> None:
@@ -440,3 +441,21 @@ def test_ctrl_c_at_the_menu_interrupts_the_turn(
     assert not (workspace / "never.txt").exists()
     resolved = _of(session_events(state_dir), "approval.resolved")
     assert [(e["answer"], e["scope"]) for e in resolved] == [("no", "stop")]
+
+
+def test_ctrl_d_typed_during_a_turn_ends_the_session_after_it(agent: Start) -> None:
+    term = agent(
+        [
+            {"toolCalls": [{"name": "run_command", "input": {"command": "sleep 1"}}]},
+            {"text": "Slept."},
+        ]
+    )
+    term.prompt()
+    term.line("nap")
+    term.expect("answer:")
+    term.send(b"y" + ENTER)
+    term.expect("running: sleep 1")
+    term.send(CTRL_D)
+    term.expect("Slept.")
+    assert term.wait() == 0
+    assert "ended (end of input)" in term.text

@@ -45,7 +45,11 @@ def quiet_keyboard(fd: int | None) -> Iterator[None]:
         return
     saved = termios.tcgetattr(fd)
     quiet = list(saved)
-    quiet[3] = (quiet[3] & ~termios.ECHO) | termios.NOFLSH
+    # Not canonical either: every key (Ctrl+D too) waits as a byte for the next prompt.
+    quiet[3] = (quiet[3] & ~(termios.ECHO | termios.ICANON)) | termios.NOFLSH
+    quiet[6] = list(quiet[6])
+    quiet[6][termios.VMIN] = 1
+    quiet[6][termios.VTIME] = 0
     termios.tcsetattr(fd, termios.TCSANOW, quiet)
     try:
         yield
