@@ -310,3 +310,22 @@ def test_agent_core_limits() -> None:
     assert seam_process.ABORT_GRACE_S == 10.0
     assert cli.PROMPT_MAX_CHARS == 1024 * 1024
     assert demo.DEMO_MAX_STEPS == 10
+
+
+def test_agent_terminal_limits() -> None:
+    from ax_agent.terminal import accept, approve, commands, keys, prompt, render, repl, status
+
+    assert render.FOLD_HEAD_LINES == 8
+    assert render.FOLD_TAIL_LINES == 4
+    assert render.FOLD_MIN_HIDDEN == 3
+    assert render.CALL_ARG_MAX_CHARS == 100
+    assert status.STATUS_TICK_S == 0.1
+    assert status.FALLBACK_COLUMNS == 80
+    assert keys.ESCAPE_WAIT_S == 0.05
+    assert approve.MAX_REASKS == 3
+    assert repl.EXIT_CONFIRM_S == 3.0
+    assert prompt.HISTORY_MAX_ENTRIES == 1000
+    assert prompt.HISTORY_ENTRY_MAX_CHARS == 16_384
+    assert commands.TRAIL_DEFAULT_ROWS == 20
+    assert commands.EXPAND_MAX_PAGES == 50
+    assert accept.UNFINISHED_MAX_PATHS == 5

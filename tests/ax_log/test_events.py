@@ -79,6 +79,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "memory.loaded": {"documents": [{"path": "AGENT.md", "status": "loaded"}]},
     "turn.completed": {"stopReason": "end_turn", "steps": 2},
     "turn.aborted": {"phase": "tool", "steps": 1},
+    "provider.changed": {
+        "provider": "script",
+        "model": "m2",
+        "previousProvider": "script",
+        "previousModel": "m1",
+    },
+    "session.accepted": {"unfinished": ["the last turn did not finish (aborted)"]},
 }
 
 
@@ -101,7 +108,11 @@ def test_example_validates_and_round_trips(kind: str) -> None:
     [(kind, field) for kind, example in sorted(EXAMPLES.items()) for field in example],
 )
 def test_each_required_field_is_required(kind: str, field: str) -> None:
-    optional = {("session.ended", "workspace"), ("preview.stopped", "exitCode")}
+    optional = {
+        ("session.ended", "workspace"),
+        ("preview.stopped", "exitCode"),
+        ("session.accepted", "unfinished"),
+    }
     data = {"type": kind, **{k: v for k, v in EXAMPLES[kind].items() if k != field}}
     if (kind, field) in optional:
         parse_body(data)

@@ -28,7 +28,12 @@ def agent(
     ctx: typer.Context,
     prompt: Annotated[
         str | None,
-        typer.Option("-p", "--prompt", help="The request (default: read it from stdin)."),
+        typer.Option(
+            "-p",
+            "--prompt",
+            # Issue 12: no prompt on a terminal is the interactive terminal.
+            help="The request (default: read it from stdin; on a terminal, the interactive mode).",
+        ),
     ] = None,
     workspace: WorkspaceOption = None,
     provider: Annotated[
@@ -91,8 +96,10 @@ def agent(
         raise UsageError(
             f"unknown --output-format {output_format!r}", hint=f"use {', '.join(OUTPUT_FORMATS)}"
         )
-    text = _prompt(prompt)
     interactive = bool(environment.stdin_isatty and environment.stderr_isatty)
+    # Issue 12 (the terminal): no prompt on a terminal starts the interactive mode.
+    terminal = prompt is None and interactive and output_format == "text"
+    text = "" if terminal else _prompt(prompt)
     approver: Approver
     note = None
     if dangerously_allow_all:
@@ -119,6 +126,10 @@ def agent(
         approver=approver,
         approval_note=note,
     )
+    if terminal:  # issue 12: the same session options, read line by line
+        from .terminal.repl import run_terminal
+
+        return run_terminal(options, environment)
     return run_headless(options, text, output_format, environment.stdout, chrome)
 
 

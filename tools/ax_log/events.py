@@ -389,6 +389,29 @@ class LogRecovered(EventBody):
     sha256: Sha256
 
 
+# --- the interactive terminal (ax-agent) ---------------------------------------
+
+
+@register
+class ProviderChanged(EventBody):
+    """A person switched the provider or model between turns (``/model``, ``/provider``)."""
+
+    type: Literal["provider.changed"] = "provider.changed"
+    provider: str
+    model: str
+    previous_provider: str
+    previous_model: str
+
+
+@register
+class SessionAccepted(EventBody):
+    """A person accepted the session's work (``/accept``); ``unfinished`` is what was
+    still open when they did (empty when nothing was)."""
+
+    type: Literal["session.accepted"] = "session.accepted"
+    unfinished: list[str] = Field(default_factory=list)
+
+
 # --- parsing -----------------------------------------------------------------
 
 

@@ -1,0 +1,54 @@
+"""What is unfinished in a session, read from its log (for ``/accept``).
+
+Three things make work unfinished: the last turn did not end with the model's
+answer (it was interrupted or stopped by a limit or an error); the last check
+did not pass; files changed after the last passing check (or with no check run
+at all). The list is shown and recorded; accepting anyway is the person's call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libcommon.paths import StateLayout
+
+FINISHED_REASONS = frozenset({"end_turn", "stop_sequence"})
+# Changed files named in one unfinished item before "and N more".
+UNFINISHED_MAX_PATHS = 5
+
+
+def unfinished_work(layout: StateLayout, session_id: str) -> list[str]:
+    from ax_log import log_path, read_events
+
+    last_turn: dict[str, Any] | None = None
+    last_check: dict[str, Any] | None = None
+    changed: list[str] = []
+    for record in read_events(log_path(layout, session_id), session_id):
+        kind = record.get("type")
+        if kind in ("turn.completed", "turn.aborted"):
+            last_turn = record
+        elif kind == "check.completed":
+            last_check = record
+            if record.get("verdict") == "passed":
+                changed = []
+        elif kind == "file.mutated":
+            path = str(record.get("path"))
+            if path not in changed:
+                changed.append(path)
+        elif kind == "undo.applied":
+            changed = [path for path in changed if path not in record.get("paths", [])]
+    found = []
+    if last_turn is not None and last_turn.get("type") == "turn.aborted":
+        found.append(f"the last turn was interrupted ({last_turn.get('phase')})")
+    elif last_turn is not None and last_turn.get("stopReason") not in FINISHED_REASONS:
+        found.append(f"the last turn did not finish ({last_turn.get('stopReason')})")
+    if last_check is not None and last_check.get("verdict") != "passed":
+        found.append(
+            f"the last {last_check.get('kind')} check did not pass ({last_check.get('verdict')})"
+        )
+    if changed:
+        shown = ", ".join(changed[:UNFINISHED_MAX_PATHS])
+        more = len(changed) - UNFINISHED_MAX_PATHS
+        when = "since the last passing check" if last_check is not None else "and no check ran"
+        found.append(f"files changed {when}: {shown}" + (f" and {more} more" if more > 0 else ""))
+    return found

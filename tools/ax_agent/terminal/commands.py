@@ -1,0 +1,351 @@
+"""Slash commands: one table for dispatch, ``/help`` and Tab completion.
+
+A line whose first word is ``/name`` is a command, never a message to the
+model; an unknown name is refused by name. Commands run between turns only
+(the prompt is the only place a line is read), so ``/model`` and
+``/provider`` can never switch a running turn, and the model has no way to
+call them. Their output is chrome (stderr).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from libcommon.errors import AxError, OperationFailed, UsageError
+from libcommon.redact import redact
+
+from .render import Renderer
+from .screen import Screen, clean
+
+if TYPE_CHECKING:
+    from ..session import Session, StartOptions
+
+_COMMAND = re.compile(r"^/([A-Za-z][A-Za-z0-9_-]*)(?:\s+(.*))?$", re.S)
+# /trail without a count shows this many steps.
+TRAIL_DEFAULT_ROWS = 20
+# Pages of a step's saved output /expand prints at most.
+EXPAND_MAX_PAGES = 50
+
+Action = Literal["quit", "clear"] | None
+
+
+@dataclass
+class Context:
+    session: Session
+    options: StartOptions
+    screen: Screen
+    renderer: Renderer
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    args: str
+    summary: str
+    run: Callable[[Context, list[str]], Action]
+
+    @property
+    def usage(self) -> str:
+        return f"/{self.name}" + (f" {self.args}" if self.args else "")
+
+
+def parse(line: str) -> tuple[str, list[str]] | None:
+    """(name, arguments) when the line is a slash command, else None."""
+    match = _COMMAND.match(line.strip())
+    if match is None:
+        return None
+    return match.group(1).lower(), (match.group(2) or "").split()
+
+
+def find(name: str) -> Command:
+    for command in COMMANDS:
+        if command.name == name:
+            return command
+    raise UsageError(
+        "unknown command; it was not sent to the model", hint="/help lists the commands"
+    )
+
+
+def dispatch(context: Context, name: str, args: list[str]) -> Action:
+    return find(name).run(context, args)
+
+
+def complete(text: str) -> list[str]:
+    """Tab completion: the command names that start with ``text``."""
+    return [f"/{command.name}" for command in COMMANDS if f"/{command.name}".startswith(text)]
+
+
+def _say(context: Context, text: str = "") -> None:
+    for line in text.rstrip("\n").split("\n"):
+        context.screen.line(clean(line))
+
+
+def _no_args(args: list[str], usage: str) -> None:
+    if args:
+        raise UsageError(f"{usage} takes no arguments, not {' '.join(args)!r}")
+
+
+def _help(context: Context, args: list[str]) -> Action:
+    _no_args(args, "/help")
+    width = max(len(command.usage) for command in COMMANDS)
+    for command in COMMANDS:
+        _say(context, f"  {command.usage.ljust(width)}  {command.summary}")
+    _say(context, "  Enter sends; a trailing \\ continues the line; Ctrl+C interrupts a turn;")
+    _say(context, "  Ctrl+C twice or Ctrl+D at the prompt exits.")
+    return None
+
+
+def _status(context: Context, args: list[str]) -> Action:
+    from .cost import cost_text, session_totals
+
+    _no_args(args, "/status")
+    session = context.session
+    sandbox = session.sandbox.policy
+    totals = session_totals(session.layout, session.id)
+    usage = totals.usage
+    holder = session.lease.holder()
+    owner = f"pid {holder.pid} since {holder.acquired}" if holder else "no lease held"
+    enforced = "enforced" if sandbox.enforced else "NOT enforced"
+    _say(context, f"  session   {session.id}" + (" (resumed)" if session.resumed else ""))
+    _say(context, f"  workspace {session.workspace}")
+    _say(context, f"  provider  {session.provider.name}, model {session.model}")
+    _say(context, f"  sandbox   {sandbox.backend} ({enforced})")
+    _say(
+        context,
+        f"  tokens    {usage.input_tokens} in, {usage.output_tokens} out, "
+        f"{usage.cache_read_input_tokens} cache read, "
+        f"{usage.cache_creation_input_tokens} cache write; {totals.turns} turns",
+    )
+    _say(context, f"  cost      {cost_text(session.provider.name, session.model, usage)}")
+    _say(context, f"  owner     {owner}")
+    return None
+
+
+def _undo(context: Context, args: list[str]) -> Action:
+    from ax_log import undo
+
+    if args not in ([], ["all"]):
+        raise UsageError("/undo takes nothing or 'all'")
+    session = context.session
+    outcome = undo(session.layout, session.id, everything=bool(args))
+    lines = outcome.describe()
+    _say(context, "\n".join(lines) if lines else "nothing to undo")
+    return None
+
+
+def _diff(context: Context, args: list[str]) -> Action:
+    from ax_report import session_diff
+
+    _no_args(args, "/diff")
+    diffs = session_diff(context.session.layout, context.session.id)
+    shown = [diff.text() for diff in diffs if diff.text()]
+    _say(context, "\n".join(shown) if shown else "no changes in this session")
+    return None
+
+
+def _report(context: Context, args: list[str]) -> Action:
+    from ax_report import build_report, session_events
+
+    if len(args) > 1:
+        raise UsageError("/report takes at most one section name")
+    session = context.session
+    _, markdown = build_report(session_events(session.layout, session.id), only=args or None)
+    _say(context, markdown)
+    return None
+
+
+def _trail(context: Context, args: list[str]) -> Action:
+    from ax_slate import read_trail
+
+    count: int | None = TRAIL_DEFAULT_ROWS
+    filters: dict[str, str] = {}
+    for arg in args:
+        if arg.isdigit():
+            count = int(arg)
+        elif "=" in arg and arg.split("=", 1)[0] in ("tool", "file"):
+            key, value = arg.split("=", 1)
+            filters[key] = value
+        else:
+            raise UsageError(
+                f"/trail does not understand {arg!r}", hint="/trail [count] [tool=NAME] [file=TEXT]"
+            )
+    session = context.session
+    try:
+        entries = read_trail(
+            session.layout,
+            session.id,
+            count=count,
+            tool=filters.get("tool"),
+            file=filters.get("file"),
+        )
+    except OperationFailed:
+        entries = []
+    if not entries:
+        _say(context, "no steps in the trail yet" + (" that match" if filters else ""))
+    for entry in entries:
+        saved = " (output saved: /expand)" if entry.output else ""
+        _say(
+            context, f"  {entry.step:>4}  {entry.tool}  {entry.args_digest}  {entry.outcome}{saved}"
+        )
+    return None
+
+
+def _notes(context: Context, args: list[str]) -> Action:
+    from ax_slate import list_notes
+
+    if len(args) > 1:
+        raise UsageError("/notes takes at most one key")
+    session = context.session
+    notes = list_notes(session.layout, session.id, args[0] if args else None)
+    if not notes:
+        _say(context, "no notes" + (f" under {args[0]!r}" if args else ""))
+    for note in notes:
+        _say(context, f"  {note.key}: {redact(note.text)}")
+    return None
+
+
+def _switch(context: Context, provider: str | None, model: str | None) -> None:
+    from ..providers import make_provider
+
+    session = context.session
+    options = context.options
+    name = provider or session.provider.name
+    new = make_provider(
+        name,
+        model=model,
+        base_url=options.base_url if name == "openai-compatible" else None,
+        script=options.script if name == "script" else None,
+        environ=session.environ,
+    )
+    previous_provider, previous_model = session.provider.name, session.model
+    session.provider = new
+    session.model = new.model
+    # A new session (/clear) keeps the person's choice.
+    options.provider, options.model = new.name, new.model
+    session.record(
+        {
+            "type": "provider.changed",
+            "provider": new.name,
+            "model": new.model,
+            "previousProvider": previous_provider,
+            "previousModel": previous_model,
+        }
+    )
+    _say(context, f"now {new.name}, model {new.model} (from the next turn)")
+
+
+def _model(context: Context, args: list[str]) -> Action:
+    if len(args) > 1:
+        raise UsageError("/model takes at most one name")
+    if not args:
+        _say(context, f"model {context.session.model} ({context.session.provider.name})")
+        return None
+    _switch(context, None, args[0])
+    return None
+
+
+def _provider(context: Context, args: list[str]) -> Action:
+    if len(args) > 1:
+        raise UsageError("/provider takes at most one name")
+    if not args:
+        _say(context, f"provider {context.session.provider.name}, model {context.session.model}")
+        return None
+    _switch(context, args[0], None)
+    return None
+
+
+def _accept(context: Context, args: list[str]) -> Action:
+    from .accept import unfinished_work
+
+    _no_args(args, "/accept")
+    session = context.session
+    unfinished = unfinished_work(session.layout, session.id)
+    session.record({"type": "session.accepted", "unfinished": unfinished})
+    if unfinished:
+        _say(context, "Accepted, with this still unfinished:")
+        for item in unfinished:
+            _say(context, f"  - {item}")
+    else:
+        _say(context, "Accepted: nothing is left unfinished.")
+    return None
+
+
+def _expand(context: Context, args: list[str]) -> Action:
+    from ax_slate import recall_step
+
+    if len(args) != 1 or not args[0].isdigit():
+        raise UsageError("/expand takes one step number, e.g. /expand 3")
+    step = int(args[0])
+    session = context.session
+    try:
+        first = recall_step(session.layout, session.id, step)
+    except OperationFailed as exc:
+        # Output that was never cut is whole in the record of the call's completion.
+        content = _completion_content(context, step)
+        if content is None:
+            raise exc from None
+        _say(context, content)
+        return None
+    _say(context, first.text)
+    for page in range(2, min(first.pages, EXPAND_MAX_PAGES) + 1):
+        _say(context, recall_step(session.layout, session.id, step, page).text)
+    if first.pages > EXPAND_MAX_PAGES:
+        _say(context, f"(the first {EXPAND_MAX_PAGES} of {first.pages} pages)")
+    return None
+
+
+def _completion_content(context: Context, step: int) -> str | None:
+    from ax_log import log_path, read_events
+
+    call_id = context.renderer.steps.get(step)
+    if call_id is None:
+        return None
+    session = context.session
+    found: Any = None
+    for record in read_events(log_path(session.layout, session.id), session.id):
+        if record.get("type") == "tool.completed" and record.get("callId") == call_id:
+            found = record.get("content")
+    return found if isinstance(found, str) else None
+
+
+def _clear(context: Context, args: list[str]) -> Action:
+    _no_args(args, "/clear")
+    return "clear"
+
+
+def _quit(context: Context, args: list[str]) -> Action:
+    _no_args(args, "/quit")
+    return "quit"
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "", "this list", _help),
+    Command("status", "", "session, model, sandbox, tokens and cost, owner", _status),
+    Command("undo", "[all]", "revert the last change (or every change) of this session", _undo),
+    Command("diff", "", "what this session changed, as a diff", _diff),
+    Command("report", "[section]", "the session report (or one section)", _report),
+    Command("trail", "[count] [tool=NAME] [file=TEXT]", "the steps executed so far", _trail),
+    Command("notes", "[key]", "the slate's notes", _notes),
+    Command("expand", "N", "the full output of step N", _expand),
+    Command("model", "[name]", "show or switch the model (between turns)", _model),
+    Command("provider", "[name]", "show or switch the provider (between turns)", _provider),
+    Command("accept", "", "record that you accept this session's work", _accept),
+    Command("clear", "", "end this session and start a new one", _clear),
+    Command("quit", "", "end the session and exit", _quit),
+)
+
+
+def run_line(context: Context, line: str) -> Action:
+    """Run a command line, saying what went wrong instead of raising."""
+    parsed = parse(line)
+    assert parsed is not None
+    name, args = parsed
+    try:
+        return dispatch(context, name, args)
+    except AxError as exc:
+        hint = f" ({exc.hint})" if exc.hint else ""
+        context.screen.line(context.screen.style(f"/{name}: {exc.message}{hint}", "red"))
+        return None
