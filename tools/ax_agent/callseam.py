@@ -22,7 +22,7 @@ from .seam_models import CheckRunRequest
 if TYPE_CHECKING:
     from ax_policy import Decision
 
-    from .seam import Seam
+    from .seam import OutputHook, Seam
     from .session import Session
 
 
@@ -36,7 +36,14 @@ class CallSeam:
     def base(self) -> Seam:
         return self.session.seam
 
-    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
+    def call(
+        self,
+        verb: str,
+        request: BaseModel,
+        *,
+        abort: threading.Event | None = None,
+        on_output: OutputHook | None = None,
+    ) -> Any:
         if verb == "exec.run":
             return self._exec(request, abort)
         if verb == "check.run" and isinstance(request, CheckRunRequest) and request.sandbox is None:
@@ -59,8 +66,12 @@ class CallSeam:
                 "sandbox": sandbox.to_json(),
             }
         )
+        watcher = self.session.on_output
+        hook: OutputHook | None = None
+        if watcher is not None:
+            hook = lambda stream, chunk: watcher(self.call_id, stream, chunk)  # noqa: E731
         try:
-            outcome = self.base.call("exec.run", spec, abort=abort)
+            outcome = self.base.call("exec.run", spec, abort=abort, on_output=hook)
         except Exception:
             # The run never produced an outcome: say it did not start, so no start dangles.
             self.session.record(

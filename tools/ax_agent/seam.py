@@ -30,6 +30,7 @@ failures, so a caller never needs to know which one it holds.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -54,9 +55,18 @@ VERBS = (
 )
 
 
+# A running command's output as it arrives: (stream name, bytes). Only exec.run calls it.
+OutputHook = Callable[[str, bytes], None]
+
+
 class Seam(Protocol):
     def call(
-        self, verb: str, request: BaseModel, *, abort: threading.Event | None = None
+        self,
+        verb: str,
+        request: BaseModel,
+        *,
+        abort: threading.Event | None = None,
+        on_output: OutputHook | None = None,
     ) -> Any: ...
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from libcommon.paths import StateLayout
 
-from .seam import unknown_verb
+from .seam import OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
     CheckDetectRequest,
@@ -61,7 +61,16 @@ class LocalSeam:
             "slate.search": self._search,
         }
 
-    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
+    def call(
+        self,
+        verb: str,
+        request: BaseModel,
+        *,
+        abort: threading.Event | None = None,
+        on_output: OutputHook | None = None,
+    ) -> Any:
+        if verb == "exec.run":
+            return self._exec(request, abort, on_output)
         handler = self._verbs.get(verb)
         if handler is None:
             raise unknown_verb(verb)
@@ -79,10 +88,12 @@ class LocalSeam:
             state_dir=self.layout.root,
         )
 
-    def _exec(self, request: Any, abort: threading.Event | None) -> Any:
+    def _exec(
+        self, request: Any, abort: threading.Event | None, on_output: OutputHook | None = None
+    ) -> Any:
         from ax_exec import run_managed
 
-        return run_managed(request, abort=abort, environ=self.environ)
+        return run_managed(request, abort=abort, on_output=on_output, environ=self.environ)
 
     def _append(self, request: AppendRequest, abort: threading.Event | None) -> Any:
         from ax_log import append_events

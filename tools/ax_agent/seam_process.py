@@ -36,7 +36,7 @@ from libcommon.errors import (
 )
 from libcommon.paths import StateLayout
 
-from .seam import VERBS, unknown_verb
+from .seam import VERBS, OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
     CheckDetectRequest,
@@ -113,7 +113,16 @@ class ProcessSeam:
         self.session_id = session_id
         self.environ = dict(environ)
 
-    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
+    def call(
+        self,
+        verb: str,
+        request: BaseModel,
+        *,
+        abort: threading.Event | None = None,
+        on_output: OutputHook | None = None,
+    ) -> Any:
+        # on_output is not served: a child ax-exec reports its output when it ends.
+        del on_output
         if verb not in VERBS:
             raise unknown_verb(verb)
         handler: Any = getattr(self, "_" + verb.replace(".", "_"))

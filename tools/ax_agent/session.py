@@ -70,6 +70,8 @@ class StartOptions:
     tools: list[ModelTool] | None = None
     listeners: list[Listener] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
+    # A running command's output as it arrives: (call id, stream, bytes).
+    on_output: Callable[[str, str, bytes], None] | None = None
     # Said in the log when --dangerously-allow-all (or the demo) answers for the user.
     approval_note: str | None = None
 
@@ -93,6 +95,7 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     listeners: list[Listener] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
+    on_output: Callable[[str, str, bytes], None] | None = None
     resumed: bool = False
     # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
     asking: threading.Event = field(default_factory=threading.Event)
@@ -193,6 +196,7 @@ def start_session(options: StartOptions) -> Session:
             lease=lease,
             listeners=list(options.listeners),
             on_text=options.on_text,
+            on_output=options.on_output,
             resumed=history is not None,
             # A resumed session streams only what this life appends.
             shown_offset=_complete_end(log) if history is not None else 0,

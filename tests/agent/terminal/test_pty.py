@@ -459,3 +459,29 @@ def test_ctrl_d_typed_during_a_turn_ends_the_session_after_it(agent: Start) -> N
     term.expect("Slept.")
     assert term.wait() == 0
     assert "ended (end of input)" in term.text
+
+
+def test_a_running_command_shows_its_first_lines_before_it_ends(
+    agent: Start, workspace: Path
+) -> None:
+    # The marker is computed by the shell, so the command's own text never matches it.
+    command = "echo early-$((40+2)); while [ ! -e release ]; do sleep 0.05; done; echo after"
+    term = agent(
+        [
+            {"toolCalls": [{"name": "run_command", "input": {"command": command}}]},
+            {"text": "Done."},
+        ]
+    )
+    term.prompt()
+    term.line("run it")
+    term.expect("answer:")
+    term.send(b"y" + ENTER)
+    # The command is still waiting for the release file: its first line is already shown.
+    term.expect("early-42")
+    assert not (workspace / "release").exists()
+    (workspace / "release").write_text("")
+    term.expect("Done.")
+    term.prompt()
+    term.send(CTRL_D)
+    assert term.wait() == 0
+    assert term.text.count("early-42") == 1, "a line shown live is not shown again at the end"

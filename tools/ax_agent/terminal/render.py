@@ -167,11 +167,7 @@ class Renderer:
         self._result(f"changed {clean(str(record.get('path')))}", "dim")
 
     def on_output(self, call_id: str, stream: str, chunk: bytes) -> None:
-        """A running command's output as it arrives: its first lines are shown at once.
-
-        The runtime does not pass ax-exec's output hook through yet; until it
-        does, a command's output is shown folded when it completes.
-        """
+        """A running command's output as it arrives: its first lines are shown at once."""
         del stream  # stdout and stderr share one view, in arrival order
         with self.screen.lock:
             live = self.live.setdefault(call_id, LiveOutput())

@@ -81,6 +81,7 @@ class Terminal:
             )
         options.listeners.append(self.renderer.on_event)
         options.on_text = self.renderer.on_text
+        options.on_output = self.renderer.on_output
 
     def _keys(self) -> KeySource | None:
         fd = self.fd
