@@ -227,3 +227,24 @@ def test_mcp_check_limits() -> None:
     from ax_mcp import catalog
 
     assert catalog.CHECK_RUN_TIMEOUT_S == 600.0
+
+
+def test_agent_core_limits() -> None:
+    from ax_agent import approvals, calls, cli, context, demo, loop, seam_process, session
+
+    assert session.DEFAULT_MAX_STEPS == 50
+    assert session.DEFAULT_PROVIDER == "anthropic"
+    assert loop.LOOP_WARN_AT == 3
+    assert loop.LOOP_STOP_AT == 5
+    assert loop.UNPARSEABLE_STOP_AT == 3
+    assert loop.SUMMARY_MAX_CHARS == 200
+    assert approvals.MAX_REASKS == 3
+    assert approvals.SUMMARY_MAX_CHARS == 300
+    assert calls.FACT_ERROR_MAX_CHARS == 300
+    assert context.GIT_TIMEOUT_S == 5.0
+    assert context.INSTRUCTIONS_MAX_BYTES == 24 * 1024
+    assert context.INSTRUCTION_FILES == ("AGENT.md", "AGENTS.md")
+    assert seam_process.ABORT_POLL_S == 0.05
+    assert seam_process.ABORT_GRACE_S == 10.0
+    assert cli.PROMPT_MAX_CHARS == 1024 * 1024
+    assert demo.DEMO_MAX_STEPS == 10

@@ -87,6 +87,18 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "preview.failed": {"previewId": "p1", "reason": "no-port-announced"},
     "preview.stopped": {"previewId": "p1", "reason": "ttl", "exitCode": -15},
+    "trust.verified": {"workspace": "/w", "basis": "store"},
+    "config.loaded": {"sources": [{"layer": "user", "path": "/s/config.json", "present": False}]},
+    "sandbox.status": {
+        "backend": "landlock",
+        "enforced": True,
+        "profiles": ["read-only", "workspace-write"],
+        "networkDenied": True,
+    },
+    "git.context": {"repo": False},
+    "memory.loaded": {"documents": [{"path": "AGENT.md", "status": "loaded"}]},
+    "turn.completed": {"stopReason": "end_turn", "steps": 2},
+    "turn.aborted": {"phase": "tool", "steps": 1},
 }
 
 

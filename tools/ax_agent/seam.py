@@ -12,13 +12,18 @@ same session can be run both ways and compared.
 | ``log.append`` | ``AppendRequest`` | the stored events |
 | ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events |
 | ``check.run`` | ``CheckRunRequest`` | ``ax_check.CheckResult`` |
+| ``slate.start`` | ``SlateStartRequest`` | ``ax_slate.SessionSlate`` |
 | ``slate.record`` | ``ax_slate.RecordRequest`` | ``ax_slate.TrailEntry`` |
+| ``slate.save_output`` | ``SaveOutputRequest`` | the saved file's path (str) |
 | ``slate.note_set`` | ``NoteSetRequest`` | ``ax_slate.Note`` |
 | ``slate.note_delete`` | ``NoteKeyRequest`` | whether a note was deleted |
 | ``slate.recall`` | ``RecallRequest`` | ``ax_slate.RecallPage`` |
 | ``slate.search`` | ``SearchRequest`` | ``ax_slate.SearchResult`` |
 
 (request models without a package are in ``ax_agent.seam_models``.)
+
+Both implementations raise the same ``libcommon.errors`` types for the same
+failures, so a caller never needs to know which one it holds.
 """
 
 from __future__ import annotations
@@ -28,8 +33,30 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from libcommon.errors import UsageError
+
+VERBS = (
+    "policy.decide",
+    "exec.run",
+    "log.append",
+    "log.snapshot",
+    "log.mutated",
+    "check.run",
+    "slate.start",
+    "slate.record",
+    "slate.save_output",
+    "slate.note_set",
+    "slate.note_delete",
+    "slate.recall",
+    "slate.search",
+)
+
 
 class Seam(Protocol):
     def call(
         self, verb: str, request: BaseModel, *, abort: threading.Event | None = None
     ) -> Any: ...
+
+
+def unknown_verb(verb: str) -> UsageError:
+    return UsageError(f"the seam has no verb {verb!r}", hint=f"verbs: {', '.join(VERBS)}")

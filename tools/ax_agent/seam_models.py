@@ -7,7 +7,7 @@ as is; these cover the verbs whose core functions take plain arguments.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -28,14 +28,16 @@ class PathsRequest(Contract):
 
 
 class CheckRunRequest(Contract):
-    """check.run: a typed check; the seam fills the workspace and session."""
+    """check.run: a typed check; the seam fills the workspace and session.
+
+    ``sandbox`` left unset means the profile the call's policy decision names.
+    """
 
     kind: str
     project: str | None = None
     targets: list[str] = Field(default_factory=list)
     timeout_s: float | None = None
-    # The sandbox profile the policy decision named ("none" when it runs unsandboxed).
-    sandbox: Literal["none", "read-only", "workspace-write"] = "none"
+    sandbox: str | None = None
 
 
 class NoteSetRequest(Contract):
@@ -56,3 +58,15 @@ class SearchRequest(Contract):
     query: str | None = None
     row: int | None = None
     page: int = 1
+
+
+class SlateStartRequest(Contract):
+    """slate.start: create the session's slate (or return the one that exists)."""
+
+    continues: str | None = None
+
+
+class SaveOutputRequest(Contract):
+    """slate.save_output: keep a step's full output for recall; answers its path."""
+
+    text: str

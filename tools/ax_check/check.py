@@ -32,6 +32,7 @@ MAX_TARGET_CHARS = 1024
 # ax-exec keeps this much of each stream; the excerpt and the parsers see everything.
 EXEC_OUTPUT_BYTES = 64 * 1024
 PYTEST_NO_TESTS_EXIT = 5
+SANDBOX_PROFILES: tuple[SandboxProfile, ...] = ("none", "read-only", "workspace-write")
 
 
 class EvidenceNotRecorded(OperationFailed):
@@ -58,8 +59,8 @@ class CheckRequest:
     targets: tuple[str, ...] = ()
     session: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
-    # The sandbox the check's command runs in (ax-agent passes the profile its
-    # policy decision named); a profile that cannot be enforced is a spawn error.
+    # The ax-exec sandbox profile the command runs under (ax-agent passes the one its
+    # policy decision names); "workspace-write" confines writes to the workspace.
     sandbox: SandboxProfile = "none"
 
 
@@ -126,6 +127,11 @@ def validate(request: CheckRequest) -> Kind:
             raise BadRequest(f"target {target!r} starts with '-' and would be read as an option")
         if any(ord(char) < 32 or ord(char) == 127 for char in target):
             raise BadRequest(f"target {target!r} holds a control character")
+    if request.sandbox not in SANDBOX_PROFILES:
+        raise BadRequest(
+            f"unknown sandbox profile {request.sandbox!r}",
+            hint=f"profiles: {', '.join(SANDBOX_PROFILES)}",
+        )
     if not 0 < request.timeout_s <= MAX_TIMEOUT_S:
         raise BadRequest(f"--timeout must be in (0, {MAX_TIMEOUT_S:g}] seconds")
     if request.session is not None:
@@ -253,7 +259,6 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         cwd=str(unit.path),
         timeout_s=prepared.request.timeout_s,
         sandbox=prepared.request.sandbox,
-        # workspace-write may change the whole workspace, not only this unit.
         workspace=str(resolve_workspace(prepared.request.workspace)),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,

@@ -40,6 +40,12 @@ SessionOption = Annotated[
     str | None,
     typer.Option("--session", help="Append check.started/check.completed to this ax-log session."),
 ]
+SandboxOption = Annotated[
+    str,
+    typer.Option(
+        "--sandbox", help="Run under this ax-exec profile: none, read-only or workspace-write."
+    ),
+]
 TimeoutOption = Annotated[
     float | None,
     typer.Option("--timeout", help="Seconds before the command's tree is killed (default 1800)."),
@@ -105,6 +111,7 @@ def _run_kind(
     session: str | None,
     timeout: float | None,
     as_json: bool,
+    sandbox: str = "none",
 ) -> int:
     from ax_check.check import (
         DEFAULT_TIMEOUT_S,
@@ -126,6 +133,7 @@ def _run_kind(
         targets=tuple(targets or ()),
         session=session,
         timeout_s=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        sandbox=sandbox,  # type: ignore[arg-type]  # validated by prepare()
     )
     try:
         prepared = prepare(request, environment.environ)
@@ -164,9 +172,10 @@ def _register_kind(kind: str) -> None:
         target: TargetOption = None,
         session: SessionOption = None,
         timeout: TimeoutOption = None,
+        sandbox: SandboxOption = "none",
         json_output: JsonOption = False,
     ) -> int:
-        return _run_kind(kind, workspace, project, target, session, timeout, json_output)
+        return _run_kind(kind, workspace, project, target, session, timeout, json_output, sandbox)
 
     verb.__doc__ = KIND_HELP[kind]
     app.command(kind)(verb)

@@ -7,13 +7,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from libcommon import cliapp
 from libcommon.cliapp import Environment, entry_point, make_app, run_main
 from libcommon.errors import UsageError
+
+if TYPE_CHECKING:
+    from ax_exec.models import ExecSpec
 
 app = make_app(
     "ax-exec",
@@ -109,6 +112,14 @@ def run_command(
         ),
     ] = None,
     workspace: cliapp.WorkspaceOption = None,
+    request_json: Annotated[
+        bool,
+        typer.Option(
+            "--request",
+            help="Read the whole ExecSpec as one JSON object on stdin (for programs); "
+            "no command and no other run flags.",
+        ),
+    ] = False,
 ) -> int:
     """Run CMD under management and print its ExecOutcome as JSON.
 
@@ -118,9 +129,13 @@ def run_command(
     from pydantic import ValidationError
 
     from ax_exec.models import ExecSpec
-    from ax_exec.run import run_managed
     from libcommon.paths import resolve_workspace, state_layout
 
+    if request_json:
+        flags = [command, shell, timeout, cwd, max_output, deny_env, workspace]
+        if any(flag for flag in flags) or sandbox != "none" or allow_net or spill:
+            raise UsageError("--request takes the whole spec on stdin; give no other run flags")
+        return _run_spec(cliapp.read_request(ExecSpec), live)
     if bool(command) == (shell is not None):
         raise UsageError(
             "give a command after -- or --shell STRING, not both and not neither",
@@ -154,6 +169,11 @@ def run_command(
             for error in exc.errors()
         ]
         raise UsageError("; ".join(problems)) from None
+    return _run_spec(spec, live)
+
+
+def _run_spec(spec: ExecSpec, live: bool) -> int:
+    from ax_exec.run import run_managed
 
     abort = threading.Event()
     with _abort_on_signals(abort):

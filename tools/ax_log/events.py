@@ -58,8 +58,13 @@ def register(model: BodyT) -> BodyT:
 
 @register
 class SessionStarted(EventBody):
+    """``provider`` and ``model`` name who answers; ``resumed`` marks a later life of the session."""
+
     type: Literal["session.started"] = "session.started"
     workspace: str
+    provider: str | None = None
+    model: str | None = None
+    resumed: bool = False
 
 
 @register
@@ -67,6 +72,77 @@ class SessionEnded(EventBody):
     type: Literal["session.ended"] = "session.ended"
     reason: str
     workspace: str | None = None
+
+
+@register
+class TrustVerified(EventBody):
+    """``basis``: ``store`` (recorded consent) or ``once`` (--trust-this-workspace)."""
+
+    type: Literal["trust.verified"] = "trust.verified"
+    workspace: str
+    basis: str
+
+
+@register
+class ConfigLoaded(EventBody):
+    """``sources``: each configuration layer with its path, presence and sha256."""
+
+    type: Literal["config.loaded"] = "config.loaded"
+    sources: list[dict[str, Any]]
+
+
+@register
+class SandboxStatusRecorded(EventBody):
+    """The probed sandbox as the policy sees it, plus what it confines and what not."""
+
+    type: Literal["sandbox.status"] = "sandbox.status"
+    backend: str
+    enforced: bool
+    profiles: list[str]
+    network_denied: bool
+    confines: list[str] = Field(default_factory=list)
+    does_not_confine: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+@register
+class GitContext(EventBody):
+    """What a read-only git probe saw at session start; ``repo`` false outside a repository."""
+
+    type: Literal["git.context"] = "git.context"
+    repo: bool
+    branch: str | None = None
+    head: str | None = None
+    dirty: int | None = None
+    reason: str | None = None
+
+
+@register
+class MemoryLoaded(EventBody):
+    """Project instruction documents injected into the system prompt, one row each."""
+
+    type: Literal["memory.loaded"] = "memory.loaded"
+    documents: list[dict[str, Any]]
+
+
+@register
+class TurnCompleted(EventBody):
+    """A turn ended without an abort: ``stopReason`` says why (``end_turn``, ``max-steps`` …)."""
+
+    type: Literal["turn.completed"] = "turn.completed"
+    stop_reason: str
+    steps: int
+    detail: str | None = None
+
+
+@register
+class TurnAborted(EventBody):
+    """A turn was interrupted; ``phase`` is where (``model``, ``tool``, ``approval``)."""
+
+    type: Literal["turn.aborted"] = "turn.aborted"
+    phase: str
+    steps: int
+    detail: str | None = None
 
 
 # --- conversation ------------------------------------------------------------
@@ -84,6 +160,8 @@ class AssistantMessage(EventBody):
 
     type: Literal["assistant.message"] = "assistant.message"
     content: list[dict[str, Any]]
+    stop_reason: str | None = None
+    usage: dict[str, int] | None = None
 
 
 # --- tool calls and decisions ------------------------------------------------
@@ -105,22 +183,34 @@ class PolicyDecision(EventBody):
     action_class: str = Field(alias="class")
     rule: str
     reason: str
+    # Where the action runs if it runs: "sandboxed" or "unsandboxed", and the profile.
+    boundary: str | None = None
+    sandbox_profile: str | None = None
 
 
 @register
 class ApprovalResolved(EventBody):
+    """``approver``: who answered (``terminal``, ``non-interactive``, ``allow-all``, ``demo``)."""
+
     type: Literal["approval.resolved"] = "approval.resolved"
     call_id: CallId
     answer: str
     scope: str
+    approver: str | None = None
+    detail: str | None = None
 
 
 @register
 class ToolCompleted(EventBody):
+    """``content`` is the result the model was given, so a resume can replay it."""
+
     type: Literal["tool.completed"] = "tool.completed"
     call_id: CallId
     ok: bool
     summary: str
+    content: str | None = None
+    # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
+    outcome: str | None = None
 
 
 # --- snapshots, mutations, undo ----------------------------------------------

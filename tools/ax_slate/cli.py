@@ -116,6 +116,21 @@ def record(session: SessionOption, workspace: WorkspaceOption = None) -> None:
     cliapp.emit_json(entry.to_json())
 
 
+@app.command("save-output")
+def save_output(session: SessionOption, workspace: WorkspaceOption = None) -> None:
+    """For harnesses: keep a step's full output (text on stdin, redacted); print its path."""
+    from libcommon.cliapp import REQUEST_MAX_BYTES
+
+    from .trail import save_output as save
+
+    if cliapp.env().stdin_isatty:
+        raise UsageError("the output is read from stdin, and stdin is a terminal")
+    text = cliapp.env().stdin.read(REQUEST_MAX_BYTES + 1)
+    if len(text) > REQUEST_MAX_BYTES:
+        raise UsageError(f"the output is larger than {REQUEST_MAX_BYTES} bytes")
+    cliapp.emit_json({"path": str(save(_layout(workspace), session, text))})
+
+
 @app.command("trail")
 def trail(
     session: SessionOption,

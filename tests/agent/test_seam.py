@@ -1,0 +1,127 @@
+"""The composition seam: one scripted session in-process and through real processes, same events."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agenttest import call, events_of, open_session, real_tools, write_script
+
+from ax_agent.approvals import AnnouncingApprover
+from ax_agent.compose import make_seam
+from ax_agent.loop import run_turn
+from ax_agent.seam_models import AppendRequest, NoteKeyRequest, PathsRequest, RecallRequest
+from ax_exec import ExecSpec
+from ax_policy import DecisionRequest, DeclaredFacts, load_config
+from libcommon.errors import OperationFailed, UsageError
+from libcommon.paths import state_layout
+
+# Fields that differ between two runs of the same session by nature, not by composition.
+VOLATILE = {"ts", "session", "durationMs"}
+_ID = re.compile(r"\b(run|s)-\d{8}T\d{6}-[0-9a-f]{8}\b")
+
+
+def _project(workspace: Path) -> None:
+    (workspace / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    (workspace / "Makefile").write_text("test:\n\tpython3 -c 'import calc; assert calc.X == 2'\n")
+    (workspace / "calc.py").write_text("X = 1\n")
+    (workspace / ".git").mkdir()
+
+
+SCRIPT = [
+    {"toolCalls": [call("read_file", path="calc.py"), call("list_dir", path=".")]},
+    {"toolCalls": [call("run_check", kind="test")]},
+    {"toolCalls": [call("edit_file", path="calc.py", old_string="X = 1", new_string="X = 2")]},
+    {"toolCalls": [call("write_file", path=".git/x", content="no")]},
+    {"toolCalls": [call("run_command", command="echo hello")]},
+    {"toolCalls": [call("slate_note", key="plan", text="fix X")]},
+    {"toolCalls": [call("run_check", kind="test"), call("recall_step", step=1)]},
+    {"text": "Fixed."},
+]
+
+
+def _normalise(value: Any, workspace: Path, state: Path) -> Any:
+    if isinstance(value, dict):
+        return {k: _normalise(v, workspace, state) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_normalise(item, workspace, state) for item in value]
+    if isinstance(value, str):
+        text = value.replace(str(workspace), "<ws>").replace(str(state), "<state>")
+        text = re.sub(r"took: \d+\.\d+s", "took: <t>", text)
+        text = re.sub(r"after \d+\.\d+s", "after <t>", text)
+        text = re.sub(r"\d+\.\d+s ·", "<t> ·", text)
+        return _ID.sub("<id>", text)
+    return value
+
+
+def _run(root: Path, compose: str, state_dir: Path) -> list[dict[str, Any]]:
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    workspace = Path(os.path.realpath(workspace))
+    _project(workspace)
+    environ = {**os.environ, "AX_COMPOSE": compose}
+    approver = AnnouncingApprover("test", lambda line: None, "test")
+    script = write_script(root / "s.json", SCRIPT)
+    session = open_session(
+        workspace, script, tools=real_tools(), approver=approver, environ=environ
+    )
+    result = run_turn(session, "fix it")
+    session.end("completed")
+    assert result.stop_reason == "end_turn", result.detail
+    return [_normalise(event, workspace, state_dir) for event in events_of(session)]
+
+
+def test_the_same_session_gives_the_same_events_both_ways(tmp_path: Path, state_dir: Path) -> None:
+    inprocess = _run(tmp_path / "a", "inprocess", state_dir)
+    process = _run(tmp_path / "b", "process", state_dir)
+    assert [e["type"] for e in inprocess] == [e["type"] for e in process]
+    for left, right in zip(inprocess, process, strict=True):
+        assert left == right
+    kinds = {e["type"] for e in inprocess}
+    assert {"command.started", "check.completed", "file.mutated", "policy.decision"} <= kinds
+    assert any(e["type"] == "policy.decision" and e["verdict"] == "deny" for e in inprocess)
+
+
+@pytest.fixture(params=["inprocess", "process"])
+def seam(request: pytest.FixtureRequest, workspace: Path) -> Any:
+    layout = state_layout(workspace)
+    environ = {**os.environ, "AX_COMPOSE": request.param}
+    return make_seam(layout, "s-seam", environ, load_config(layout))
+
+
+def test_both_seams_raise_the_same_error_types(seam: Any) -> None:
+    with pytest.raises(UsageError, match="unknown event type"):
+        seam.call("log.append", AppendRequest(events=[{"type": "no.such"}]))
+    with pytest.raises(UsageError, match="not a file inside the workspace"):
+        seam.call("log.snapshot", PathsRequest(paths=["/etc/passwd"]))
+    with pytest.raises(UsageError, match="no verb"):
+        seam.call("nope.verb", AppendRequest(events=[]))
+    with pytest.raises(OperationFailed):
+        seam.call("slate.recall", RecallRequest(step=9))
+
+
+def test_both_seams_answer_with_the_same_models(seam: Any, workspace: Path) -> None:
+    from ax_slate import SlateUnavailable
+
+    decision = seam.call(
+        "policy.decide", DecisionRequest(tool="t", facts=DeclaredFacts(reads=["a.txt"]))
+    )
+    assert (decision.verdict, decision.rule) == ("allow", "read-inside-workspace")
+    outcome = seam.call("exec.run", ExecSpec(argv=["echo", "hi"], cwd=str(workspace)))
+    assert (outcome.termination, outcome.exit_code, outcome.stdout.head) == ("exited", 0, "hi\n")
+    with pytest.raises((OperationFailed, SlateUnavailable)):
+        seam.call("slate.note_delete", NoteKeyRequest(key="k"))
+
+
+def test_an_abort_reaches_a_command_through_either_seam(seam: Any, workspace: Path) -> None:
+    abort = threading.Event()
+    threading.Timer(0.5, abort.set).start()
+    outcome = seam.call(
+        "exec.run", ExecSpec(shell="sleep 30", cwd=str(workspace), timeout_s=60), abort=abort
+    )
+    assert (outcome.termination, outcome.exit_code) == ("aborted", None)
+    assert outcome.kill.verified

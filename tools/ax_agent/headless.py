@@ -1,0 +1,121 @@
+"""Headless use: one prompt, one turn, an answer on stdout and a status to exit with.
+
+``text`` prints the final answer on stdout (chrome on stderr); ``json`` prints
+one object ``{"session","result","isError","turns","usage","stopReason"}``;
+``stream-json`` prints the session's events as JSON Lines as they are
+appended. SIGINT (and SIGTERM) abort the turn: a running command's tree is
+killed, skipped calls are answered, and the exit status is 130.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Literal
+
+from libcommon import jsonio
+from libcommon.errors import ExitStatus
+
+from .loop import TurnResult, run_turn, usage_json
+from .session import Session, StartOptions, start_session
+
+OutputFormat = Literal["text", "json", "stream-json"]
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("text", "json", "stream-json")
+
+
+@contextmanager
+def abort_on_signals(session_asking: Callable[[], bool]) -> Iterator[threading.Event]:
+    """SIGINT/SIGTERM set the abort event; at a pending question they also end the wait."""
+    abort = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield abort
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        abort.set()
+        if session_asking():
+            raise KeyboardInterrupt
+
+    saved = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield abort
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
+def exit_status(result: TurnResult) -> int:
+    if result.aborted:
+        return ExitStatus.ABORTED
+    return ExitStatus.FAILED if result.is_error else ExitStatus.OK
+
+
+def summary_json(session: Session, result: TurnResult) -> dict[str, Any]:
+    return {
+        "session": session.id,
+        "result": result.text,
+        "isError": result.is_error,
+        "turns": result.steps,
+        "usage": usage_json(result.usage),
+        "stopReason": result.stop_reason,
+    }
+
+
+def run_headless(
+    options: StartOptions,
+    prompt: str,
+    output: OutputFormat,
+    stdout: IO[str],
+    chrome: Callable[[str], None],
+) -> int:
+    """Start (or resume) a session, run one turn on ``prompt``, print, end the session."""
+    if output == "stream-json":
+
+        def stream(record: dict[str, Any]) -> None:
+            stdout.write(jsonio.dumps_line(record).decode())
+            stdout.flush()
+
+        options.listeners.append(stream)
+    else:
+        options.listeners.append(_chrome_listener(chrome))
+    session = start_session(options)
+    chrome(
+        f"ax-agent: session {session.id} ({session.provider.name}, model {session.model})"
+        + (" resumed" if session.resumed else "")
+    )
+    result: TurnResult | None = None
+    try:
+        with abort_on_signals(session.asking.is_set) as abort:
+            result = run_turn(session, prompt, abort)
+    finally:
+        reason = "error" if result is None else result.stop_reason
+        session.end(reason)
+    if result.detail and result.is_error:
+        chrome(f"ax-agent: stopped ({result.stop_reason}): {result.detail}")
+    if output == "json":
+        stdout.write(jsonio.dumps(summary_json(session, result), indent=True).decode() + "\n")
+    elif output == "text" and result.text:
+        stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    stdout.flush()
+    return exit_status(result)
+
+
+def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]], None]:
+    """One line on stderr per tool call decision and completion."""
+
+    def show(record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        if kind == "policy.decision" and record.get("verdict") != "allow":
+            chrome(f"ax-agent: {record['verdict']}: {record.get('reason')}")
+        elif kind == "tool.completed":
+            mark = "ok" if record.get("ok") else "failed"
+            chrome(f"ax-agent: [{mark}] {record.get('summary')}")
+        elif kind == "approval.resolved":
+            chrome(
+                f"ax-agent: approval {record.get('answer')} ({record.get('scope')}, "
+                f"by {record.get('approver')})"
+            )
+
+    return show

@@ -1,0 +1,562 @@
+"""The turn loop: ``run_turn(session, text, abort)``.
+
+A turn appends the user's message, then asks the model, records its answer,
+and runs each tool call it made through the gate (request → parse → decide →
+ask → snapshot → run → record), until the model stops, a limit is reached or
+the caller aborts. Every tool_use gets exactly one tool_result, whatever
+happens, so the conversation stays valid for the next request.
+
+The loop decides nothing itself: ax-policy decides, the approver answers, the
+tool runs. It records what happened, in order, through the seam.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from libcommon.errors import AxError
+
+from .approvals import ApprovalAnswer, ApprovalRequest, Choice
+from .calls import call_key, declared_facts, parse_input
+from .callseam import CallSeam
+from .providers import (
+    Message,
+    ProviderAborted,
+    ProviderRequest,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+from .seam_models import PathsRequest, SaveOutputRequest
+
+if TYPE_CHECKING:
+    from ax_policy import Decision, DeclaredFacts
+
+    from .session import Session
+    from .tools.base import ModelTool, ToolResult
+
+# Identical consecutive calls: the result is annotated at the first count and the
+# turn stops (without running the call) at the second.
+LOOP_WARN_AT = 3
+LOOP_STOP_AT = 5
+# Consecutive calls whose input could not be parsed before the turn stops.
+UNPARSEABLE_STOP_AT = 3
+SUMMARY_MAX_CHARS = 200
+# Stop reasons that mean the model finished its answer.
+FINISHED = frozenset({"end_turn", "stop_sequence"})
+
+
+@dataclass
+class TurnResult:
+    stop_reason: str
+    text: str
+    steps: int
+    usage: Usage = field(default_factory=Usage)
+    aborted: bool = False
+    detail: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.aborted or self.stop_reason not in FINISHED
+
+
+@dataclass
+class _Stop:
+    reason: str
+    detail: str
+
+
+@dataclass
+class _TurnState:
+    steps: int = 0
+    last_key: str | None = None
+    repeats: int = 0
+    unparseable: int = 0
+    stop: _Stop | None = None
+    abort_phase: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+def block_json(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
+
+
+def usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheCreationInputTokens": usage.cache_creation_input_tokens,
+        "cacheReadInputTokens": usage.cache_read_input_tokens,
+    }
+
+
+def one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SUMMARY_MAX_CHARS else line[: SUMMARY_MAX_CHARS - 1] + "…"
+
+
+def run_turn(session: Session, text: str, abort: threading.Event | None = None) -> TurnResult:
+    """One user turn, to the model's final answer or a stop (see the module docstring)."""
+    abort = abort or threading.Event()
+    state = _TurnState()
+    session.turns += 1
+    session.record({"type": "user.message", "content": text})
+    session.messages.append(Message("user", [TextBlock(text)]))
+    schemas = [tool.schema() for tool in session.tools.values()]
+    final_text = ""
+    while True:
+        if abort.is_set():
+            return _aborted(session, state, "model", final_text)
+        if state.steps >= session.max_steps:
+            return _finished(
+                session,
+                state,
+                "max-steps",
+                final_text,
+                f"the turn reached its limit of {session.max_steps} model calls",
+            )
+        state.steps += 1
+        request = ProviderRequest(
+            system=session.system, messages=session.messages, tools=schemas, model=session.model
+        )
+        try:
+            response = session.provider.complete(request, on_text=session.on_text, abort=abort)
+        except ProviderAborted:
+            return _aborted(session, state, "model", final_text)
+        except AxError as exc:  # a provider error, or a script that ran out
+            return _finished(session, state, "error", final_text, exc.message)
+        state.usage.add(response.usage)
+        session.usage.add(response.usage)
+        session.record(
+            {
+                "type": "assistant.message",
+                "content": [block_json(block) for block in response.content],
+                "stopReason": response.stop_reason,
+                "usage": usage_json(response.usage),
+            }
+        )
+        session.messages.append(Message("assistant", list(response.content)))
+        final_text = response.text or final_text
+        uses = response.tool_uses
+        if not uses:
+            return _finished(session, state, response.stop_reason, final_text)
+        results = _answer_calls(session, uses, response.stop_reason, abort, state)
+        session.messages.append(Message("user", list(results)))
+        if state.abort_phase is not None or abort.is_set():
+            return _aborted(session, state, state.abort_phase or "tool", final_text)
+        if state.stop is not None:
+            return _finished(session, state, state.stop.reason, final_text, state.stop.detail)
+        if response.stop_reason != "tool_use":
+            # The answer was cut (max_tokens) or refused with calls in it: they were
+            # answered, not run, and the turn ends with the model's own stop reason.
+            return _finished(
+                session,
+                state,
+                response.stop_reason,
+                final_text,
+                "the model's answer ended with unanswered tool calls; they were not run",
+            )
+
+
+def _answer_calls(
+    session: Session,
+    uses: list[ToolUseBlock],
+    stop_reason: str,
+    abort: threading.Event,
+    state: _TurnState,
+) -> list[ToolResultBlock]:
+    results: list[ToolResultBlock] = []
+    for use in uses:
+        if stop_reason != "tool_use":
+            results.append(
+                _skip(session, use, f"Not run: your answer stopped ({stop_reason}) mid-call.")
+            )
+        elif abort.is_set() or state.abort_phase is not None:
+            results.append(_skip(session, use, "Not run: the user interrupted the turn."))
+        elif state.stop is not None:
+            results.append(_skip(session, use, f"Not run: the turn stopped ({state.stop.reason})."))
+        else:
+            results.append(_execute(session, use, abort, state))
+    return results
+
+
+def _skip(session: Session, use: ToolUseBlock, why: str) -> ToolResultBlock:
+    session.record(
+        {"type": "tool.requested", "callId": use.id, "tool": use.name, "input": use.input},
+        {
+            "type": "tool.completed",
+            "callId": use.id,
+            "ok": False,
+            "summary": one_line(why),
+            "content": why,
+            "outcome": "skipped",
+        },
+    )
+    return ToolResultBlock(use.id, why, is_error=True)
+
+
+def _complete(
+    session: Session, use: ToolUseBlock, content: str, *, ok: bool, summary: str, outcome: str
+) -> ToolResultBlock:
+    session.record(
+        {
+            "type": "tool.completed",
+            "callId": use.id,
+            "ok": ok,
+            "summary": one_line(summary or content),
+            "content": content,
+            "outcome": outcome,
+        }
+    )
+    return ToolResultBlock(use.id, content, is_error=not ok)
+
+
+def _execute(
+    session: Session, use: ToolUseBlock, abort: threading.Event, state: _TurnState
+) -> ToolResultBlock:
+    session.record(
+        {"type": "tool.requested", "callId": use.id, "tool": use.name, "input": use.input}
+    )
+    tool = session.tools.get(use.name)
+    if tool is None:
+        known = ", ".join(sorted(session.tools)) or "none"
+        return _refused_input(
+            session, use, state, f"There is no tool {use.name!r}. Tools: {known}."
+        )
+    parsed = parse_input(tool.input_model, use.input)
+    if parsed.value is None:
+        return _refused_input(
+            session, use, state, f"The input to {use.name} is not valid: {parsed.problem}"
+        )
+    state.unparseable = 0
+    value = parsed.value
+    key = call_key(use.name, value)
+    state.repeats = state.repeats + 1 if key == state.last_key else 1
+    state.last_key = key
+    if state.repeats >= LOOP_STOP_AT:
+        state.stop = _Stop(
+            "loop-detected",
+            f"{use.name} was called {state.repeats} times in a row with the same input",
+        )
+        return _complete(
+            session,
+            use,
+            f"Not run: this is call {state.repeats} in a row of {use.name} with the same input, "
+            "so the turn stops here. Tell the user what you are stuck on.",
+            ok=False,
+            summary="stopped: the same call repeated",
+            outcome="loop-stopped",
+        )
+    facts = declared_facts(tool.facts, value)
+    decision = _decide(session, use, facts)
+    if decision.verdict == "deny":
+        why = f"Denied by policy ({decision.rule}): {decision.reason}"
+        return _complete(session, use, why, ok=False, summary=why, outcome="denied")
+    snapshots, no_undo = _snapshot(session, use, decision)
+    if decision.verdict == "ask" or no_undo is not None:
+        answer = _ask(session, use, value, decision, facts, no_undo, abort)
+        if not answer.allowed:
+            if answer.choice == "stop":
+                state.stop = _Stop("approval-ended", answer.detail or "no answer")
+            if abort.is_set():
+                state.abort_phase = "approval"
+            why = "Not run: the user declined this call." + (
+                f" ({answer.detail})" if answer.detail else ""
+            )
+            return _complete(session, use, why, ok=False, summary=why, outcome="declined")
+    result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1)
+    if snapshots:
+        _record_mutations(session, use, snapshots)
+    if abort.is_set():
+        state.abort_phase = "tool"
+    content = result.content
+    if state.repeats >= LOOP_WARN_AT:
+        content += (
+            f"\n\n[ax: this is call {state.repeats} in a row of {use.name} with the same input; "
+            f"at {LOOP_STOP_AT} the turn stops. Try something different.]"
+        )
+    output_path = None
+    if result.full_output is not None:
+        output_path = session.seam.call(
+            "slate.save_output", SaveOutputRequest(text=result.full_output)
+        )
+    block = _complete(
+        session,
+        use,
+        content,
+        ok=not result.is_error,
+        summary=result.summary or ("error" if result.is_error else "done"),
+        outcome="ran",
+    )
+    _trail(session, use, value, result, output_path)
+    return block
+
+
+def _refused_input(
+    session: Session, use: ToolUseBlock, state: _TurnState, message: str
+) -> ToolResultBlock:
+    state.unparseable += 1
+    state.last_key = None
+    state.repeats = 0
+    if state.unparseable >= UNPARSEABLE_STOP_AT:
+        state.stop = _Stop(
+            "unparseable-input",
+            f"{state.unparseable} tool calls in a row had input that could not be used",
+        )
+        message += " The turn stops here: several calls in a row could not be used."
+    return _complete(session, use, message, ok=False, summary=message, outcome="refused-input")
+
+
+def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision) -> Decision:
+    from ax_policy import Decision, DecisionRequest
+
+    if isinstance(facts, Decision):
+        decision = facts
+    else:
+        request = DecisionRequest(
+            tool=use.name,
+            facts=facts,
+            sandbox=session.sandbox.policy,
+            session_grants=session.grants.entries(),
+        )
+        decision = session.seam.call("policy.decide", request)
+    session.record(
+        {
+            "type": "policy.decision",
+            "callId": use.id,
+            "verdict": decision.verdict,
+            "class": decision.decision_class,
+            "rule": decision.rule,
+            "reason": decision.reason,
+            "boundary": decision.exec_boundary,
+            "sandboxProfile": decision.sandbox_profile,
+        }
+    )
+    return decision
+
+
+def _write_paths(decision: Decision) -> list[str]:
+    return [facts.resolved or facts.raw for facts in decision.paths if facts.write]
+
+
+def _snapshot(
+    session: Session, use: ToolUseBlock, decision: Decision
+) -> tuple[dict[str, str | None], str | None]:
+    """Pre-images of the files the call will write: {path: sha256 or None}, or why not."""
+    if not decision.requires_snapshot:
+        return {}, None
+    paths = _write_paths(decision)
+    if not paths:
+        return {}, "the decision names no path to snapshot"
+    try:
+        records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
+    except AxError as exc:
+        return {}, f"the snapshot failed: {exc.message}"
+    for record in records:
+        for listener in session.listeners:
+            listener(record)
+    return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
+
+
+def _record_mutations(
+    session: Session, use: ToolUseBlock, snapshots: dict[str, str | None]
+) -> None:
+    from pathlib import Path
+
+    from ax_log import hash_file
+
+    changed = []
+    for path, before in snapshots.items():
+        try:
+            after = hash_file(Path(path))
+        except AxError:
+            after = "unreadable"
+        if after != before:
+            changed.append(path)
+    if not changed:
+        return
+    records = session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
+    for record in records:
+        for listener in session.listeners:
+            listener(record)
+
+
+def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:
+    from ax_policy import DURABLE_EXTERNAL_TOOLS, Decision
+
+    offers: list[Choice] = ["no", "once"]
+    if decision.grantable:
+        offers.append("session")
+    if not isinstance(facts, Decision) and (
+        (facts.check is not None and facts.check.replay_key is not None)
+        or (
+            facts.external is not None
+            and not facts.external.write
+            and tool in DURABLE_EXTERNAL_TOOLS
+        )
+    ):
+        offers.append("always")
+    return tuple(offers)
+
+
+def _ask(
+    session: Session,
+    use: ToolUseBlock,
+    value: BaseModel,
+    decision: Decision,
+    facts: DeclaredFacts | Decision,
+    no_undo: str | None,
+    abort: threading.Event,
+) -> ApprovalAnswer:
+    request = ApprovalRequest(
+        call_id=use.id,
+        tool=use.name,
+        input=value.model_dump(mode="json"),
+        decision=decision,
+        no_undo=no_undo,
+        offers=_offers(decision, facts, use.name),
+    )
+    session.asking.set()
+    try:
+        answer = session.approver.ask(request)
+    except KeyboardInterrupt:
+        abort.set()
+        answer = ApprovalAnswer("stop", session.approver.name, "interrupted at the question")
+    finally:
+        session.asking.clear()
+    scope, detail = _grant(session, use.name, decision, facts, answer)
+    session.record(
+        {
+            "type": "approval.resolved",
+            "callId": use.id,
+            "answer": "yes" if answer.allowed else "no",
+            "scope": scope,
+            "approver": answer.approver,
+            "detail": detail,
+        }
+    )
+    return answer
+
+
+def _grant(
+    session: Session,
+    tool: str,
+    decision: Decision,
+    facts: DeclaredFacts | Decision,
+    answer: ApprovalAnswer,
+) -> tuple[str, str | None]:
+    """Store what the answer grants, before it is recorded; a failed store records less."""
+    from ax_policy import Decision, add_durable_grant
+
+    detail = answer.detail
+    if answer.choice == "always" and not isinstance(facts, Decision):
+        try:
+            if facts.check is not None and facts.check.replay_key is not None:
+                add_durable_grant(
+                    session.layout.root, session.workspace, replay_key=facts.check.replay_key
+                )
+            else:
+                add_durable_grant(session.layout.root, session.workspace, tool=tool)
+            return "always", detail
+        except AxError as exc:
+            detail = f"the durable grant could not be stored ({exc.message}); granted once"
+            return "once", detail
+    if answer.choice == "session" and decision.grantable:
+        session.grants.add(tool, decision.decision_class)
+        return "session", detail
+    if answer.allowed:
+        return "once", detail
+    return ("stop" if answer.choice == "stop" else "deny"), detail
+
+
+def _run_tool(
+    session: Session,
+    tool: ModelTool,
+    use: ToolUseBlock,
+    value: BaseModel,
+    decision: Decision,
+    abort: threading.Event,
+    step: int,
+) -> ToolResult:
+    from .tools.base import ToolContext, ToolResult
+
+    context = ToolContext(
+        layout=session.layout,
+        session_id=session.id,
+        call_id=use.id,
+        step=step,
+        seam=CallSeam(session, use.id, decision),
+        decision=decision,
+        abort=abort,
+        environ=session.environ,
+    )
+    try:
+        return tool.run(value, context)
+    except AxError as exc:
+        hint = f"\nhint: {exc.hint}" if exc.hint else ""
+        return ToolResult(f"{exc.message}{hint}", is_error=True, summary=one_line(exc.message))
+    except Exception as exc:  # a tool's bug must not take the session down
+        message = f"{use.name} failed inside ax: {type(exc).__name__}: {exc}"
+        return ToolResult(message, is_error=True, summary=one_line(message))
+
+
+def _trail(
+    session: Session,
+    use: ToolUseBlock,
+    value: BaseModel,
+    result: ToolResult,
+    output_path: str | None,
+) -> None:
+    from ax_slate import RecordRequest
+
+    outcome = ("error: " if result.is_error else "") + (result.summary or "done")
+    entry = session.seam.call(
+        "slate.record",
+        RecordRequest(
+            tool=use.name,
+            args=value.model_dump(mode="json"),
+            outcome=one_line(outcome),
+            output=output_path,
+        ),
+    )
+    session.trail_step = entry.step
+
+
+def _finished(
+    session: Session, state: _TurnState, reason: str, text: str, detail: str | None = None
+) -> TurnResult:
+    session.record(
+        {
+            "type": "turn.completed",
+            "stopReason": reason,
+            "steps": state.steps,
+            "detail": detail,
+        }
+    )
+    return TurnResult(reason, text, state.steps, state.usage, detail=detail)
+
+
+def _aborted(session: Session, state: _TurnState, phase: str, text: str) -> TurnResult:
+    session.record(
+        {
+            "type": "turn.aborted",
+            "phase": phase,
+            "steps": state.steps,
+            "detail": "interrupted by the user",
+        }
+    )
+    return TurnResult("aborted", text, state.steps, state.usage, aborted=True, detail=phase)

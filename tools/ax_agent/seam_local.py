@@ -1,0 +1,160 @@
+"""The in-process seam: each verb calls the owning tool's public function.
+
+This is the default composition. It calls exactly what the tool's own CLI
+verb calls, so ``AX_COMPOSE=process`` gives the same answers and the same
+events (the end-to-end test compares them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from libcommon.paths import StateLayout
+
+from .seam import unknown_verb
+from .seam_models import (
+    AppendRequest,
+    CheckRunRequest,
+    NoteKeyRequest,
+    NoteSetRequest,
+    PathsRequest,
+    RecallRequest,
+    SaveOutputRequest,
+    SearchRequest,
+    SlateStartRequest,
+)
+
+
+class LocalSeam:
+    def __init__(
+        self,
+        layout: StateLayout,
+        session_id: str,
+        environ: Mapping[str, str],
+        policy_config: Any,
+    ) -> None:
+        self.layout = layout
+        self.session_id = session_id
+        self.environ = environ
+        self.policy_config = policy_config
+        # The snapshot records this process took, so log.mutated need not reread the log.
+        self._snapshots: dict[str, dict[str, Any]] = {}
+        self._verbs: dict[str, Callable[[Any, threading.Event | None], Any]] = {
+            "policy.decide": self._decide,
+            "exec.run": self._exec,
+            "log.append": self._append,
+            "log.snapshot": self._snapshot,
+            "log.mutated": self._mutated,
+            "check.run": self._check,
+            "slate.start": self._slate_start,
+            "slate.record": self._record,
+            "slate.save_output": self._save_output,
+            "slate.note_set": self._note_set,
+            "slate.note_delete": self._note_delete,
+            "slate.recall": self._recall,
+            "slate.search": self._search,
+        }
+
+    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
+        handler = self._verbs.get(verb)
+        if handler is None:
+            raise unknown_verb(verb)
+        return handler(request, abort)
+
+    def _decide(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_policy import decide_request, list_durable_grants
+
+        # The same call `ax-policy decide` makes, with the configuration loaded at start.
+        return decide_request(
+            request,
+            self.layout.workspace,
+            config=self.policy_config,
+            durable=list_durable_grants(self.layout.root, self.layout.workspace),
+            state_dir=self.layout.root,
+        )
+
+    def _exec(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_exec import run_managed
+
+        return run_managed(request, abort=abort, environ=self.environ)
+
+    def _append(self, request: AppendRequest, abort: threading.Event | None) -> Any:
+        from ax_log import append_events
+
+        return append_events(self.layout, self.session_id, request.events)
+
+    def _snapshot(self, request: PathsRequest, abort: threading.Event | None) -> Any:
+        from ax_log import snapshot_paths
+
+        records = snapshot_paths(self.layout, self.session_id, request.paths, request.call_id)
+        for record in records:
+            self._snapshots[record["path"]] = record
+        return records
+
+    def _mutated(self, request: PathsRequest, abort: threading.Event | None) -> Any:
+        from ax_log import latest_snapshots, record_mutations, workspace_path
+
+        relative = [workspace_path(self.layout, raw)[1] for raw in request.paths]
+        known = (
+            self._snapshots
+            if all(path in self._snapshots for path in relative)
+            else latest_snapshots(self.layout, self.session_id)
+        )
+        return record_mutations(
+            self.layout, self.session_id, request.paths, request.call_id, snapshots=known
+        )
+
+    def _check(self, request: CheckRunRequest, abort: threading.Event | None) -> Any:
+        from ax_check import DEFAULT_TIMEOUT_S, CheckRequest, Hooks, run_check
+
+        check = CheckRequest(
+            kind=request.kind,
+            workspace=self.layout.workspace,
+            project=request.project,
+            targets=tuple(request.targets),
+            session=self.session_id,
+            timeout_s=DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s,
+            sandbox=request.sandbox or "none",  # type: ignore[arg-type]  # checked by ax-check
+        )
+        return run_check(check, Hooks(abort=abort, environ=self.environ))
+
+    def _slate_start(self, request: SlateStartRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import open_session
+
+        return open_session(self.layout, self.session_id, continues=request.continues)
+
+    def _record(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import record
+
+        return record(self.layout, self.session_id, request)
+
+    def _save_output(self, request: SaveOutputRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import save_output
+
+        return str(save_output(self.layout, self.session_id, request.text))
+
+    def _note_set(self, request: NoteSetRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import set_note
+
+        return set_note(self.layout, self.session_id, request.key, request.text)
+
+    def _note_delete(self, request: NoteKeyRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import delete_note
+
+        return delete_note(self.layout, self.session_id, request.key)
+
+    def _recall(self, request: RecallRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import recall_step
+
+        return recall_step(self.layout, self.session_id, request.step, request.page)
+
+    def _search(self, request: SearchRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import search
+
+        return search(
+            self.layout, self.session_id, query=request.query, row=request.row, page=request.page
+        )

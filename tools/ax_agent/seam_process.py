@@ -1,0 +1,303 @@
+"""The process seam (``AX_COMPOSE=process``): each verb runs the real ``ax-<tool> <verb>``.
+
+The request goes to the child as JSON on stdin (or, where the verb takes
+flags, as its flags), the answer is parsed from its stdout into the same
+model the in-process seam returns, and an exit status is turned back into
+the same ``libcommon.errors`` type the core function would have raised. An
+abort sends the child SIGINT, which ax-exec and ax-check turn into a tree
+kill and an "aborted" answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from libcommon import jsonio
+from libcommon.errors import (
+    AxError,
+    CorruptStore,
+    ExitStatus,
+    Fenced,
+    NotTrusted,
+    OperationFailed,
+    Unsupported,
+    UsageError,
+)
+from libcommon.paths import StateLayout
+
+from .seam import unknown_verb
+from .seam_models import (
+    AppendRequest,
+    CheckRunRequest,
+    NoteKeyRequest,
+    NoteSetRequest,
+    PathsRequest,
+    RecallRequest,
+    SaveOutputRequest,
+    SearchRequest,
+    SlateStartRequest,
+)
+
+# How often a running child is checked for the caller's abort.
+ABORT_POLL_S = 0.05
+# After SIGINT, how long the child gets to kill its tree and answer before SIGKILL.
+ABORT_GRACE_S = 10.0
+
+
+@dataclass
+class ChildResult:
+    status: int
+    stdout: str
+    stderr: str
+
+
+def tool_script(tool: str, environ: Mapping[str, str]) -> str:
+    """The ``ax-<tool>`` console script: beside this interpreter, else on PATH."""
+    beside = Path(sys.executable).parent / f"ax-{tool}"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(f"ax-{tool}", path=environ.get("PATH", os.defpath))
+    if found is None:
+        raise OperationFailed(
+            f"ax-{tool} is not installed, so the process seam cannot reach it",
+            hint="install ax, or unset AX_COMPOSE to compose in-process",
+        )
+    return found
+
+
+def error_from(tool: str, child: ChildResult) -> AxError:
+    """The typed error a failed ``ax-<tool>`` stands for, with its own message and hint."""
+    message, hint = _message_and_hint(tool, child.stderr)
+    status = child.status
+    if status == ExitStatus.USAGE:
+        return UsageError(message, hint)
+    if status == ExitStatus.UNTRUSTED:
+        return NotTrusted(message, hint)
+    if status == ExitStatus.FENCED:
+        return Fenced(message, hint)
+    if status == ExitStatus.UNSUPPORTED:
+        return Unsupported(message, "process-seam", hint)
+    return OperationFailed(message, hint)
+
+
+def _message_and_hint(tool: str, stderr: str) -> tuple[str, str | None]:
+    prefix = f"ax-{tool}: "
+    message = None
+    hint = None
+    for line in stderr.splitlines():
+        if line.startswith(prefix + "error: ") and message is None:
+            message = line[len(prefix + "error: ") :]
+        elif line.startswith(prefix + "hint: ") and hint is None:
+            hint = line[len(prefix + "hint: ") :]
+    if message is None:
+        tail = stderr.strip().splitlines()[-1:] or ["no message"]
+        message = f"ax-{tool} failed: {tail[0]}"
+    return message, hint
+
+
+class ProcessSeam:
+    def __init__(self, layout: StateLayout, session_id: str, environ: Mapping[str, str]) -> None:
+        self.layout = layout
+        self.session_id = session_id
+        self.environ = dict(environ)
+
+    def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
+        handler = getattr(self, "_" + verb.replace(".", "_"), None)
+        if handler is None:
+            raise unknown_verb(verb)
+        return handler(request, abort)
+
+    # --- running a child ---------------------------------------------------------
+
+    def _run(
+        self,
+        tool: str,
+        args: list[str],
+        stdin: str = "",
+        abort: threading.Event | None = None,
+        ok: tuple[int, ...] = (0,),
+    ) -> ChildResult:
+        argv = [tool_script(tool, self.environ), *args]
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.environ,
+            text=True,
+        )
+        watcher = None
+        if abort is not None:
+            done = threading.Event()
+            watcher = threading.Thread(
+                target=_interrupt_on_abort, args=(process, abort, done), daemon=True
+            )
+            watcher.start()
+        try:
+            out, err = process.communicate(stdin)
+        finally:
+            if watcher is not None:
+                done.set()
+                watcher.join()
+        child = ChildResult(process.returncode, out, err)
+        if child.status not in ok:
+            raise error_from(tool, child)
+        return child
+
+    def _session_args(self) -> list[str]:
+        return ["--session", self.session_id, "-C", str(self.layout.workspace)]
+
+    # --- the verbs -----------------------------------------------------------------
+
+    def _policy_decide(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_policy import Decision
+
+        child = self._run(
+            "policy",
+            ["decide", "-C", str(self.layout.workspace), "-"],
+            request.model_dump_json(by_alias=True),
+        )
+        return Decision.model_validate_json(child.stdout)
+
+    def _exec_run(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_exec import ExecOutcome
+
+        # ax-exec mirrors the child's status; any status with an outcome on stdout is an answer.
+        child = self._run(
+            "exec",
+            ["run", "--request"],
+            request.model_dump_json(by_alias=True),
+            abort,
+            ok=tuple(range(256)),
+        )
+        if not child.stdout.strip():
+            raise error_from("exec", child)
+        return ExecOutcome.model_validate_json(child.stdout)
+
+    def _log_append(self, request: AppendRequest, abort: threading.Event | None) -> Any:
+        lines = "".join(jsonio.dumps_line(event).decode() for event in request.events)
+        child = self._run("log", ["append", *self._session_args()], lines)
+        return _json_lines(child.stdout)
+
+    def _log_snapshot(self, request: PathsRequest, abort: threading.Event | None) -> Any:
+        return self._paths_verb("snapshot", request)
+
+    def _log_mutated(self, request: PathsRequest, abort: threading.Event | None) -> Any:
+        return self._paths_verb("mutated", request)
+
+    def _paths_verb(self, verb: str, request: PathsRequest) -> Any:
+        call = ["--call", request.call_id] if request.call_id is not None else []
+        child = self._run("log", [verb, *self._session_args(), *call, "--", *request.paths])
+        return _json_lines(child.stdout)
+
+    def _check_run(self, request: CheckRunRequest, abort: threading.Event | None) -> Any:
+        from ax_check import CheckResult
+
+        args = [request.kind, *self._session_args(), "--json"]
+        if request.project is not None:
+            args += ["--project", request.project]
+        for target in request.targets:
+            args += ["--target", target]
+        if request.timeout_s is not None:
+            args += ["--timeout", repr(request.timeout_s)]
+        args += ["--sandbox", request.sandbox or "none"]
+        # 0 passed, 1 failed or error, 5 unsupported: each is a verdict with JSON on stdout.
+        child = self._run("check", args, abort=abort, ok=(0, 1, 5))
+        if not child.stdout.strip():
+            raise error_from("check", child)
+        result = CheckResult.model_validate_json(child.stdout)
+        if child.status == ExitStatus.FAILED and "evidence was not recorded" in child.stderr:
+            message, hint = _message_and_hint("check", child.stderr)
+            raise OperationFailed(message, hint)
+        return result
+
+    def _slate_start(self, request: SlateStartRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import SessionSlate
+
+        extra = ["--continues", request.continues] if request.continues else []
+        child = self._run("slate", ["start", *self._session_args(), *extra])
+        return SessionSlate.model_validate_json(child.stdout)
+
+    def _slate_record(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import TrailEntry
+
+        child = self._run(
+            "slate", ["record", *self._session_args()], request.model_dump_json(by_alias=True)
+        )
+        return TrailEntry.model_validate_json(child.stdout)
+
+    def _slate_save_output(self, request: SaveOutputRequest, abort: threading.Event | None) -> Any:
+        child = self._run("slate", ["save-output", *self._session_args()], request.text)
+        return str(jsonio.loads(child.stdout)["path"])
+
+    def _slate_note_set(self, request: NoteSetRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import Note
+
+        child = self._run(
+            "slate", ["note", "set", request.key, *self._session_args()], request.text
+        )
+        return Note.model_validate_json(child.stdout)
+
+    def _slate_note_delete(self, request: NoteKeyRequest, abort: threading.Event | None) -> Any:
+        child = self._run(
+            "slate", ["note", "delete", request.key, *self._session_args()], ok=(0, 1)
+        )
+        if child.status == 0:
+            return True
+        message, _ = _message_and_hint("slate", child.stderr)
+        if "has no note" in message:
+            return False
+        raise error_from("slate", child)
+
+    def _slate_recall(self, request: RecallRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import RecallPage
+
+        args = ["recall", *self._session_args(), "--step", str(request.step)]
+        child = self._run("slate", [*args, "--page", str(request.page), "--json"])
+        return RecallPage.model_validate_json(child.stdout)
+
+    def _slate_search(self, request: SearchRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import SearchResult
+
+        args = ["search", *self._session_args(), "--page", str(request.page), "--json"]
+        if request.query is not None:
+            args += ["--query", request.query]
+        if request.row is not None:
+            args += ["--row", str(request.row)]
+        child = self._run("slate", args)
+        return SearchResult.model_validate_json(child.stdout)
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    try:
+        return [jsonio.loads(line) for line in text.splitlines() if line.strip()]
+    except jsonio.JSONDecodeError as exc:
+        raise CorruptStore("ax-log output", f"not JSON Lines ({exc})") from None
+
+
+def _interrupt_on_abort(
+    process: subprocess.Popen[str], abort: threading.Event, done: threading.Event
+) -> None:
+    """SIGINT the child once the caller aborts; SIGKILL it if it does not answer in time."""
+    while not done.is_set():
+        if abort.wait(ABORT_POLL_S):
+            break
+    if done.is_set():
+        return
+    try:
+        process.send_signal(signal.SIGINT)
+    except ProcessLookupError:
+        return
+    if not done.wait(ABORT_GRACE_S):
+        process.kill()

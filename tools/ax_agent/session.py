@@ -1,0 +1,265 @@
+"""Starting, resuming and ending a session, in the order that makes it safe.
+
+Start: the workspace's realpath (a state root inside it is refused) → the
+trust gate (nothing before it reads a workspace byte) → the configuration →
+the sandbox probe → the read-only git probe → project instructions → the
+system prompt → a new session, or the old one rebuilt from its log. Then the
+first records, always in this order: ``session.started``, ``trust.verified``,
+``config.loaded``, ``sandbox.status``, ``git.context``, ``memory.loaded``.
+
+A session is owned by one live process at a time (an owner lease next to its
+log); a second one is refused (exit 4) and a crashed owner's lease is taken over.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libcommon import clock
+from libcommon.errors import OperationFailed, UsageError
+from libcommon.locks import OwnerLease
+from libcommon.paths import StateLayout, check_session_id, state_layout
+
+from .approvals import Approver, DenyingApprover
+from .compose import make_seam
+from .context import (
+    GitFacts,
+    Instructions,
+    SandboxFacts,
+    load_instructions,
+    probe_git,
+    probe_sandbox,
+    system_prompt,
+)
+from .providers import Message, Provider, Usage, make_provider
+from .seam import Seam
+from .seam_models import AppendRequest, SlateStartRequest
+
+if TYPE_CHECKING:
+    from ax_policy import PolicyConfig, SessionGrants
+
+    from .tools.base import ModelTool
+
+DEFAULT_PROVIDER = "anthropic"
+DEFAULT_MAX_STEPS = 50
+SESSION_ID_PREFIX = "s"
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class StartOptions:
+    workspace: str | Path | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    script: Path | None = None
+    max_steps: int | None = None
+    resume: str | None = None
+    continue_latest: bool = False
+    trust_once: bool = False
+    interactive: bool = False
+    trust_ask: Callable[[str], bool] | None = None
+    approver: Approver = field(default_factory=DenyingApprover)
+    # The model-facing tools; None means every tool of the registry.
+    tools: list[ModelTool] | None = None
+    listeners: list[Listener] = field(default_factory=list)
+    on_text: Callable[[str], None] | None = None
+    # Said in the log when --dangerously-allow-all (or the demo) answers for the user.
+    approval_note: str | None = None
+
+
+@dataclass
+class Session:
+    id: str
+    layout: StateLayout
+    environ: Mapping[str, str]
+    provider: Provider
+    model: str
+    tools: dict[str, ModelTool]
+    system: str
+    seam: Seam
+    sandbox: SandboxFacts
+    config: PolicyConfig
+    approver: Approver
+    grants: SessionGrants
+    max_steps: int
+    lease: OwnerLease
+    messages: list[Message] = field(default_factory=list)
+    listeners: list[Listener] = field(default_factory=list)
+    on_text: Callable[[str], None] | None = None
+    usage: Usage = field(default_factory=Usage)
+    resumed: bool = False
+    # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
+    asking: threading.Event = field(default_factory=threading.Event)
+    turns: int = 0
+    # The Trail's last step: the next executed call becomes step trail_step + 1.
+    trail_step: int = 0
+
+    @property
+    def workspace(self) -> Path:
+        return self.layout.workspace
+
+    def record(self, *events: dict[str, Any]) -> list[dict[str, Any]]:
+        """Append events through the seam, then show them to every listener."""
+        stored: list[dict[str, Any]] = self.seam.call(
+            "log.append", AppendRequest(events=list(events))
+        )
+        for record in stored:
+            for listener in self.listeners:
+                listener(record)
+        return stored
+
+    def end(self, reason: str) -> None:
+        """Record the end and give the lease up (a later --resume opens it again)."""
+        try:
+            self.record(
+                {"type": "session.ended", "reason": reason, "workspace": str(self.workspace)}
+            )
+        finally:
+            self.lease.release()
+
+
+def _all_tools() -> list[ModelTool]:
+    import importlib
+
+    registry = importlib.import_module(".tools.registry", __package__)
+    tools: list[ModelTool] = registry.all_tools()
+    return tools
+
+
+def start_session(options: StartOptions) -> Session:
+    """Run the start sequence and return a live, owned session (see the module docstring)."""
+    from ax_policy import SessionGrants, ensure_trusted, load_config
+
+    layout = state_layout(options.workspace, options.environ)
+    trust = ensure_trusted(
+        layout,
+        interactive=options.interactive,
+        trust_once=options.trust_once,
+        ask=options.trust_ask,
+    )
+    config = load_config(layout)
+    sandbox = probe_sandbox()
+    git = probe_git(layout.workspace, options.environ)
+    instructions = load_instructions(layout.workspace)
+    provider = _provider(options, config)
+    system = system_prompt(layout.workspace, sandbox, git, instructions)
+    session_id, history = _identity(options, layout)
+    lease = OwnerLease(layout.session_lease(session_id))
+    lease.acquire()
+    try:
+        tools = options.tools if options.tools is not None else _all_tools()
+        session = Session(
+            id=session_id,
+            layout=layout,
+            environ=options.environ,
+            provider=provider,
+            model=provider.model,
+            tools={tool.name: tool for tool in tools},
+            system=system,
+            seam=make_seam(layout, session_id, options.environ, config),
+            sandbox=sandbox,
+            config=config,
+            approver=options.approver,
+            grants=SessionGrants(),
+            max_steps=options.max_steps or config.max_steps or DEFAULT_MAX_STEPS,
+            lease=lease,
+            listeners=list(options.listeners),
+            on_text=options.on_text,
+            resumed=history is not None,
+        )
+        _first_records(session, trust.basis or "store", config, git, instructions, options)
+        session.seam.call("slate.start", SlateStartRequest())
+        session.trail_step = _last_trail_step(layout, session_id)
+        if history is not None:
+            from .resume import rebuild
+
+            session.messages = rebuild(session, history)
+    except BaseException:
+        lease.release()
+        raise
+    return session
+
+
+def _last_trail_step(layout: StateLayout, session_id: str) -> int:
+    from ax_slate import read_trail
+
+    newest = read_trail(layout, session_id, count=1)
+    return newest[-1].step if newest else 0
+
+
+def _provider(options: StartOptions, config: PolicyConfig) -> Provider:
+    name = options.provider or config.provider or DEFAULT_PROVIDER
+    base_url = options.base_url
+    if base_url is None and name == "openai-compatible":
+        base_url = config.base_url
+    return make_provider(
+        name,
+        model=options.model or config.model,
+        base_url=base_url,
+        script=options.script,
+        environ=options.environ,
+    )
+
+
+def _identity(
+    options: StartOptions, layout: StateLayout
+) -> tuple[str, list[dict[str, Any]] | None]:
+    """A new session id, or the resumed one with its events as the log holds them now."""
+    from ax_log import latest_session, read_events, require_log
+
+    if options.resume is not None and options.continue_latest:
+        raise UsageError("give --continue or --resume ID, not both")
+    if options.resume is None and not options.continue_latest:
+        return clock.new_id(SESSION_ID_PREFIX), None
+    if options.resume is not None:
+        session_id = check_session_id(options.resume)
+    else:
+        latest = latest_session(layout)
+        if latest is None:
+            raise OperationFailed(
+                f"there is no session to continue in {layout.workspace}",
+                hint="start one with -p TEXT",
+            )
+        session_id = latest
+    path = require_log(layout, session_id)
+    return session_id, list(read_events(path, session_id))
+
+
+def _first_records(
+    session: Session,
+    basis: str,
+    config: PolicyConfig,
+    git: GitFacts,
+    instructions: Instructions,
+    options: StartOptions,
+) -> None:
+    started: dict[str, Any] = {
+        "type": "session.started",
+        "workspace": str(session.workspace),
+        "provider": session.provider.name,
+        "model": session.model,
+        "resumed": session.resumed,
+    }
+    events = [
+        started,
+        {"type": "trust.verified", "workspace": str(session.workspace), "basis": basis},
+        {
+            "type": "config.loaded",
+            "sources": [source.to_json() for source in config.sources],
+        },
+        session.sandbox.event(),
+        git.event(),
+        instructions.event(),
+    ]
+    if options.approval_note:
+        events.append(
+            {"type": "custom", "kind": "approvals", "data": {"note": options.approval_note}}
+        )
+    session.record(*events)

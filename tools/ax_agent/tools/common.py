@@ -1,0 +1,177 @@
+"""What the model-facing tools share: input models, workspace paths, refusals, caps.
+
+A tool resolves every path it touches against the workspace and refuses one
+that leads outside it, unless it only reads and the policy decision for this
+very call already named that resolved path (a person approved a read outside
+the workspace). Writes and a command's folder never leave the workspace.
+The policy validated the path it was shown; the tool must not follow a path
+the policy never saw, such as a symlink swapped in after the decision.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ConfigDict
+
+from libcommon.contracts import Contract
+from libcommon.errors import AxError
+from libcommon.paths import is_within
+
+from .base import ToolContext, ToolResult
+
+# What a cut output keeps for recall (the loop saves ``full_output``).
+FULL_OUTPUT_MAX_CHARS = 2_000_000
+SUMMARY_MAX_CHARS = 200
+
+InputT = TypeVar("InputT", bound=Contract)
+
+
+class ToolInput(Contract):
+    """A model-facing input: snake_case names (the ones models know), no aliases.
+
+    The JSON Schema the model sees is derived from the subclass, so every field
+    carries a description and a plain default instead of ``null`` where it can.
+    """
+
+    model_config = ConfigDict(alias_generator=None, populate_by_name=False)
+
+
+class Refused(Exception):
+    """The call cannot be done as asked; ``message`` tells the model what to change."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def error(message: str, summary: str | None = None) -> ToolResult:
+    return ToolResult(content=message, is_error=True, summary=one_line(summary or message))
+
+
+def one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SUMMARY_MAX_CHARS else line[: SUMMARY_MAX_CHARS - 1] + "…"
+
+
+def guarded(
+    run: Callable[[InputT, ToolContext], ToolResult],
+) -> Callable[[InputT, ToolContext], ToolResult]:
+    """Turn a refusal, a filesystem error or a composed tool's error into an error result.
+
+    Anything else is a bug in ax and propagates to the loop, which reports it.
+    """
+
+    @functools.wraps(run)
+    def wrapper(tool_input: InputT, ctx: ToolContext) -> ToolResult:
+        try:
+            return run(tool_input, ctx)
+        except Refused as refusal:
+            return error(refusal.message)
+        except AxError as exc:
+            hint = f"\nhint: {exc.hint}" if exc.hint else ""
+            return error(f"{exc.message}{hint}", exc.message)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            return error(f"{exc.strerror or exc}{where}")
+
+    return wrapper
+
+
+def workspace_root(ctx: ToolContext) -> Path:
+    return Path(os.path.realpath(ctx.workspace))
+
+
+def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
+    """The real path ``raw`` names (relative to the workspace), or Refused.
+
+    A path outside the workspace is followed only by a read, and only when the
+    decision for this call validated that very path and did not deny it.
+    """
+    if not raw:
+        raise Refused("the path is empty; give a path relative to the workspace root")
+    if "\x00" in raw:
+        raise Refused("the path contains a NUL character")
+    ws = workspace_root(ctx)
+    target = Path(os.path.realpath(ws / raw))
+    if is_within(target, ws) or (not write and _read_seen_by_policy(target, ctx)):
+        return target
+    via_link = is_within(Path(os.path.normpath(ws / raw)), ws)
+    how = "through a symlink " if via_link else ""
+    raise Refused(
+        f"{raw!r} leads {how}to {target}, outside the workspace {ws}; "
+        "ax's file tools work inside the workspace (paths are relative to its root)"
+    )
+
+
+def _read_seen_by_policy(target: Path, ctx: ToolContext) -> bool:
+    if ctx.decision.verdict == "deny":
+        return False
+    return any(
+        facts.valid and not facts.write and facts.resolved == str(target)
+        for facts in ctx.decision.paths
+    )
+
+
+def shown(path: Path, ctx: ToolContext) -> str:
+    """``path`` as the model should write it back: workspace-relative where possible."""
+    ws = workspace_root(ctx)
+    if path == ws:
+        return "."
+    if is_within(path, ws):
+        return path.relative_to(ws).as_posix()
+    return str(path)
+
+
+def read_capped(path: str | os.PathLike[str], limit: int = FULL_OUTPUT_MAX_CHARS) -> str | None:
+    """At most ``limit`` characters of a harness-written text file, or None if it is gone."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(limit + 1)
+    except OSError:
+        return None
+    if len(text) > limit:
+        return text[:limit] + f"\n… [cut at {limit} characters]\n"
+    return text
+
+
+def count(number: int, noun: str, plural: str | None = None) -> str:
+    if number == 1:
+        return f"{number} {noun}"
+    return f"{number} {plural or noun + 's'}"
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def clip_line(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [line cut: {len(text)} characters]"
+
+
+NEW_FILE_MODE = 0o644
+
+
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` (already resolved) atomically, creating its folders.
+
+    An existing file keeps its permission bits. Returns whether the file was new.
+    """
+    import stat
+
+    from libcommon.atomic import atomic_write_bytes
+
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        created = False
+    except FileNotFoundError:
+        mode = NEW_FILE_MODE
+        created = True
+    atomic_write_bytes(path, data, mode)
+    return created

@@ -1,0 +1,118 @@
+"""list_dir: a folder's entries as an indented tree, a few levels deep."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from ax_policy import ToolFacts
+
+from .base import ModelTool, ToolContext, ToolResult
+from .common import FULL_OUTPUT_MAX_CHARS, Refused, ToolInput, count, guarded, resolve, shown
+from .walk import SKIPPED_FOLDERS, Entry, WalkState, walk
+
+LIST_MAX_DEPTH = 5
+LIST_MAX_ENTRIES = 500
+# How many entries the saved full listing holds when the shown one is cut.
+LIST_COLLECT_MAX = 20_000
+
+
+class ListDirInput(ToolInput):
+    path: str = Field(default=".", description="The folder to list, relative to the workspace.")
+    depth: int = Field(
+        default=1,
+        ge=1,
+        le=LIST_MAX_DEPTH,
+        description=f"How many levels to show (1: the folder's own entries; at most "
+        f"{LIST_MAX_DEPTH}).",
+    )
+
+
+@guarded
+def run(request: ListDirInput, ctx: ToolContext) -> ToolResult:
+    root = resolve(request.path, ctx)
+    name = shown(root, ctx)
+    if not root.exists():
+        raise Refused(f"{name} does not exist")
+    if not root.is_dir():
+        raise Refused(f"{name} is a file, not a folder; use read_file to read it")
+    state = WalkState()
+    lines: list[str] = []
+    for entry in walk(root, state, hidden=True, max_depth=request.depth, descend=_expand):
+        if len(lines) >= LIST_COLLECT_MAX:
+            state.exhausted = True
+            break
+        indent = "  " * (entry.depth - 1)
+        label = entry.path.name
+        if entry.is_link:
+            label += " -> " + _link_target(entry.path)
+        elif entry.is_dir:
+            label += "/"
+            if entry.depth < request.depth and not _expand_name(entry.path.name):
+                label += "  (not expanded)"
+        else:
+            label += f"  ({_size(entry.path)})"
+        lines.append(indent + label)
+    header = f"{name}/ ({count(len(lines), 'entry', 'entries')}" + (
+        ", more not listed)" if state.exhausted else ")"
+    )
+    if not lines:
+        return ToolResult(content=f"{name}/ is empty", summary=f"listed {name}: empty")
+    summary = f"listed {name}: {count(len(lines), 'entry', 'entries')}"
+    if len(lines) <= LIST_MAX_ENTRIES and not state.exhausted:
+        return ToolResult(content="\n".join([header, *lines]), summary=summary)
+    full = "\n".join([header, *lines])
+    note = (
+        f"\n[showing the first {LIST_MAX_ENTRIES} entries; list a subfolder, lower the "
+        "depth, or use glob to narrow it down]"
+    )
+    return ToolResult(
+        content="\n".join([header, *lines[:LIST_MAX_ENTRIES]]) + note,
+        summary=summary + " (cut)",
+        full_output=full[:FULL_OUTPUT_MAX_CHARS],
+    )
+
+
+def _expand_name(name: str) -> bool:
+    return not name.startswith(".") and name not in SKIPPED_FOLDERS
+
+
+def _expand(entry: Entry) -> bool:
+    return _expand_name(entry.path.name)
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
+def _size(path: Path) -> str:
+    try:
+        size = float(os.lstat(path).st_size)
+    except OSError:
+        return "?"
+    if size < 1024:
+        return f"{int(size)} B"
+    for unit in ("KB", "MB", "GB"):
+        size /= 1024
+        if size < 1024 or unit == "GB":
+            break
+    return f"{size:.1f} {unit}"
+
+
+TOOL = ModelTool(
+    name="list_dir",
+    description=(
+        "List a folder of the workspace as an indented tree: folders end in '/', files show "
+        "their size, symlinks their target (never followed). Hidden folders and "
+        f"{', '.join(sorted(SKIPPED_FOLDERS))} are listed but not expanded. At most "
+        f"{LIST_MAX_ENTRIES} entries are shown."
+    ),
+    input_model=ListDirInput,
+    facts=ToolFacts(name="list_dir", reads=lambda request: [request.path]),
+    run=run,
+)

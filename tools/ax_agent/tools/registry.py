@@ -1,0 +1,47 @@
+"""Every model-facing tool, in the order the model is shown them."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from .base import ModelTool
+
+
+def all_tools() -> list[ModelTool]:
+    """The tools in a stable order (a fresh list: the caller may change it)."""
+    return list(_tools())
+
+
+@cache
+def _tools() -> tuple[ModelTool, ...]:
+    from . import (
+        edit_file,
+        glob,
+        grep,
+        list_dir,
+        read_file,
+        recall_step,
+        run_check,
+        run_command,
+        slate_note,
+        write_file,
+    )
+
+    modules = (
+        read_file,
+        list_dir,
+        glob,
+        grep,
+        write_file,
+        edit_file,
+        run_command,
+        run_check,
+        slate_note,
+        recall_step,
+    )
+    return tuple(module.TOOL for module in modules)
+
+
+def get_tool(name: str) -> ModelTool | None:
+    """The tool the model named, or None for a name no tool has."""
+    return next((tool for tool in _tools() if tool.name == name), None)
