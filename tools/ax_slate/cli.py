@@ -133,7 +133,7 @@ def save_output(session: SessionOption, workspace: WorkspaceOption = None) -> No
 
 @app.command("archive")
 def archive(session: SessionOption, workspace: WorkspaceOption = None) -> None:
-    """For harnesses: keep one message (a JSON object on stdin) whole in the archive; print its row."""
+    """For harnesses: keep one message (JSON on stdin) whole in the archive; print its row."""
     from libcommon import jsonio
     from libcommon.cliapp import REQUEST_MAX_BYTES
 
