@@ -376,6 +376,8 @@ class ElidedResult(Contract):
     form: Literal["marker", "pack"]
     bytes: Annotated[int, Field(ge=0)]
     sha256: Sha256
+    # The archive row holding the output, when the harness knew it.
+    row: Annotated[int, Field(ge=1)] | None = None
 
 
 @register

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from ax_policy import ToolFacts
 from ax_slate import SearchResult
 from libcommon import jsonio
+from libcommon.errors import AxError
 
 from ..seam_models import SearchRequest
 from .base import ModelTool, ToolContext, ToolResult
@@ -26,7 +27,11 @@ TOOL_ROLE = "tool"
 
 class HistorySearchInput(ToolInput):
     query: str = Field(default="", description="Text to find in earlier messages.")
-    row: int = Field(default=0, ge=0, description="Read this archived message whole.")
+    row: int = Field(
+        default=0,
+        ge=0,
+        description="Read this archived message whole (with call: where that output is).",
+    )
     call: str = Field(
         default="", description="Read back the output of this tool call (its call id)."
     )
@@ -35,15 +40,15 @@ class HistorySearchInput(ToolInput):
     @model_validator(mode="after")
     def _exactly_one(self) -> HistorySearchInput:
         given = [name for name in ("query", "row", "call") if getattr(self, name)]
-        if len(given) != 1:
-            raise ValueError("give exactly one of query, row or call")
+        if given != ["row", "call"] and len(given) != 1:
+            raise ValueError("give exactly one of query, row or call (call may name its row)")
         return self
 
 
 def _next(request: HistorySearchInput, page: int) -> str:
-    key = "query" if request.query else "row" if request.row else "call"
-    value = getattr(request, key)
-    return f"history_search {jsonio.dumps({key: value, 'page': page}).decode()}"
+    arguments = {key: getattr(request, key) for key in ("query", "call", "row")}
+    given = {key: value for key, value in arguments.items() if value}
+    return f"history_search {jsonio.dumps({**given, 'page': page}).decode()}"
 
 
 def call_row(ctx: ToolContext, call_id: str) -> int | None:
@@ -59,16 +64,39 @@ def call_row(ctx: ToolContext, call_id: str) -> int | None:
     return None
 
 
-def read_call(ctx: ToolContext, call_id: str, page: int) -> tuple[str, int, int]:
-    """Page ``page`` of a call's output as sent: (text, page, pages)."""
-    row = call_row(ctx, call_id)
+def _head(row: int, call_id: str) -> str:
+    # An archived output reads "[row N, tool]", the call id, then the output.
+    return f"[row {row}, {TOOL_ROLE}]\n{call_id}\n"
+
+
+def read_call(
+    ctx: ToolContext, call_id: str, page: int, row: int | None = None
+) -> tuple[str, int, int]:
+    """Page ``page`` of a call's output as sent: (text, page, pages).
+
+    ``row`` is where the output should be (markers name it); when that row does
+    not hold this call's output, the archive is searched for it instead.
+    """
+    found: SearchResult | None = None
+    if row is not None:
+        try:
+            first: SearchResult = ctx.seam.call("slate.search", SearchRequest(row=row, page=1))
+        except AxError:
+            first = SearchResult(page=1, pages=1)
+        text = first.text or ""
+        if text.startswith(_head(row, call_id)) or text == _head(row, call_id)[:-1]:
+            found = first
+        else:
+            row = None
+    if row is None:
+        row = call_row(ctx, call_id)
     if row is None:
         raise Refused(f"no archived output for call {call_id!r} in this session")
-    found: SearchResult = ctx.seam.call("slate.search", SearchRequest(row=row, page=page))
+    if found is None or page != 1:
+        found = ctx.seam.call("slate.search", SearchRequest(row=row, page=page))
     text = found.text or ""
     if page == 1:
-        # The row reads "[row N, tool]", the call id, then the output.
-        head = f"[row {row}, {TOOL_ROLE}]\n{call_id}\n"
+        head = _head(row, call_id)
         if text.startswith(head):
             text = text[len(head) :]
         elif text == head[:-1]:
@@ -79,7 +107,7 @@ def read_call(ctx: ToolContext, call_id: str, page: int) -> tuple[str, int, int]
 @guarded
 def run(request: HistorySearchInput, ctx: ToolContext) -> ToolResult:
     if request.call:
-        text, page, pages = read_call(ctx, request.call, request.page)
+        text, page, pages = read_call(ctx, request.call, request.page, request.row or None)
         where = f"output of call {request.call}, page {page} of {pages}"
         follow = f"; next: {_next(request, page + 1)}" if page < pages else ": the end"
         return ToolResult(content=f"{text}\n[{where}{follow}]", summary=f"read back {where}")

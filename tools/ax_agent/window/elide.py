@@ -30,6 +30,7 @@ state to the next request. The rules, in the order they bind:
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -40,7 +41,7 @@ from libcommon import jsonio
 
 from ..providers.base import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from .budget import Budget
-from .tokens import BLOCK_OVERHEAD_TOKENS, message_tokens, text_tokens
+from .tokens import BLOCK_OVERHEAD_TOKENS, TokenMemo, message_tokens, text_tokens
 
 KEEP_RECENT_ROUNDS = 3
 BIG_RESULT_BYTES = 10 * 1024
@@ -53,6 +54,8 @@ NOTICE_MAX_TOOLS_NAMED = 8
 # The tool whose call counts as the model's Note covering the rounds before it.
 NOTE_TOOL = "slate_note"
 RECALL_TOOL = "history_search"
+# Marker and pack texts are rebuilt for every request; these many are kept ready.
+TEXT_CACHE_ENTRIES = 65_536
 
 Form = Literal["marker", "pack"]
 
@@ -85,14 +88,20 @@ class Elided:
     form: Form
     bytes: int
     sha256: str
+    # The archive row that holds the output, when known: the recall call names it so
+    # the output is read back without a search.
+    row: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "callId": self.call_id,
             "form": self.form,
             "bytes": self.bytes,
             "sha256": self.sha256,
         }
+        if self.row is not None:
+            found["row"] = self.row
+        return found
 
 
 @dataclass(frozen=True)
@@ -166,29 +175,36 @@ class Decision:
 # --- rendering ---------------------------------------------------------------------
 
 
-def recall_call(call_id: str) -> str:
-    return f"{RECALL_TOOL} {jsonio.dumps({'call': call_id}).decode()}"
+def recall_call(call_id: str, row: int | None = None) -> str:
+    arguments: dict[str, Any] = {"call": call_id}
+    if row is not None:
+        arguments["row"] = row
+    return f"{RECALL_TOOL} {jsonio.dumps(arguments).decode()}"
 
 
 def content_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def marker_text(item: Elided) -> str:
     return (
         f"[ax: this tool result was elided from the request to keep it within the context "
         f"budget: {item.bytes} bytes, sha256 {item.sha256}. Nothing is lost: "
-        f"{recall_call(item.call_id)} reads it back whole.]"
+        f"{recall_call(item.call_id, item.row)} reads it back whole.]"
     )
 
 
 def pack_text(item: Elided, content: str) -> str:
-    head = content[:PACK_HEAD_CHARS]
-    tail = content[-PACK_TAIL_CHARS:]
+    return _pack_text(item, content[:PACK_HEAD_CHARS], content[-PACK_TAIL_CHARS:])
+
+
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
+def _pack_text(item: Elided, head: str, tail: str) -> str:
     return (
         f"[ax: large tool result, {item.bytes} bytes, sha256 {item.sha256}: shown as its first "
         f"{len(head)} and last {len(tail)} characters. Read it whole, a page at a time, with "
-        f"{recall_call(item.call_id)}.]\n--- head ---\n{head}\n--- tail ---\n{tail}"
+        f"{recall_call(item.call_id, item.row)}.]\n--- head ---\n{head}\n--- tail ---\n{tail}"
     )
 
 
@@ -281,16 +297,23 @@ class _Planner:
     """The changes due now, and the token figures they would give, kept incrementally."""
 
     def __init__(
-        self, history: Sequence[Message], state: ContextState, overhead: int, frame: str | None
+        self,
+        history: Sequence[Message],
+        state: ContextState,
+        overhead: int,
+        frame: str | None,
+        memo: TokenMemo,
+        rows: Mapping[str, int],
     ) -> None:
         self.history = history
+        self.rows = rows
         self.state = state
         self.overhead = overhead
         self.frame = frame
         self.assistants = [i for i, m in enumerate(history) if m.role == "assistant"]
         self.sizes = [0] * len(history)
         for index in range(state.cut, len(history)):
-            self.sizes[index] = message_tokens(_render(index, history[index], state))
+            self.sizes[index] = _rendered_tokens(index, history[index], state, memo)
         self.saved = [0] * len(history)
         self.elide: dict[str, tuple[int, Form, int]] = {}
         self.stubs: set[int] = set()
@@ -397,6 +420,7 @@ class _Planner:
                 form,
                 content_bytes(block.content),
                 hashlib.sha256(block.content.encode("utf-8", "surrogatepass")).hexdigest(),
+                self.rows.get(block.tool_use_id),
             )
             elided[block.tool_use_id] = item
             new.append(item)
@@ -422,6 +446,28 @@ class _Planner:
 
 def _result_tokens(block: ToolResultBlock) -> int:
     return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content)
+
+
+def _rendered_tokens(index: int, message: Message, state: ContextState, memo: TokenMemo) -> int:
+    """What ``message`` costs as the view sends it, without building the view."""
+    if index in state.stubbed:
+        return message_tokens(_render(index, message, state))
+    tokens = memo.message(message)
+    if message.role == "user" and state.elided:
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                item = state.elided.get(block.tool_use_id)
+                if item is not None:
+                    tokens -= _result_tokens(block)
+                    tokens += BLOCK_OVERHEAD_TOKENS + text_tokens(
+                        block.tool_use_id
+                        + (
+                            marker_text(item)
+                            if item.form == "marker"
+                            else pack_text(item, block.content)
+                        )
+                    )
+    return tokens
 
 
 def _build(history: Sequence[Message], state: ContextState) -> list[Message]:
@@ -490,14 +536,19 @@ def elide(
     frame: str | None = None,
     overhead: int = 0,
     pricing: CachePricing = ANTHROPIC_CACHE,
+    rows: Mapping[str, int] | None = None,
+    memo: TokenMemo | None = None,
 ) -> tuple[list[Message], Decision]:
     """The view to send for ``history`` and the decision that made it (see the module docstring).
 
     ``frame`` is the slate frame's text now (None when there is no readable
     slate); it is pinned into the state when rounds leave. ``overhead`` is the
     tokens of the system prompt and tool schemas, which every request carries.
+    ``rows`` maps call ids to their archive rows (named in markers when known);
+    ``memo`` carries message prices from one request to the next.
     """
-    planner = _Planner(history, state, overhead, frame)
+    memo = memo or TokenMemo()
+    planner = _Planner(history, state, overhead, frame, memo, rows or {})
     assistants = planner.assistants
     protect_from = assistants[-KEEP_RECENT_ROUNDS] if len(assistants) >= KEEP_RECENT_ROUNDS else 0
 
@@ -536,7 +587,7 @@ def elide(
 
     warned_cut = max(state.warned_cut, planner.cut) if planner.cut > state.cut else state.warned_cut
     if packs_worth and (planner.elide != packs or planner.stubs or planner.cut > state.cut):
-        only = _Planner(history, state, overhead, frame)
+        only = _Planner(history, state, overhead, frame, memo, rows or {})
         for call_id, (index, form, _) in packs.items():
             block = next(
                 b
@@ -645,7 +696,9 @@ def state_from_events(events: Sequence[Mapping[str, Any]]) -> ContextState:
             continue
         rewrites += 1
         for raw in event.get("elided", []):
-            elided[raw["callId"]] = Elided(raw["callId"], raw["form"], raw["bytes"], raw["sha256"])
+            elided[raw["callId"]] = Elided(
+                raw["callId"], raw["form"], raw["bytes"], raw["sha256"], raw.get("row")
+            )
         cut = max(cut, int(event.get("cutTo", 0)))
         stubbed.update(int(i) for i in event.get("stubbed", []))
     return ContextState(

@@ -85,3 +85,23 @@ def count_request(request: ProviderRequest, counter: TokenCounter | None = None)
         if counted >= 0:
             return counted
     return estimate_request(request)
+
+
+class TokenMemo:
+    """Token counts of messages already priced, by identity.
+
+    A session's messages never change once appended, so each is priced once
+    instead of on every request. The memo keeps the message itself beside its
+    count, so an id reused by a new object is never mistaken for the old one.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Message, int]] = {}
+
+    def message(self, message: Message) -> int:
+        hit = self._known.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        tokens = message_tokens(message)
+        self._known[id(message)] = (message, tokens)
+        return tokens

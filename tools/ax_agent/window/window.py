@@ -25,6 +25,7 @@ from .elide import ANTHROPIC_CACHE, CachePricing, ContextState, Decision, elide,
 from .tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     TokenCounter,
+    TokenMemo,
     block_tokens,
     count_request,
     estimate_request,
@@ -162,15 +163,19 @@ def archived_message(record: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-@dataclass
+@dataclass(repr=False)
 class ContextWindow:
     seam: Seam
     record: Recorder
     pricing: CachePricing = ANTHROPIC_CACHE
     counter: TokenCounter | None = None
     state: ContextState = field(default_factory=ContextState)
-    figures: ContextFigures | None = None
     decision: Decision | None = None
+    # The last bounded request and its budget, which /context breaks down on demand.
+    last: tuple[ProviderRequest, Budget] | None = None
+    # Archive rows of tool outputs kept by this process, named in markers.
+    rows: dict[str, int] = field(default_factory=dict)
+    memo: TokenMemo = field(default_factory=TokenMemo)
     # Said once: why there is no frame, or why a message could not be archived.
     problems: list[str] = field(default_factory=list)
     _held_logged: bool = False
@@ -186,7 +191,13 @@ class ContextWindow:
         """``request`` with its history replaced by the bounded view."""
         budget = budget_for(request.model, request.max_tokens)
         overhead = fixed_tokens(request)
-        near = self.figures is None or self.figures.total >= budget.trigger * FRAME_BUILD_RATIO
+        if self.state.cut and self.state.frame is None:
+            # Resumed after rounds had left: the frame standing in for them is rebuilt.
+            self.state = replace(self.state, frame=self._frame())
+        near = (
+            self.decision is None
+            or self.decision.tokens_after >= budget.trigger * FRAME_BUILD_RATIO
+        )
         frame = self._frame() if near else None
         view, decision = self._elide(request.messages, budget, frame, overhead)
         if decision.cut_to > self.state.cut and not near:
@@ -196,14 +207,28 @@ class ContextWindow:
         self.decision = decision
         self._log(decision)
         bounded = replace(request, messages=view)
-        self.figures = context_figures(bounded, budget, self.state, self.counter)
+        self.last = (bounded, budget)
         return bounded
+
+    def figures(self) -> ContextFigures | None:
+        """What the last request was made of (None before the first request)."""
+        if self.last is None:
+            return None
+        request, budget = self.last
+        return context_figures(request, budget, self.state, self.counter)
 
     def _elide(
         self, history: list[Message], budget: Budget, frame: str | None, overhead: int
     ) -> tuple[list[Message], Decision]:
         return elide(
-            history, budget, self.state, frame=frame, overhead=overhead, pricing=self.pricing
+            history,
+            budget,
+            self.state,
+            frame=frame,
+            overhead=overhead,
+            pricing=self.pricing,
+            rows=self.rows,
+            memo=self.memo,
         )
 
     def _frame(self) -> str | None:
@@ -232,9 +257,10 @@ class ContextWindow:
         if message is None:
             return
         try:
-            self.seam.call("slate.archive", ArchiveRequest(message=message))
+            row = self.seam.call("slate.archive", ArchiveRequest(message=message))
+            if message["role"] == "tool":
+                self.rows[message["callId"]] = int(row)
         except AxError as exc:
             problem = f"the archive could not keep a message: {exc.message}"
             if problem not in self.problems:
                 self.problems.append(problem)
-
