@@ -50,6 +50,7 @@ PACK_HEAD_CHARS = 1_500
 PACK_TAIL_CHARS = 1_500
 OPERATOR_MESSAGES_KEPT = 2
 STUB_OPENING_CHARS = 60
+FIND_QUERY_CHARS = 40
 NOTICE_MAX_TOOLS_NAMED = 8
 # The tool whose call counts as the model's Note covering the rounds before it.
 NOTE_TOOL = "slate_note"
@@ -115,8 +116,8 @@ class ContextState:
     frame: str | None = None
     # Indices of operator messages sent as a one-line stub.
     stubbed: frozenset[int] = frozenset()
-    # The farthest cut a notice has already announced.
-    warned_cut: int = 0
+    # A notice has announced what is due to leave since the last rewrite.
+    announced: bool = False
     rewrites: int = 0
 
 
@@ -215,7 +216,10 @@ def _opening(message: Message) -> str:
 
 def _find_call(opening: str) -> str:
     # The recall tool's query is matched as text; quotes keep it one argument.
-    words = opening.replace('"', " ").replace("\\", " ")[:40].strip() or "?"
+    words = opening.replace('"', " ").replace("\\", " ")
+    if len(words) > FIND_QUERY_CHARS:
+        words = words[:FIND_QUERY_CHARS].rsplit(" ", 1)[0]
+    words = words.strip() or "?"
     return f"{RECALL_TOOL} {jsonio.dumps({'query': words}).decode()}"
 
 
@@ -430,7 +434,6 @@ class _Planner:
             cut=self.cut,
             frame=self.frame if moved else self.state.frame,
             stubbed=self.state.stubbed | frozenset(self.stubs),
-            warned_cut=self.state.warned_cut,
             rewrites=self.state.rewrites + 1,
         )
         return state, tuple(new)
@@ -578,14 +581,14 @@ def elide(
     notice = _notice(history, state, planner)
     # Rounds leave unannounced only when they must; otherwise a notice goes first,
     # unless a Note written after them already covers them.
-    warned = notice is None or state.warned_cut > state.cut
+    warned = notice is None or state.announced
     if forced or (warned and planner.worth(pricing)):
         new_state, new = planner.applied()
         return _build(history, new_state), _decision(
             "rewrite", "forced" if forced else "saving", planner, new_state, new, None, budget
         )
 
-    warned_cut = max(state.warned_cut, planner.cut) if planner.cut > state.cut else state.warned_cut
+    announced = state.announced or notice is not None
     if packs_worth and (planner.elide != packs or planner.stubs or planner.cut > state.cut):
         only = _Planner(history, state, overhead, frame, memo, rows or {})
         for call_id, (index, form, _) in packs.items():
@@ -596,13 +599,13 @@ def elide(
             )
             only.plan(index, block, form)
         new_state, new = only.applied()
-        new_state = replace(new_state, warned_cut=warned_cut)
+        new_state = replace(new_state, announced=announced)
         view = _build(history, new_state)
         if notice is not None:
             view = _with_notice(view, notice)
         return view, _decision("rewrite", "packs", only, new_state, new, notice, budget)
 
-    held = replace(state, warned_cut=warned_cut)
+    held = replace(state, announced=announced)
     view = _build(history, held)
     if notice is not None:
         view = _with_notice(view, notice)
@@ -701,6 +704,4 @@ def state_from_events(events: Sequence[Mapping[str, Any]]) -> ContextState:
             )
         cut = max(cut, int(event.get("cutTo", 0)))
         stubbed.update(int(i) for i in event.get("stubbed", []))
-    return ContextState(
-        elided=elided, cut=cut, stubbed=frozenset(stubbed), warned_cut=cut, rewrites=rewrites
-    )
+    return ContextState(elided=elided, cut=cut, stubbed=frozenset(stubbed), rewrites=rewrites)
