@@ -57,7 +57,9 @@ def call_row(ctx: ToolContext, call_id: str) -> int | None:
     while page <= min(pages, CALL_LOOKUP_MAX_PAGES):
         found: SearchResult = ctx.seam.call("slate.search", SearchRequest(query=call_id, page=page))
         for hit in found.hits:
-            if hit.role == TOOL_ROLE and hit.snippet.startswith(call_id + "\n"):
+            # The row's text starts with the call id (and is only that for an empty output).
+            snippet = hit.snippet
+            if hit.role == TOOL_ROLE and (snippet == call_id or snippet.startswith(call_id + "\n")):
                 return hit.row
         pages = found.pages
         page += 1

@@ -52,6 +52,7 @@ OPERATOR_MESSAGES_KEPT = 2
 STUB_OPENING_CHARS = 60
 FIND_QUERY_CHARS = 40
 NOTICE_MAX_TOOLS_NAMED = 8
+NOTICE_MAX_STUBS_NAMED = 5
 # The tool whose call counts as the model's Note covering the rounds before it.
 NOTE_TOOL = "slate_note"
 RECALL_TOOL = "history_search"
@@ -525,9 +526,11 @@ def _notice(history: Sequence[Message], state: ContextState, planner: _Planner) 
         )
     if stubs:
         lines.append(f"{len(stubs)} earlier message(s) from the user will stop being sent in full:")
-        for index in stubs:
+        for index in stubs[:NOTICE_MAX_STUBS_NAMED]:
             opening = _opening(history[index])
             lines.append(f'- message {index + 1}: "{opening}…" ({_find_call(opening)} finds it)')
+        if len(stubs) > NOTICE_MAX_STUBS_NAMED:
+            lines.append(f"- and {len(stubs) - NOTICE_MAX_STUBS_NAMED} more, found the same way")
     return "\n".join(lines)
 
 
@@ -577,8 +580,11 @@ def elide(
     if not planner.changed():
         return _build(history, state), _decision("none", "", planner, state, (), None, budget)
 
-    forced = before > budget.request
     notice = _notice(history, state, planner)
+    # The notice rides on the request, so it counts toward the cap too.
+    forced = (
+        before + (text_tokens(notice) + BLOCK_OVERHEAD_TOKENS if notice else 0) > budget.request
+    )
     # Rounds leave unannounced only when they must; otherwise a notice goes first,
     # unless a Note written after them already covers them.
     warned = notice is None or state.announced
