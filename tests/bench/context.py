@@ -39,7 +39,7 @@ def cache_cost(sizes: list[int], reused: list[bool], overhead: int) -> float:
     """Uncached-token equivalents: the previous request is a cache hit when reused."""
     cost = 0.0
     previous = 0
-    for size, hit in zip(sizes, reused):
+    for size, hit in zip(sizes, reused, strict=True):
         cached = previous if hit else min(overhead, size)
         cost += cached * CACHE_READ + (size - cached) * CACHE_WRITE
         previous = size
@@ -47,7 +47,7 @@ def cache_cost(sizes: list[int], reused: list[bool], overhead: int) -> float:
 
 
 def starts_with(view: list[Any], previous: list[Any]) -> bool:
-    return len(view) >= len(previous) and all(a == b for a, b in zip(view, previous))
+    return len(view) >= len(previous) and all(a == b for a, b in zip(view, previous, strict=False))
 
 
 def main() -> int:
@@ -118,7 +118,7 @@ def run(root: Path) -> int:
     gate_off_reused: list[bool] = []
     gate_off_rewrites = 0
     prior: list[Any] = []
-    for length, frame in zip(lengths, frames):
+    for length, frame in zip(lengths, frames, strict=True):
         view, decision = elide(
             session.messages[:length],
             budget,

@@ -47,7 +47,10 @@ def grow(events: list[tuple[str, object]]) -> list[list[Message]]:
             history.append(
                 Message(
                     "user",
-                    [ToolResultBlock(i, f"{i}:" + "r" * size) for i, size in zip(ids, sizes)],  # type: ignore[call-overload]
+                    [
+                        ToolResultBlock(i, f"{i}:" + "r" * size)
+                        for i, size in zip(ids, sizes, strict=True)
+                    ],  # type: ignore[call-overload]
                 )
             )
         snapshots.append(list(history))
@@ -90,7 +93,7 @@ def test_every_view_is_valid_fits_and_is_monotonic(
         assert new.cut >= state.cut and new.stubbed >= state.stubbed
         # Only results and user messages change, never an assistant message.
         kept = view[1:] if new.cut else view
-        for index, sent in zip(range(new.cut, len(history)), kept):
+        for index, sent in zip(range(new.cut, len(history)), kept, strict=True):
             original = history[index]
             if original.role == "assistant":
                 assert sent is original
@@ -101,7 +104,7 @@ def test_every_view_is_valid_fits_and_is_monotonic(
                 assert len(sent.content) == len(original.content) + (
                     1 if decision.notice is not None and index == len(history) - 1 else 0
                 )
-                for was, now in zip(original.content, sent.content):
+                for was, now in zip(original.content, sent.content, strict=False):
                     assert now is was or (
                         isinstance(was, ToolResultBlock)
                         and isinstance(now, ToolResultBlock)

@@ -114,7 +114,7 @@ def test_a_calls_output_reads_back_exactly_page_by_page(slate: Slate) -> None:
             pages.append(text)
             if "the end" in footer:
                 break
-            assert f'next: history_search {{"call":"toolu_1",' in footer
+            assert 'next: history_search {"call":"toolu_1",' in footer
             page += 1
         assert "".join(pages) == output
         assert len(pages) > 1

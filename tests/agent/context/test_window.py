@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def test_each_request_is_bounded_valid_and_every_decision_is_logged(
     assert any(e["cutTo"] > 0 for e in compacted)
     assert any(item["form"] == "pack" for e in compacted for item in e["elided"])
     # A held stretch is logged once, not on every request it lasts.
-    for before, after in zip(kinds, kinds[1:]):
+    for before, after in itertools.pairwise(kinds):
         assert not (before == after == "context.held")
     # The frame stands in once rounds left: built from the slate on disk.
     first = bounded.messages[0].content[0]
