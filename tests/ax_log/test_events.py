@@ -55,7 +55,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "tokensAfter": 90000,
         "saving": 60000,
         "invalidated": 90000,
-        "elided": [{"callId": "c1", "form": "marker", "bytes": 48213, "sha256": SHA}],
+        "elided": [{"callId": "c1", "form": "marker", "bytes": 48213, "sha256": SHA, "row": 12}],
         "cutFrom": 0,
         "cutTo": 40,
     },
