@@ -229,6 +229,68 @@ def test_mcp_check_limits() -> None:
     assert catalog.CHECK_RUN_TIMEOUT_S == 600.0
 
 
+def test_agent_tool_limits() -> None:
+    from ax_agent.tools import (
+        common,
+        edit_file,
+        glob,
+        grep,
+        list_dir,
+        read_file,
+        run_check,
+        run_command,
+        slate_note,
+        walk,
+        write_file,
+    )
+
+    assert common.FULL_OUTPUT_MAX_CHARS == 2_000_000
+    assert common.SUMMARY_MAX_CHARS == 200
+    assert common.NEW_FILE_MODE == 0o644
+    assert read_file.READ_DEFAULT_LINES == 2_000
+    assert read_file.READ_MAX_LINES == 2_000
+    assert read_file.READ_LINE_MAX_CHARS == 2_000
+    assert read_file.READ_MAX_CHARS == 100_000
+    assert read_file.READ_SNIFF_BYTES == 8_192
+    assert read_file.READ_LINE_READ_BYTES == 8_000
+    assert read_file.READ_COUNT_MAX_BYTES == 64 * 1024 * 1024
+    assert walk.WALK_MAX_ENTRIES == 200_000
+    assert frozenset({"node_modules", "__pycache__"}) == walk.SKIPPED_FOLDERS
+    assert list_dir.LIST_MAX_DEPTH == 5
+    assert list_dir.LIST_MAX_ENTRIES == 500
+    assert list_dir.LIST_COLLECT_MAX == 20_000
+    assert glob.GLOB_MAX_RESULTS == 200
+    assert glob.GLOB_COLLECT_MAX == 10_000
+    assert glob.GLOB_PATTERN_MAX_CHARS == 1_000
+    assert grep.GREP_MAX_ROWS == 200
+    assert grep.GREP_COLLECT_MAX == 10_000
+    assert grep.GREP_LINE_MAX_CHARS == 500
+    assert grep.GREP_PATTERN_MAX_CHARS == 1_000
+    assert grep.GREP_TIMEOUT_S == 30.0
+    assert grep.GREP_FILE_MAX_BYTES == 16 * 1024 * 1024
+    assert grep.GREP_SNIFF_BYTES == 8_192
+    assert grep.GREP_POLL_S == 0.05
+    assert write_file.WRITE_MAX_BYTES == 10 * 1024 * 1024
+    assert edit_file.EDIT_MAX_BYTES == 10 * 1024 * 1024
+    assert edit_file.EDIT_CANDIDATES == 20
+    assert edit_file.EDIT_FIRST_LINE_SCAN == 20_000
+    assert edit_file.EDIT_REGION_MAX_LINES == 40
+    assert edit_file.EDIT_DIFF_MAX_LINES == 40
+    assert edit_file.EDIT_MATCHES_SHOWN == 10
+    assert edit_file.EDIT_SNIPPET_CONTEXT_LINES == 3
+    assert edit_file.EDIT_SNIPPET_MAX_LINES == 40
+    assert edit_file.EDIT_LINE_MAX_CHARS == 500
+    assert run_command.RUN_DEFAULT_TIMEOUT_S == 120.0
+    assert run_command.RUN_MAX_TIMEOUT_S == 1_800.0
+    assert run_command.RUN_COMMAND_MAX_CHARS == 16_384
+    assert run_command.RUN_OUTPUT_BYTES == 16 * 1024
+    assert run_check.CHECK_TARGETS_MAX == 64
+    assert run_check.CHECK_FINDINGS_SHOWN == 20
+    assert run_check.CHECK_SIGNALS_SHOWN == 20
+    assert run_check.CHECK_LINE_MAX_CHARS == 500
+    assert slate_note.NOTE_KEY_MAX_CHARS == 64
+
+
 def test_agent_core_limits() -> None:
     from ax_agent import approvals, calls, cli, context, demo, loop, seam_process, session
 

@@ -210,3 +210,54 @@ def test_a_failed_turn_exits_1_with_the_reason(
     assert result.exit_code == 1
     assert "server overloaded" in result.stderr
     assert result.stdout == ""
+
+
+def test_stream_json_includes_events_other_tools_append(
+    workspace: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    (workspace / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n')
+    (workspace / "Makefile").write_text("test:\n\ttrue\n")
+    script = write_script(
+        tmp_path / "s.json", [{"toolCalls": [call("run_check", kind="test")]}, {"text": "ok"}]
+    )
+    result = run_cli(
+        main,
+        argv(
+            workspace,
+            script,
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--trust-this-workspace",
+            "--dangerously-allow-all",
+        ),
+    )
+    assert result.exit_code == 0, result.stderr
+    kinds = [e["type"] for e in iter_lines(result.stdout)]
+    assert (
+        kinds.index("check.started")
+        < kinds.index("check.completed")
+        < kinds.index("tool.completed")
+    )
+    assert [e["seq"] for e in iter_lines(result.stdout)] == list(range(1, len(kinds) + 1))
+
+
+def test_on_a_terminal_the_trust_question_is_asked_and_yes_is_recorded(
+    workspace: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    from ax_policy import check_trust
+
+    script = answer_script(tmp_path)
+    declined = run_cli(main, argv(workspace, script, "-p", "hi"), stdin="\n", isatty=True)
+    assert declined.exit_code == 3
+    assert "[y/N]" in declined.stderr and "was declined" in declined.stderr
+    assert not check_trust(state_layout(workspace)).trusted
+    accepted = run_cli(
+        main,
+        argv(workspace, script, "-p", "hi", "--output-format", "json"),
+        stdin="y\n",
+        isatty=True,
+    )
+    assert accepted.exit_code == 0, accepted.stderr
+    assert check_trust(state_layout(workspace)).trusted

@@ -64,3 +64,28 @@ def test_the_wheel_carries_the_demo_data(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert f"ax_agent/{DEMO_DATA}/script.json" in names
     assert f"ax_agent/{DEMO_DATA}/project.json" in names
+
+
+def test_without_an_enforced_sandbox_the_demo_answers_its_own_questions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Simulated: this machine may have an enforced sandbox, so the probe is replaced
+    # with what a machine without one reports.
+    import io
+
+    from ax_agent import session as session_module
+    from ax_agent.context import SandboxFacts
+    from ax_agent.demo import run_demo
+    from ax_policy import SandboxStatus
+
+    if shutil.which("make") is None:
+        pytest.skip("the demo project's test command needs make on PATH")
+    monkeypatch.setattr(
+        session_module, "probe_sandbox", lambda: SandboxFacts(policy=SandboxStatus())
+    )
+    out, said = io.StringIO(), []
+    assert run_demo(dict(os.environ), out, said.append) == 0
+    answered = [line for line in said if "answered yes once to run_check" in line]
+    assert len(answered) == 2
+    assert "runs UNSANDBOXED" in answered[0]
+    assert "**CHECKED**" in out.getvalue()

@@ -236,3 +236,26 @@ def test_text_blocks_survive_resume(workspace: Path, tmp_path: Path) -> None:
     again.end("completed")
     assert [m.role for m in again.messages] == ["user", "assistant"]
     assert again.messages[1].content == [TextBlock("first answer")]
+
+
+def test_resume_after_a_torn_last_line_streams_from_the_recovery(
+    workspace: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    script = write_script(tmp_path / "s.json", [{"text": "one"}])
+    base = ["-C", str(workspace), "--provider", "script", "--trust-this-workspace"]
+    first = run_cli(main, [*base, "--script", str(script), "-p", "a", "--output-format", "json"])
+    session = jsonio.loads(first.stdout)["session"]
+    log = state_layout(workspace).session_log(session)
+    count = len(log.read_bytes().splitlines())
+    with log.open("ab") as handle:
+        handle.write(b'{"v":1,"seq":')  # a writer killed mid-line
+    again = run_cli(
+        main,
+        [*base, "--script", str(write_script(tmp_path / "t.json", [{"text": "two"}])),
+         "--resume", session, "-p", "b", "--output-format", "stream-json"],
+    )  # fmt: skip
+    assert again.exit_code == 0, again.stderr
+    streamed = list(iter_lines(again.stdout))
+    assert streamed[0]["type"] == "log.recovered"
+    assert [e["seq"] for e in streamed] == list(range(count + 1, count + 1 + len(streamed)))
+    assert streamed[1]["type"] == "session.started" and streamed[1]["resumed"] is True

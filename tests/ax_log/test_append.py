@@ -40,6 +40,10 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
         "session": "s1",
         "type": "session.started",
         "workspace": str(layout.workspace),
+        # Optional fields added later are stored with their defaults (docs/events.md).
+        "provider": None,
+        "model": None,
+        "resumed": False,
     }
     assert [r["seq"] for r in more] == [2, 3, 4]
     stored = lines(layout.session_log("s1"))

@@ -130,8 +130,8 @@ def test_no_verb_lists_or_reads_across_ids(run_cli) -> None:
         line.split()[0] for line in help_text.split("Commands:")[1].splitlines() if line.strip()
     }
     assert verbs == {
-        "open", "write-seed", "close", "start", "record", "trail", "notes", "note",
-        "frame", "recall", "search", "proposals", "review", "save-output", "archive",
+        "open", "write-seed", "close", "start", "record", "save-output", "trail", "notes",
+        "note", "frame", "recall", "search", "proposals", "review", "archive",
     }  # fmt: skip
     assert set(HANDLERS) == {"open", "writeSeed", "close"}
 

@@ -33,25 +33,22 @@ class Parsed:
     value: BaseModel | None
     # What went wrong, worded for the model to fix its next call.
     problem: str | None = None
-    decoded: bool = False
 
 
 def parse_input(model: type[BaseModel], raw: Any) -> Parsed:
     """Validate ``raw``; a string holding the expected JSON is decoded once."""
     candidate = raw
-    decoded = False
     if isinstance(raw, str):
-        loaded = _json_container(raw)
-        if loaded is None:
+        candidate = _json_container(raw)
+        if candidate is None:
             return Parsed(None, "the input must be a JSON object, and a string was sent")
-        candidate, decoded = loaded, True
     try:
-        return Parsed(model.model_validate(candidate), decoded=decoded)
+        return Parsed(model.model_validate(candidate))
     except ValidationError as first:
         repaired = _decode_nested(candidate, first)
         if repaired is not None:
             try:
-                return Parsed(model.model_validate(repaired), decoded=True)
+                return Parsed(model.model_validate(repaired))
             except ValidationError as second:
                 return Parsed(None, describe(second))
         return Parsed(None, describe(first))

@@ -107,8 +107,9 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
 
     def show(record: dict[str, Any]) -> None:
         kind = record.get("type")
-        if kind == "policy.decision" and record.get("verdict") != "allow":
-            chrome(f"ax-agent: {record['verdict']}: {record.get('reason')}")
+        if kind == "policy.decision" and record.get("verdict") == "deny":
+            # An ask is shown by the approver's question itself.
+            chrome(f"ax-agent: denied: {record.get('reason')}")
         elif kind == "tool.completed":
             mark = "ok" if record.get("ok") else "failed"
             chrome(f"ax-agent: [{mark}] {record.get('summary')}")

@@ -113,7 +113,6 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     """One user turn, to the model's final answer or a stop (see the module docstring)."""
     abort = abort or threading.Event()
     state = _TurnState()
-    session.turns += 1
     session.record({"type": "user.message", "content": text})
     session.messages.append(Message("user", [TextBlock(text)]))
     schemas = [tool.schema() for tool in session.tools.values()]
@@ -143,7 +142,6 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         except AxError as exc:  # a provider error, or a script that ran out
             return _finished(session, state, "error", final_text, exc.message)
         state.usage.add(response.usage)
-        session.usage.add(response.usage)
         session.record(
             {
                 "type": "assistant.message",
@@ -369,9 +367,7 @@ def _snapshot(
         records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
     except AxError as exc:
         return {}, f"the snapshot failed: {exc.message}"
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.show_new()
     return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
 
 
@@ -392,10 +388,8 @@ def _record_mutations(
             changed.append(path)
     if not changed:
         return
-    records = session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
-    for record in records:
-        for listener in session.listeners:
-            listener(record)
+    session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
+    session.show_new()
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:

@@ -35,7 +35,7 @@ from .context import (
     probe_sandbox,
     system_prompt,
 )
-from .providers import Message, Provider, Usage, make_provider
+from .providers import Message, Provider, make_provider
 from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
 from .window.window import SYSTEM_NOTE, ContextWindow
@@ -94,13 +94,13 @@ class Session:
     messages: list[Message] = field(default_factory=list)
     listeners: list[Listener] = field(default_factory=list)
     on_text: Callable[[str], None] | None = None
-    usage: Usage = field(default_factory=Usage)
     resumed: bool = False
     # True while an approval question waits for an answer (a Ctrl-C then stops the wait).
     asking: threading.Event = field(default_factory=threading.Event)
-    turns: int = 0
     # The Trail's last step: the next executed call becomes step trail_step + 1.
     trail_step: int = 0
+    # How far into the log listeners have been shown (a byte offset at a line end).
+    shown_offset: int = 0
     # Bounded context (issue 13); None sends the whole history (sessions built by hand).
     window: ContextWindow | None = None
 
@@ -109,14 +109,34 @@ class Session:
         return self.layout.workspace
 
     def record(self, *events: dict[str, Any]) -> list[dict[str, Any]]:
-        """Append events through the seam, then show them to every listener."""
+        """Append events through the seam, then show listeners everything new in the log."""
         stored: list[dict[str, Any]] = self.seam.call(
             "log.append", AppendRequest(events=list(events))
         )
-        for record in stored:
-            for listener in self.listeners:
-                listener(record)
+        self.show_new()
         return stored
+
+    def show_new(self) -> None:
+        """Pass the log's new complete lines to the listeners, in log order.
+
+        Read from the file rather than from what this process appended, so events
+        other tools append (ax-check's, ax-log's snapshots) reach a stream too.
+        """
+        if not self.listeners:
+            return
+        from libcommon import jsonio
+
+        path = self.layout.session_log(self.id)
+        with path.open("rb") as handle:
+            handle.seek(self.shown_offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self.shown_offset += end
+        for line in data[:end].splitlines():
+            if line.strip():
+                record = jsonio.loads(line)
+                for listener in self.listeners:
+                    listener(record)
 
     def end(self, reason: str) -> None:
         """Record the end and give the lease up (a later --resume opens it again)."""
@@ -158,6 +178,7 @@ def start_session(options: StartOptions) -> Session:
     session_id, history = _identity(options, layout)
     lease = OwnerLease(layout.session_lease(session_id))
     lease.acquire()
+    log = layout.session_log(session_id)
     try:
         tools = options.tools if options.tools is not None else _all_tools()
         session = Session(
@@ -178,6 +199,8 @@ def start_session(options: StartOptions) -> Session:
             listeners=list(options.listeners),
             on_text=options.on_text,
             resumed=history is not None,
+            # A resumed session streams only what this life appends.
+            shown_offset=_complete_end(log) if history is not None else 0,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         session.seam.call("slate.start", SlateStartRequest())
@@ -194,6 +217,12 @@ def start_session(options: StartOptions) -> Session:
         lease.release()
         raise
     return session
+
+
+def _complete_end(log: Path) -> int:
+    """Where the log's complete lines end: a killed writer's fragment is moved aside later."""
+    data = log.read_bytes()
+    return data.rfind(b"\n") + 1
 
 
 def _last_trail_step(layout: StateLayout, session_id: str) -> int:

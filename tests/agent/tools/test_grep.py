@@ -90,6 +90,7 @@ def test_caps(harness: Harness, workspace: Path, backend: str) -> None:
     rows = result.content.splitlines()
     assert len(rows) == GREP_MAX_ROWS + 1
     assert f"showing {GREP_MAX_ROWS} of {GREP_MAX_ROWS + 51} matching lines" in rows[-1]
+    assert f"recall_step(step={harness.step})" in rows[-1]
     assert result.full_output is not None
     full = result.full_output.splitlines()
     assert len(full) == GREP_MAX_ROWS + 51
@@ -127,3 +128,20 @@ def test_outside_root_without_a_decision_naming_it_is_refused(
     )
     result = TOOL.run(tool_input, ctx)
     assert result.is_error and "outside the workspace" in result.content
+
+
+def test_order_is_ripgreps_sorted_depth_first(
+    harness: Harness, workspace: Path, backend: str
+) -> None:
+    for name in ("a.txt", "a/b.txt", "a-b.txt", "B.txt", "a/z/c.txt", "a/y.txt"):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text("needle\nneedle again\n")
+    result = harness.call(TOOL, {"pattern": "needle", "files_only": True})
+    assert result.content.splitlines() == [
+        "B.txt",
+        "a/b.txt",
+        "a/y.txt",
+        "a/z/c.txt",
+        "a-b.txt",
+        "a.txt",
+    ]

@@ -104,6 +104,7 @@ def test_glob_cap(harness: Harness, workspace: Path) -> None:
         (workspace / f"m{n:04d}.txt").write_text("")
     result = harness.call(glob.TOOL, {"pattern": "*.txt"})
     assert f"showing {GLOB_MAX_RESULTS} of {GLOB_MAX_RESULTS + 5} matches" in result.content
+    assert f"all of them: recall_step(step={harness.step})" in result.content
     assert result.full_output is not None
     assert len(result.full_output.splitlines()) == GLOB_MAX_RESULTS + 5
 

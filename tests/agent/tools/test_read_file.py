@@ -107,3 +107,48 @@ def test_paths_outside_the_workspace_are_refused(
     assert swapped.is_error
     assert "through a symlink" in swapped.content and "outside the workspace" in swapped.content
     assert "secret plan" not in swapped.content
+
+
+def test_an_outside_path_needs_a_decision_that_named_it_and_did_not_deny(
+    harness: Harness, tmp_path: Path
+) -> None:
+    from ax_agent.tools.base import ToolContext
+    from ax_policy import Decision, PathFacts
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("elsewhere\n")
+    seen = PathFacts(raw=str(outside), write=False, valid=True, resolved=str(outside))
+    tool_input = TOOL.input_model.model_validate({"path": str(outside)})
+
+    def run(verdict: str, paths: list[PathFacts]) -> str:
+        decision = Decision.model_validate(
+            {"verdict": verdict, "class": "sensitive", "rule": "r", "reason": "r"}
+        ).model_copy(update={"paths": paths})
+        ctx = ToolContext(
+            layout=harness.layout,
+            session_id="s-tools",
+            call_id="c",
+            step=1,
+            seam=harness.seam,
+            decision=decision,
+        )
+        return TOOL.run(tool_input, ctx).content
+
+    assert "elsewhere" in run("ask", [seen])
+    assert "outside the workspace" in run("deny", [seen])
+    assert "outside the workspace" in run("ask", [])
+    written = seen.model_copy(update={"write": True})
+    assert "outside the workspace" in run("ask", [written])
+
+
+def test_a_huge_line_is_cut_without_holding_it(harness: Harness, workspace: Path) -> None:
+    from ax_agent.tools.read_file import READ_LINE_READ_BYTES
+
+    size = READ_LINE_READ_BYTES * 50 + 7
+    (workspace / "bundle.js").write_text("m" * size + "\nnext line\n" + "z" * READ_LINE_READ_BYTES)
+    result = harness.call(TOOL, {"path": "bundle.js"})
+    first, second, third = result.content.splitlines()
+    assert first == "     1\t" + "m" * READ_LINE_MAX_CHARS + f" … [line cut: {size} bytes]"
+    assert second == "     2\tnext line"
+    assert third.endswith(f"[line cut: {READ_LINE_READ_BYTES} characters]")
+    assert result.summary == "read bundle.js: lines 1-3 of 3"

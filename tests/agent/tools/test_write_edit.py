@@ -154,3 +154,14 @@ def test_closest_region_finds_a_typo_far_down_a_file() -> None:
     first, found, ratio = region
     assert first == 2501 and found == ["def compute_total(items):"]
     assert ratio > 0.9
+
+
+def test_text_that_is_not_unicode_is_refused(harness: Harness, workspace: Path) -> None:
+    lone = "\ud800"
+    written = harness.call(WRITE, {"path": "bad.txt", "content": f"a{lone}b"})
+    assert written.is_error and "UTF-8" in written.content
+    assert not (workspace / "bad.txt").exists()
+    (workspace / "ok.txt").write_text("keep\n")
+    edited = harness.call(EDIT, {"path": "ok.txt", "old_string": "keep", "new_string": lone})
+    assert edited.is_error and "UTF-8" in edited.content
+    assert (workspace / "ok.txt").read_text() == "keep\n"

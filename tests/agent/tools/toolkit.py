@@ -1,14 +1,15 @@
-"""What the model-tool tests share: a seam over the real core functions, and contexts.
+"""What the model-tool tests share: the real in-process seam, and contexts to call tools in.
 
-``CoreSeam`` stands in for the loop's in-process seam, which is being built in
-parallel (branch agent-core) and is not here yet. It is not a mock: each verb
-calls the same core function the real seam calls (ax_exec.run_managed,
-ax_check.run_check, ax_slate's notes and recall), so a tool's result comes from
-a real process, a real check and a real slate on disk.
+``RecordingSeam`` is ax-agent's own ``LocalSeam`` (the in-process composition
+the loop uses) that also remembers each call, so a test can assert what a
+tool asked for. In a session the loop wraps it in a ``CallSeam``, which adds
+the command.started/ended events and fills a check's sandbox from the
+decision; the tools' results do not depend on that wrapper.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ax_agent.seam_models import CheckRunRequest, NoteKeyRequest, NoteSetRequest, RecallRequest
+from ax_agent.seam_local import LocalSeam
 from ax_agent.tools.base import ModelTool, ToolContext, ToolResult
-from ax_check import DEFAULT_TIMEOUT_S, CheckRequest, Hooks, run_check
-from ax_exec import ExecSpec, run_managed
 from ax_policy import Decision, DecisionContext, SandboxStatus, decide
-from ax_slate import delete_note, open_session, recall_step, set_note
+from ax_slate import open_session
 from libcommon.paths import StateLayout, state_layout
 
 SESSION = "s-tools"
@@ -34,40 +33,14 @@ ENFORCED = SandboxStatus(
 )
 
 
-@dataclass
-class CoreSeam:
-    layout: StateLayout
-    session_id: str = SESSION
-    calls: list[tuple[str, BaseModel]] = field(default_factory=list)
+class RecordingSeam(LocalSeam):
+    def __init__(self, layout: StateLayout) -> None:
+        super().__init__(layout, SESSION, os.environ, policy_config=None)
+        self.calls: list[tuple[str, BaseModel]] = []
 
     def call(self, verb: str, request: BaseModel, *, abort: threading.Event | None = None) -> Any:
         self.calls.append((verb, request))
-        if verb == "exec.run":
-            assert isinstance(request, ExecSpec)
-            return run_managed(request, abort=abort)
-        if verb == "check.run":
-            assert isinstance(request, CheckRunRequest)
-            return run_check(
-                CheckRequest(
-                    kind=request.kind,
-                    workspace=self.layout.workspace,
-                    project=request.project,
-                    targets=tuple(request.targets),
-                    session=self.session_id,
-                    timeout_s=request.timeout_s or DEFAULT_TIMEOUT_S,
-                ),
-                Hooks(abort=abort),
-            )
-        if verb == "slate.note_set":
-            assert isinstance(request, NoteSetRequest)
-            return set_note(self.layout, self.session_id, request.key, request.text)
-        if verb == "slate.note_delete":
-            assert isinstance(request, NoteKeyRequest)
-            return delete_note(self.layout, self.session_id, request.key)
-        if verb == "slate.recall":
-            assert isinstance(request, RecallRequest)
-            return recall_step(self.layout, self.session_id, request.step, request.page)
-        raise AssertionError(f"the tools never call {verb}")
+        return super().call(verb, request, abort=abort)
 
 
 @dataclass
@@ -82,7 +55,7 @@ class Harness:
     def __post_init__(self) -> None:
         self.layout = state_layout(self.workspace)
         open_session(self.layout, SESSION)
-        self.seam = CoreSeam(self.layout)
+        self.seam = RecordingSeam(self.layout)
         self.step = 0
 
     def decide(self, tool: ModelTool, tool_input: BaseModel) -> Decision:

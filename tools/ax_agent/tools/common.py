@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import ConfigDict
 
+from libcommon.atomic import atomic_write_bytes
 from libcommon.contracts import Contract
 from libcommon.errors import AxError
 from libcommon.paths import is_within
@@ -27,6 +29,7 @@ from .base import ToolContext, ToolResult
 # What a cut output keeps for recall (the loop saves ``full_output``).
 FULL_OUTPUT_MAX_CHARS = 2_000_000
 SUMMARY_MAX_CHARS = 200
+NEW_FILE_MODE = 0o644
 
 InputT = TypeVar("InputT", bound=Contract)
 
@@ -75,6 +78,8 @@ def guarded(
         except AxError as exc:
             hint = f"\nhint: {exc.hint}" if exc.hint else ""
             return error(f"{exc.message}{hint}", exc.message)
+        except UnicodeEncodeError as exc:
+            return error(f"the text cannot be written as UTF-8: {exc.reason}")
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             return error(f"{exc.strerror or exc}{where}")
@@ -145,17 +150,10 @@ def count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {plural or noun + 's'}"
 
 
-def is_hidden(name: str) -> bool:
-    return name.startswith(".")
-
-
 def clip_line(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f" … [line cut: {len(text)} characters]"
-
-
-NEW_FILE_MODE = 0o644
 
 
 def write_atomically(path: Path, data: bytes) -> bool:
@@ -163,10 +161,6 @@ def write_atomically(path: Path, data: bytes) -> bool:
 
     An existing file keeps its permission bits. Returns whether the file was new.
     """
-    import stat
-
-    from libcommon.atomic import atomic_write_bytes
-
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
         created = False

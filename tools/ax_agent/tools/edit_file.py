@@ -33,7 +33,7 @@ EDIT_LINE_MAX_CHARS = 500
 
 
 class EditFileInput(ToolInput):
-    path: str = Field(description="The file to edit, relative to the workspace root.")
+    path: str = Field(min_length=1, description="The file to edit, relative to the workspace root.")
     old_string: str = Field(
         description="The exact text to replace, including whitespace and indentation, "
         "without the line-number prefix read_file shows. It must occur exactly once unless "
@@ -118,7 +118,7 @@ def _several(name: str, text: str, old: str, occurrences: int) -> str:
     while start != -1 and len(rows) < EDIT_MATCHES_SHOWN:
         number = _line_of(text, start)
         rows.append(_numbered([lines[number - 1]], number))
-        start = text.find(old, start + 1)
+        start = text.find(old, start + len(old))
     more = "" if occurrences <= EDIT_MATCHES_SHOWN else f"\n   … and {occurrences - len(rows)} more"
     return (
         f"old_string occurs {occurrences} times in {name}; it must occur exactly once. "

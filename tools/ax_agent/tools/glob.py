@@ -25,7 +25,7 @@ class GlobInput(ToolInput):
         "'*.py' matches only at the top of `path`.",
     )
     path: str = Field(
-        default=".", description="The folder to search in, relative to the workspace."
+        default=".", min_length=1, description="The folder to search in, relative to the workspace."
     )
 
 
@@ -64,7 +64,8 @@ def run(request: GlobInput, ctx: ToolContext) -> ToolResult:
     total = f"{len(found)}+" if cut or state.exhausted else str(len(found))
     note = (
         f"\n[showing {min(len(found), GLOB_MAX_RESULTS)} of {total} matches"
-        f"{_walk_note(state)}; narrow the pattern or the path]"
+        f"{_walk_note(state)}; all of them: recall_step(step={ctx.step}); or narrow the "
+        "pattern or the path]"
     )
     return ToolResult(
         content="\n".join(found[:GLOB_MAX_RESULTS]) + note,

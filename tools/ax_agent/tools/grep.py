@@ -10,6 +10,7 @@ the backend's (Rust regex or Python ``re``); the common subset is the same.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -59,7 +61,9 @@ class GrepInput(ToolInput):
         description="A regular expression, e.g. 'def \\w+_handler' or 'TODO|FIXME'.",
     )
     path: str = Field(
-        default=".", description="The file or folder to search, relative to the workspace."
+        default=".",
+        min_length=1,
+        description="The file or folder to search, relative to the workspace.",
     )
     glob: str = Field(
         default="",
@@ -88,7 +92,8 @@ class Search:
             self.seen_files.add(path)
             row = path
         else:
-            row = f"{path}:{line}:{clip_line(text.rstrip(chr(13) + chr(10)), GREP_LINE_MAX_CHARS)}"
+            clipped = clip_line(text.rstrip("\r\n"), GREP_LINE_MAX_CHARS)
+            row = f"{path}:{line}:{clipped}"
         if len(self.rows) >= GREP_COLLECT_MAX:
             self.cut = True
             return False
@@ -121,8 +126,8 @@ def run(request: GrepInput, ctx: ToolContext) -> ToolResult:
     total = f"{len(search.rows)}+" if search.cut or search.stopped else str(len(search.rows))
     shown_rows = min(len(search.rows), GREP_MAX_ROWS)
     note = (
-        f"\n[showing {shown_rows} of {total} {what}s{stopped}; narrow the pattern, the "
-        "path or the glob]"
+        f"\n[showing {shown_rows} of {total} {what}s{stopped}; all of them: "
+        f"recall_step(step={ctx.step}); or narrow the pattern, the path or the glob]"
     )
     return ToolResult(
         content="\n".join(search.rows[:GREP_MAX_ROWS]) + note,
@@ -145,6 +150,8 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
         rg,
         "--json",
         "--no-config",
+        # File errors (a permission denied) would fill stderr while stdout is read.
+        "--no-messages",
         "--sort",
         "path",
         "--max-filesize",
@@ -154,6 +161,8 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
     ]
     if request.ignore_case:
         argv.append("--ignore-case")
+    if request.files_only:
+        argv += ["--max-count", "1"]
     if request.glob:
         argv += ["--glob", request.glob]
     argv += ["--", str(root)]
@@ -219,7 +228,7 @@ def _watch(
         return
 
 
-def _messages(stream: Iterator[bytes]) -> Iterator[dict[str, object]]:
+def _messages(stream: Iterator[bytes]) -> Iterator[dict[str, Any]]:
     for line in stream:
         try:
             value = jsonio.loads(line)
@@ -236,8 +245,6 @@ def _text(value: object) -> str | None:
     if isinstance(value.get("text"), str):
         return str(value["text"])
     if isinstance(value.get("bytes"), str):
-        import base64
-
         return base64.b64decode(value["bytes"]).decode("utf-8", "replace")
     return None
 

@@ -20,7 +20,9 @@ LIST_COLLECT_MAX = 20_000
 
 
 class ListDirInput(ToolInput):
-    path: str = Field(default=".", description="The folder to list, relative to the workspace.")
+    path: str = Field(
+        default=".", min_length=1, description="The folder to list, relative to the workspace."
+    )
     depth: int = Field(
         default=1,
         ge=1,
@@ -65,8 +67,8 @@ def run(request: ListDirInput, ctx: ToolContext) -> ToolResult:
         return ToolResult(content="\n".join([header, *lines]), summary=summary)
     full = "\n".join([header, *lines])
     note = (
-        f"\n[showing the first {LIST_MAX_ENTRIES} entries; list a subfolder, lower the "
-        "depth, or use glob to narrow it down]"
+        f"\n[showing the first {LIST_MAX_ENTRIES} entries; all of them: "
+        f"recall_step(step={ctx.step}); or list a subfolder, lower the depth, or use glob]"
     )
     return ToolResult(
         content="\n".join([header, *lines[:LIST_MAX_ENTRIES]]) + note,

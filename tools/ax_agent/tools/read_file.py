@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,12 +22,14 @@ READ_LINE_MAX_CHARS = 2_000
 READ_MAX_CHARS = 100_000
 # A NUL byte in the first bytes marks a binary file.
 READ_SNIFF_BYTES = 8_192
+# How much of one line is held in memory; the rest of a longer line is skipped, not kept.
+READ_LINE_READ_BYTES = 4 * READ_LINE_MAX_CHARS
 # Beyond this size the total line count is not worked out (it would read the whole file).
 READ_COUNT_MAX_BYTES = 64 * 1024 * 1024
 
 
 class ReadFileInput(ToolInput):
-    path: str = Field(description="The file to read, relative to the workspace root.")
+    path: str = Field(min_length=1, description="The file to read, relative to the workspace root.")
     offset: int = Field(
         default=1, ge=1, description="The first line to show (1-based). Use it to page on."
     )
@@ -72,25 +77,29 @@ def run(request: ReadFileInput, ctx: ToolContext) -> ToolResult:
     return ToolResult(content=body + note, summary=summary + " (more follow)")
 
 
+@dataclass
 class _Page:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.last = 0  # the number of the last line read from the file
-        self.more = False
-        self.char_capped = False
+    lines: list[str] = field(default_factory=list)
+    last: int = 0  # the number of the last line read from the file
+    more: bool = False
+    char_capped: bool = False
 
 
 def _read_page(handle: BinaryIO, offset: int, limit: int) -> _Page:
     page = _Page()
     chars = 0
-    for raw in handle:
+    for raw, length in _lines(handle):
         page.last += 1
         if page.last < offset:
             continue
         if len(page.lines) >= limit:
             page.more = True
             return page
-        text = clip_line(raw.decode("utf-8", "replace").rstrip("\r\n"), READ_LINE_MAX_CHARS)
+        text = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if length > len(raw.rstrip(b"\n")):
+            text = text[:READ_LINE_MAX_CHARS] + f" … [line cut: {length} bytes]"
+        else:
+            text = clip_line(text, READ_LINE_MAX_CHARS)
         if page.lines and chars + len(text) > READ_MAX_CHARS:
             page.more = True
             page.char_capped = True
@@ -100,13 +109,26 @@ def _read_page(handle: BinaryIO, offset: int, limit: int) -> _Page:
     return page
 
 
+def _lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line's first ``READ_LINE_READ_BYTES`` and its length in bytes (without the
+    newline); the rest of a longer line is read and dropped, so memory stays bounded."""
+    while True:
+        head = handle.readline(READ_LINE_READ_BYTES)
+        if not head:
+            return
+        length = len(head.rstrip(b"\n"))
+        piece = head
+        while not piece.endswith(b"\n") and len(piece) == READ_LINE_READ_BYTES:
+            piece = handle.readline(READ_LINE_READ_BYTES)
+            length += len(piece.rstrip(b"\n"))
+        yield head, length
+
+
 def _count_rest(handle: BinaryIO) -> int:
-    return sum(1 for _ in handle)
+    return sum(1 for _ in _lines(handle))
 
 
 def _missing(path: Path, name: str) -> str:
-    import difflib
-
     message = f"{name} does not exist"
     parent = path.parent
     if parent.is_dir():

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..seam_models import CheckRunRequest
 from ax_check import KINDS, CheckResult, Kind
 from ax_policy import CheckFact, ToolFacts
 
+from ..seam_models import CheckRunRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, clip_line, guarded, one_line, read_capped
 
@@ -63,8 +63,8 @@ def run(request: RunCheckInput, ctx: ToolContext) -> ToolResult:
 
 def render(result: CheckResult, saved: bool, step: int) -> str:
     """The check's result as the model reads it: verdict first, evidence after."""
-    where = f" in {result.project}" if result.project not in (None, ".") else ""
-    head = f"{result.kind} check{where}: {result.verdict.upper()}"
+    place = f" in {result.project}" if result.project not in (None, ".") else ""
+    head = f"{result.kind} check{place}: {result.verdict.upper()}"
     if result.exit_code is not None:
         head += f" (exit code {result.exit_code})"
     elif result.termination not in (None, "exited"):

@@ -30,7 +30,9 @@ class RunCommandInput(ToolInput):
         description="The shell command line (run by bash, no profile or rc files).",
     )
     cwd: str = Field(
-        default=".", description="The folder to run it in, relative to the workspace root."
+        default=".",
+        min_length=1,
+        description="The folder to run it in, relative to the workspace root.",
     )
     timeout_s: float = Field(
         default=RUN_DEFAULT_TIMEOUT_S,

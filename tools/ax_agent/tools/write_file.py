@@ -13,7 +13,9 @@ WRITE_MAX_BYTES = 10 * 1024 * 1024
 
 
 class WriteFileInput(ToolInput):
-    path: str = Field(description="The file to write, relative to the workspace root.")
+    path: str = Field(
+        min_length=1, description="The file to write, relative to the workspace root."
+    )
     content: str = Field(description="The file's whole new content.")
 
 

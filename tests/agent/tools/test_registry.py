@@ -1,0 +1,65 @@
+"""The registry and the JSON Schemas the model sees."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from ax_agent.tools.registry import all_tools, get_tool
+
+NAMES = [
+    "read_file",
+    "list_dir",
+    "glob",
+    "grep",
+    "write_file",
+    "edit_file",
+    "run_command",
+    "run_check",
+    "slate_note",
+    "recall_step",
+]
+
+
+def test_stable_order_and_lookup() -> None:
+    assert [tool.name for tool in all_tools()] == NAMES
+    assert [tool.name for tool in all_tools()] == NAMES
+    listed = all_tools()
+    listed.clear()
+    assert len(all_tools()) == len(NAMES)
+    grep = get_tool("grep")
+    assert grep is not None and grep.name == "grep"
+    assert get_tool("Grep") is None
+    assert get_tool("bash") is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_schema_is_flat_and_described(name: str) -> None:
+    tool = get_tool(name)
+    assert tool is not None
+    assert tool.facts.name == name
+    assert len(tool.description) > 40
+    schema = tool.schema()
+    assert schema.name == name
+    body = schema.input_schema
+    text = json.dumps(body)
+    assert "$ref" not in text and "$defs" not in text
+    assert "anyOf" not in text
+    assert body["type"] == "object"
+    assert body["additionalProperties"] is False
+    for field, spec in body["properties"].items():
+        assert field == field.lower(), f"{name}.{field} is not snake_case"
+        assert spec.get("description"), f"{name}.{field} has no description"
+
+
+def test_inputs_refuse_unknown_and_camel_case_names() -> None:
+    edit = get_tool("edit_file")
+    assert edit is not None
+    with pytest.raises(ValidationError, match="oldString"):
+        edit.input_model.model_validate({"path": "a", "oldString": "x", "new_string": "y"})
+    read = get_tool("read_file")
+    assert read is not None
+    with pytest.raises(ValidationError, match="limit"):
+        read.input_model.model_validate({"path": "a", "limit": 0})
