@@ -67,7 +67,7 @@ def run(root: Path) -> int:
     from ax_agent.loop import run_turn
     from ax_agent.providers import ProviderRequest
     from ax_agent.window.budget import budget_for
-    from ax_agent.window.elide import NO_CACHE, ContextState, elide
+    from ax_agent.window.elide import NO_CACHE, ContextState, ElisionMemo, elide
     from ax_agent.window.tokens import TokenMemo, fixed_tokens
 
     turns = session_turns(STEPS, TURNS)
@@ -114,6 +114,7 @@ def run(root: Path) -> int:
 
     # The same growing history through elide with the cache gate off.
     ungated = ContextState()
+    replay = ElisionMemo()
     gate_off_sizes: list[int] = []
     gate_off_reused: list[bool] = []
     gate_off_rewrites = 0
@@ -126,7 +127,7 @@ def run(root: Path) -> int:
             frame=frame or "[frame]",
             overhead=overhead,
             pricing=NO_CACHE,
-            memo=memo,
+            memo=replay,
         )
         ungated = decision.state
         gate_off_rewrites += decision.action == "rewrite"

@@ -13,6 +13,7 @@ from ax_agent.window.elide import (
     ANTHROPIC_CACHE,
     NO_CACHE,
     ContextState,
+    ElisionMemo,
     elide,
     is_operator_message,
     pairing_problems,
@@ -76,15 +77,17 @@ def test_every_view_is_valid_fits_and_is_monotonic(
         target=int(request * 0.5),
     )
     state = ContextState()
+    memo = ElisionMemo()
     for history in grow(events):
-        view, decision = elide(
-            history,
-            budget,
-            state,
-            frame="[frame] notes",
-            overhead=500,
-            pricing=ANTHROPIC_CACHE if cached else NO_CACHE,
-        )
+        options: dict[str, Any] = {
+            "frame": "[frame] notes",
+            "overhead": 500,
+            "pricing": ANTHROPIC_CACHE if cached else NO_CACHE,
+        }
+        view, decision = elide(history, budget, state, **options)
+        # The memo carried from request to request changes nothing but the cost.
+        remembered, same = elide(history, budget, state, memo=memo, **options)
+        assert (remembered, same) == (view, decision)
         assert pairing_problems(view) == []
         assert not decision.over_budget
         assert 500 + messages_tokens(view) <= budget.request

@@ -298,6 +298,76 @@ def _pack_tokens(call_id: str, content: str) -> int:
     return BLOCK_OVERHEAD_TOKENS + text_tokens(call_id + pack_text(probe, content))
 
 
+class ElisionMemo:
+    """What earlier requests worked out, reused while nothing is rewritten.
+
+    Between rewrites a request's view is the previous one plus the new
+    messages, so prices, round boundaries, the user's messages, big results
+    waiting to be packed and the rendered view are carried forward instead of
+    recomputed: the cost of a request does not grow with the session. Any new
+    state (a rewrite) or a history that is not the same one grown starts over.
+    The memo only ever caches; ``elide`` gives the same answer without it.
+    """
+
+    def __init__(self) -> None:
+        # Message prices outlive a rewrite: a message's own size never changes.
+        self.tokens = TokenMemo()
+        self._start(None)
+
+    def _start(self, state: ContextState | None) -> None:
+        self._state = state
+        self._last: Message | None = None
+        self.count = 0
+        self.assistants: list[int] = []
+        self.operators: list[int] = []
+        # Indices at or after the cut of messages holding a big verbatim result.
+        self.big: list[int] = []
+        # The rendered history[cut:count] and its tokens.
+        self.rendered: list[Message] = []
+        self.kept = 0
+        self.frame: Message | None = None
+
+    def catch_up(self, history: Sequence[Message], state: ContextState) -> None:
+        same = (
+            self._state is state
+            and self.count <= len(history)
+            and (self.count == 0 or history[self.count - 1] is self._last)
+        )
+        if not same:
+            self._start(state)
+        for index in range(self.count, len(history)):
+            message = history[index]
+            if message.role == "assistant":
+                self.assistants.append(index)
+            elif is_operator_message(message):
+                self.operators.append(index)
+            if index >= state.cut:
+                self.rendered.append(_render(index, message, state))
+                self.kept += _rendered_tokens(index, message, state, self.tokens)
+                if _big_verbatim(message, state):
+                    self.big.append(index)
+        self.count = len(history)
+        self._last = history[-1] if history else None
+
+    def view(self, history: Sequence[Message], state: ContextState) -> list[Message]:
+        self.catch_up(history, state)
+        if not state.cut:
+            return list(self.rendered)
+        if self.frame is None:
+            self.frame = frame_message(history, state)
+        return [self.frame, *self.rendered]
+
+
+def _big_verbatim(message: Message, state: ContextState) -> bool:
+    return message.role == "user" and any(
+        isinstance(block, ToolResultBlock)
+        and block.tool_use_id not in state.elided
+        and len(block.content) * 4 > BIG_RESULT_BYTES
+        and content_bytes(block.content) > BIG_RESULT_BYTES
+        for block in message.content
+    )
+
+
 class _Planner:
     """The changes due now, and the token figures they would give, kept incrementally."""
 
@@ -307,24 +377,32 @@ class _Planner:
         state: ContextState,
         overhead: int,
         frame: str | None,
-        memo: TokenMemo,
+        memo: ElisionMemo,
         rows: Mapping[str, int],
     ) -> None:
+        memo.catch_up(history, state)
         self.history = history
         self.rows = rows
         self.state = state
         self.overhead = overhead
         self.frame = frame
-        self.assistants = [i for i, m in enumerate(history) if m.role == "assistant"]
-        self.sizes = [0] * len(history)
-        for index in range(state.cut, len(history)):
-            self.sizes[index] = _rendered_tokens(index, history[index], state, memo)
-        self.saved = [0] * len(history)
+        self.memo = memo
+        self.assistants = memo.assistants
+        self.sizes: dict[int, int] = {}
+        self.saved: dict[int, int] = {}
         self.elide: dict[str, tuple[int, Form, int]] = {}
         self.stubs: set[int] = set()
         self.cut = state.cut
-        self.kept = sum(self.sizes)
+        self.kept = memo.kept
         self.before = self.total(state.cut, state.frame, self.kept)
+
+    def size(self, index: int) -> int:
+        """What ``history[index]`` costs as sent now (priced on first need)."""
+        found = self.sizes.get(index)
+        if found is None:
+            found = _rendered_tokens(index, self.history[index], self.state, self.memo.tokens)
+            self.sizes[index] = found
+        return found
 
     def total(self, cut: int, frame: str | None, kept: int) -> int:
         return self.overhead + (_frame_tokens(frame) if cut else 0) + kept
@@ -366,13 +444,13 @@ class _Planner:
             self._save(index, now - after)
 
     def _save(self, index: int, tokens: int) -> None:
-        self.saved[index] += tokens
+        self.saved[index] = self.saved.get(index, 0) + tokens
         if index >= self.cut:
             self.kept -= tokens
 
     def move_cut(self, to: int) -> None:
         for index in range(self.cut, to):
-            self.kept -= self.sizes[index] - self.saved[index]
+            self.kept -= self.size(index) - self.saved.get(index, 0)
         self.cut = to
 
     def down_to(self, target: int, limit: int) -> None:
@@ -388,12 +466,12 @@ class _Planner:
                 self.move_cut(index)
 
     def stub_operators(self) -> None:
-        operators = [i for i, m in enumerate(self.history) if is_operator_message(m)]
+        operators = self.memo.operators
         for index in operators[: max(0, len(operators) - OPERATOR_MESSAGES_KEPT)]:
             if index < self.cut or index in self.state.stubbed:
                 continue
             stub = Message("user", [TextBlock(stub_text(index, self.history[index]))])
-            saving = self.sizes[index] - self.saved[index] - message_tokens(stub)
+            saving = self.size(index) - self.saved.get(index, 0) - message_tokens(stub)
             if saving > 0:
                 self.stubs.add(index)
                 self._save(index, saving)
@@ -406,7 +484,7 @@ class _Planner:
         if self.cut > self.state.cut:
             return self.projected() - self.overhead
         first = min([index for index, _, _ in self.elide.values()] + list(self.stubs))
-        return sum(self.sizes[i] - self.saved[i] for i in range(first, len(self.history)))
+        return sum(self.size(i) - self.saved.get(i, 0) for i in range(first, len(self.history)))
 
     def worth(self, pricing: CachePricing) -> bool:
         saving = self.before - self.projected()
@@ -474,10 +552,8 @@ def _rendered_tokens(index: int, message: Message, state: ContextState, memo: To
     return tokens
 
 
-def _build(history: Sequence[Message], state: ContextState) -> list[Message]:
-    view = [frame_message(history, state)] if state.cut else []
-    view.extend(_render(i, history[i], state) for i in range(state.cut, len(history)))
-    return view
+def _build(history: Sequence[Message], state: ContextState, memo: ElisionMemo) -> list[Message]:
+    return memo.view(history, state)
 
 
 def _with_notice(view: list[Message], notice: str) -> list[Message]:
@@ -543,7 +619,7 @@ def elide(
     overhead: int = 0,
     pricing: CachePricing = ANTHROPIC_CACHE,
     rows: Mapping[str, int] | None = None,
-    memo: TokenMemo | None = None,
+    memo: ElisionMemo | None = None,
 ) -> tuple[list[Message], Decision]:
     """The view to send for ``history`` and the decision that made it (see the module docstring).
 
@@ -551,20 +627,23 @@ def elide(
     slate); it is pinned into the state when rounds leave. ``overhead`` is the
     tokens of the system prompt and tool schemas, which every request carries.
     ``rows`` maps call ids to their archive rows (named in markers when known);
-    ``memo`` carries message prices from one request to the next.
+    ``memo`` carries what one request worked out to the next (see ElisionMemo).
     """
-    memo = memo or TokenMemo()
+    memo = memo or ElisionMemo()
     planner = _Planner(history, state, overhead, frame, memo, rows or {})
     assistants = planner.assistants
     protect_from = assistants[-KEEP_RECENT_ROUNDS] if len(assistants) >= KEEP_RECENT_ROUNDS else 0
 
     # Big results that have been sent verbatim for long enough become packs.
-    for index, block in planner.results(len(history)):
-        if block.tool_use_id in state.elided or len(block.content) * 4 <= BIG_RESULT_BYTES:
-            continue
+    for index in memo.big:
         sent = len(assistants) - bisect.bisect_right(assistants, index)
-        if sent >= BIG_RESULT_VERBATIM_REQUESTS and content_bytes(block.content) > BIG_RESULT_BYTES:
-            planner.plan(index, block, "pack")
+        if sent < BIG_RESULT_VERBATIM_REQUESTS:
+            break
+        for block in history[index].content:
+            if isinstance(block, ToolResultBlock) and _big_verbatim(
+                Message("user", [block]), state
+            ):
+                planner.plan(index, block, "pack")
     packs = {call_id: item for call_id, item in planner.elide.items()}
     packs_worth = bool(packs) and planner.worth(pricing)
 
@@ -578,7 +657,7 @@ def elide(
 
     before = planner.before
     if not planner.changed():
-        return _build(history, state), _decision("none", "", planner, state, (), None, budget)
+        return _build(history, state, memo), _decision("none", "", planner, state, (), None, budget)
 
     notice = _notice(history, state, planner)
     # The notice rides on the request, so it counts toward the cap too.
@@ -590,7 +669,7 @@ def elide(
     warned = notice is None or state.announced
     if forced or (warned and planner.worth(pricing)):
         new_state, new = planner.applied()
-        return _build(history, new_state), _decision(
+        return _build(history, new_state, memo), _decision(
             "rewrite", "forced" if forced else "saving", planner, new_state, new, None, budget
         )
 
@@ -606,13 +685,13 @@ def elide(
             only.plan(index, block, form)
         new_state, new = only.applied()
         new_state = replace(new_state, announced=announced)
-        view = _build(history, new_state)
+        view = _build(history, new_state, memo)
         if notice is not None:
             view = _with_notice(view, notice)
         return view, _decision("rewrite", "packs", only, new_state, new, notice, budget)
 
-    held = replace(state, announced=announced)
-    view = _build(history, held)
+    held = state if state.announced == announced else replace(state, announced=announced)
+    view = _build(history, held, memo)
     if notice is not None:
         view = _with_notice(view, notice)
     pending = tuple(

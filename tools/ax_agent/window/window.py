@@ -21,11 +21,18 @@ from ..providers.base import Message, ProviderRequest, ToolResultBlock
 from ..seam import Seam
 from ..seam_models import ArchiveRequest, FrameRequest
 from .budget import Budget, budget_for
-from .elide import ANTHROPIC_CACHE, CachePricing, ContextState, Decision, elide, state_from_events
+from .elide import (
+    ANTHROPIC_CACHE,
+    CachePricing,
+    ContextState,
+    Decision,
+    ElisionMemo,
+    elide,
+    state_from_events,
+)
 from .tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     TokenCounter,
-    TokenMemo,
     block_tokens,
     count_request,
     estimate_request,
@@ -175,7 +182,7 @@ class ContextWindow:
     last: tuple[ProviderRequest, Budget] | None = None
     # Archive rows of tool outputs kept by this process, named in markers.
     rows: dict[str, int] = field(default_factory=dict)
-    memo: TokenMemo = field(default_factory=TokenMemo)
+    memo: ElisionMemo = field(default_factory=ElisionMemo)
     # Said once: why there is no frame, or why a message could not be archived.
     problems: list[str] = field(default_factory=list)
     _held_logged: bool = False
