@@ -329,3 +329,36 @@ def test_agent_terminal_limits() -> None:
     assert commands.TRAIL_DEFAULT_ROWS == 20
     assert commands.EXPAND_MAX_PAGES == 50
     assert accept.UNFINISHED_MAX_PATHS == 5
+
+
+def test_agent_context_limits() -> None:
+    from ax_agent.tools import history_search, slate_trail
+    from ax_agent.window import budget, catalog, elide, tokens, window
+
+    assert tokens.CHARS_PER_TOKEN == 4
+    assert tokens.MESSAGE_OVERHEAD_TOKENS == 4
+    assert tokens.BLOCK_OVERHEAD_TOKENS == 8
+    assert tokens.TOOL_OVERHEAD_TOKENS == 12
+    assert catalog.CATALOG_VERSION == 1
+    assert catalog.model_limits("an-unknown-model").context_window == 128_000
+    assert catalog.model_limits("an-unknown-model").max_output == 8_192
+    assert budget.SAFETY_MARGIN_RATIO == 0.05
+    assert budget.TRIGGER_RATIO == 0.75
+    assert budget.TARGET_RATIO == 0.5
+    assert elide.KEEP_RECENT_ROUNDS == 3
+    assert elide.BIG_RESULT_BYTES == 10 * 1024
+    assert elide.BIG_RESULT_VERBATIM_REQUESTS == 2
+    assert elide.PACK_HEAD_CHARS == 1_500
+    assert elide.PACK_TAIL_CHARS == 1_500
+    assert elide.OPERATOR_MESSAGES_KEPT == 2
+    assert elide.STUB_OPENING_CHARS == 60
+    assert elide.FIND_QUERY_CHARS == 40
+    assert elide.NOTICE_MAX_TOOLS_NAMED == 8
+    assert elide.NOTICE_MAX_STUBS_NAMED == 5
+    assert elide.TEXT_CACHE_ENTRIES == 65_536
+    assert (elide.ANTHROPIC_CACHE.read, elide.ANTHROPIC_CACHE.write) == (0.1, 1.25)
+    assert elide.ANTHROPIC_CACHE.horizon == 20
+    assert window.FRAME_BUILD_RATIO == 0.8
+    assert slate_trail.TRAIL_MAX_COUNT == 200
+    assert slate_trail.TRAIL_DEFAULT_COUNT == 20
+    assert history_search.CALL_LOOKUP_MAX_PAGES == 50

@@ -131,7 +131,7 @@ def test_no_verb_lists_or_reads_across_ids(run_cli) -> None:
     }
     assert verbs == {
         "open", "write-seed", "close", "start", "record", "save-output", "trail", "notes",
-        "note", "frame", "recall", "search", "proposals", "review",
+        "note", "frame", "recall", "search", "proposals", "review", "archive",
     }  # fmt: skip
     assert set(HANDLERS) == {"open", "writeSeed", "close"}
 

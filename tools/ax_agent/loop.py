@@ -132,6 +132,9 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         request = ProviderRequest(
             system=session.system, messages=session.messages, tools=schemas, model=session.model
         )
+        if session.window is not None:
+            # Bounded context (issue 13): the request sends a bounded view of the history.
+            request = session.window.bound(request)
         try:
             response = session.provider.complete(request, on_text=session.on_text, abort=abort)
         except ProviderAborted:

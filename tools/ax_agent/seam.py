@@ -20,6 +20,9 @@ same session can be run both ways and compared.
 | ``slate.note_delete`` | ``NoteKeyRequest`` | whether a note was deleted |
 | ``slate.recall`` | ``RecallRequest`` | ``ax_slate.RecallPage`` |
 | ``slate.search`` | ``SearchRequest`` | ``ax_slate.SearchResult`` |
+| ``slate.trail`` | ``TrailRequest`` | a list of ``ax_slate.TrailEntry`` |
+| ``slate.frame`` | ``FrameRequest`` | ``ax_slate.Frame`` |
+| ``slate.archive`` | ``ArchiveRequest`` | the archive row (int) |
 
 (request models without a package are in ``ax_agent.seam_models``.)
 
@@ -52,6 +55,10 @@ VERBS = (
     "slate.note_delete",
     "slate.recall",
     "slate.search",
+    # Bounded context (issue 13): the recall tools and the request's frame and archive.
+    "slate.trail",
+    "slate.frame",
+    "slate.archive",
 )
 
 

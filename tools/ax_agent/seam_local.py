@@ -18,8 +18,10 @@ from libcommon.paths import StateLayout
 from .seam import OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
+    ArchiveRequest,
     CheckDetectRequest,
     CheckRunRequest,
+    FrameRequest,
     NoteKeyRequest,
     NoteSetRequest,
     PathsRequest,
@@ -27,6 +29,7 @@ from .seam_models import (
     SaveOutputRequest,
     SearchRequest,
     SlateStartRequest,
+    TrailRequest,
 )
 
 
@@ -59,6 +62,9 @@ class LocalSeam:
             "slate.note_delete": self._note_delete,
             "slate.recall": self._recall,
             "slate.search": self._search,
+            "slate.trail": self._trail,
+            "slate.frame": self._frame,
+            "slate.archive": self._archive,
         }
 
     def call(
@@ -176,3 +182,27 @@ class LocalSeam:
         return search(
             self.layout, self.session_id, query=request.query, row=request.row, page=request.page
         )
+
+    def _trail(self, request: TrailRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import read_trail
+
+        return read_trail(
+            self.layout,
+            self.session_id,
+            count=request.count,
+            tool=request.tool,
+            file=request.file,
+            from_step=request.from_step,
+            to_step=request.to_step,
+        )
+
+    def _frame(self, request: FrameRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import FRAME_TRAIL_TOKENS, build_frame
+
+        budget = FRAME_TRAIL_TOKENS if request.budget is None else request.budget
+        return build_frame(self.layout, self.session_id, budget)
+
+    def _archive(self, request: ArchiveRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import archive_message
+
+        return archive_message(self.layout, self.session_id, request.message)

@@ -74,3 +74,25 @@ class SaveOutputRequest(Contract):
     """slate.save_output: keep a step's full output for recall; answers its path."""
 
     text: str
+
+
+class TrailRequest(Contract):
+    """slate.trail: the newest ``count`` Trail entries that pass the filters, oldest first."""
+
+    count: int = 20
+    tool: str | None = None
+    file: str | None = None
+    from_step: int | None = None
+    to_step: int | None = None
+
+
+class FrameRequest(Contract):
+    """slate.frame: the slate frame, its Trail part within ``budget`` tokens."""
+
+    budget: int | None = None
+
+
+class ArchiveRequest(Contract):
+    """slate.archive: one message kept whole in the session's archive; answers its row."""
+
+    message: dict[str, Any]

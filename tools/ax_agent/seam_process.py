@@ -39,8 +39,10 @@ from libcommon.paths import StateLayout
 from .seam import VERBS, OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
+    ArchiveRequest,
     CheckDetectRequest,
     CheckRunRequest,
+    FrameRequest,
     NoteKeyRequest,
     NoteSetRequest,
     PathsRequest,
@@ -48,6 +50,7 @@ from .seam_models import (
     SaveOutputRequest,
     SearchRequest,
     SlateStartRequest,
+    TrailRequest,
 )
 
 # How often a running child is checked for the caller's abort.
@@ -293,6 +296,34 @@ class ProcessSeam:
             args += ["--row", str(request.row)]
         child = self._run("slate", args)
         return SearchResult.model_validate_json(child.stdout)
+
+    def _slate_trail(self, request: TrailRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import TrailEntry
+
+        args = ["trail", *self._session_args(), "--count", str(request.count), "--json"]
+        for flag, value in (
+            ("--tool", request.tool),
+            ("--file", request.file),
+            ("--from", request.from_step),
+            ("--to", request.to_step),
+        ):
+            if value is not None:
+                args += [flag, str(value)]
+        child = self._run("slate", args)
+        return [TrailEntry.model_validate(line) for line in _json_lines(child.stdout)]
+
+    def _slate_frame(self, request: FrameRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import Frame
+
+        budget = [] if request.budget is None else ["--budget", str(request.budget)]
+        child = self._run("slate", ["frame", *self._session_args(), *budget, "--json"])
+        return Frame.model_validate_json(child.stdout)
+
+    def _slate_archive(self, request: ArchiveRequest, abort: threading.Event | None) -> Any:
+        child = self._run(
+            "slate", ["archive", *self._session_args()], jsonio.dumps(request.message).decode()
+        )
+        return int(jsonio.loads(child.stdout)["row"])
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:

@@ -38,6 +38,7 @@ from .context import (
 from .providers import Message, Provider, make_provider
 from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
+from .window.window import SYSTEM_NOTE, ContextWindow
 
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
@@ -103,6 +104,8 @@ class Session:
     trail_step: int = 0
     # How far into the log listeners have been shown (a byte offset at a line end).
     shown_offset: int = 0
+    # Bounded context (issue 13); None sends the whole history (sessions built by hand).
+    window: ContextWindow | None = None
 
     @property
     def workspace(self) -> Path:
@@ -173,6 +176,8 @@ def start_session(options: StartOptions) -> Session:
     instructions = load_instructions(layout.workspace)
     provider = _provider(options, config)
     system = system_prompt(layout.workspace, sandbox, git, instructions)
+    # Bounded context (issue 13): the system prompt says how older rounds leave.
+    system += "\n\n" + SYSTEM_NOTE
     session_id, history = _identity(options, layout)
     lease = OwnerLease(layout.session_lease(session_id))
     lease.acquire()
@@ -204,6 +209,10 @@ def start_session(options: StartOptions) -> Session:
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         session.seam.call("slate.start", SlateStartRequest())
         session.trail_step = _last_trail_step(layout, session_id)
+        # Bounded context (issue 13): requests send a bounded view of the history, the
+        # archive keeps every message for recall, and a resume keeps what was elided.
+        session.window = ContextWindow.resumed(session.seam, session.record, history or [])
+        session.listeners.append(session.window.archive)
         if history is not None:
             from .resume import rebuild
 

@@ -366,6 +366,58 @@ class PreviewStopped(EventBody):
     kill_verified: bool | None = None
 
 
+# --- bounded context (ax-agent) ---------------------------------------------------
+
+
+class ElidedResult(Contract):
+    """One tool result a request no longer sends verbatim: a marker, or a pack of head and tail."""
+
+    call_id: CallId
+    form: Literal["marker", "pack"]
+    bytes: Annotated[int, Field(ge=0)]
+    sha256: Sha256
+    # The archive row holding the output, when the harness knew it.
+    row: Annotated[int, Field(ge=1)] | None = None
+
+
+@register
+class ContextCompacted(EventBody):
+    """A rewrite of the history a request sends; the session's messages are unchanged.
+
+    ``cutFrom``/``cutTo``: the conversation's messages before ``cutTo`` have left the
+    request (the slate frame stands in); ``stubbed``: indices of user messages sent as
+    a one-line stub. A resume adds these events up to rebuild what stays elided.
+    """
+
+    type: Literal["context.compacted"] = "context.compacted"
+    rewrite: Annotated[int, Field(ge=1)]
+    reason: Literal["forced", "saving", "packs"]
+    tokens_before: Annotated[int, Field(ge=0)]
+    tokens_after: Annotated[int, Field(ge=0)]
+    saving: int
+    invalidated: Annotated[int, Field(ge=0)]
+    elided: list[ElidedResult]
+    cut_from: Annotated[int, Field(ge=0)]
+    cut_to: Annotated[int, Field(ge=0)]
+    stubbed: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    over_budget: bool = False
+
+
+@register
+class ContextHeld(EventBody):
+    """A rewrite was due and held back: its saving did not beat re-sending what it invalidates
+    (``cache``), or rounds about to leave were announced first (``notice``)."""
+
+    type: Literal["context.held"] = "context.held"
+    reason: Literal["cache", "notice"]
+    tokens_before: Annotated[int, Field(ge=0)]
+    saving: int
+    invalidated: Annotated[int, Field(ge=0)]
+    pending: Annotated[int, Field(ge=0)]
+    cut_to: Annotated[int, Field(ge=0)]
+    notice: bool
+
+
 # --- open extension and the log's own records --------------------------------
 
 

@@ -131,6 +131,28 @@ def save_output(session: SessionOption, workspace: WorkspaceOption = None) -> No
     cliapp.emit_json({"path": str(save(_layout(workspace), session, text))})
 
 
+@app.command("archive")
+def archive(session: SessionOption, workspace: WorkspaceOption = None) -> None:
+    """For harnesses: keep one message (JSON on stdin) whole in the archive; print its row."""
+    from libcommon import jsonio
+    from libcommon.cliapp import REQUEST_MAX_BYTES
+
+    from .recall import archive_message
+
+    if cliapp.env().stdin_isatty:
+        raise UsageError("the message is read from stdin, and stdin is a terminal")
+    text = cliapp.env().stdin.read(REQUEST_MAX_BYTES + 1)
+    if len(text) > REQUEST_MAX_BYTES:
+        raise UsageError(f"the message is larger than {REQUEST_MAX_BYTES} bytes")
+    try:
+        message = jsonio.loads(text)
+    except jsonio.JSONDecodeError as exc:
+        raise UsageError(f"the message is not valid JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise UsageError(f"the message must be a JSON object, not {type(message).__name__}")
+    cliapp.emit_json({"row": archive_message(_layout(workspace), session, message)})
+
+
 @app.command("trail")
 def trail(
     session: SessionOption,

@@ -20,6 +20,8 @@ NAMES = [
     "run_check",
     "slate_note",
     "recall_step",
+    "slate_trail",
+    "history_search",
 ]
 
 

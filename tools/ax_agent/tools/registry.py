@@ -18,12 +18,14 @@ def _tools() -> tuple[ModelTool, ...]:
         edit_file,
         glob,
         grep,
+        history_search,
         list_dir,
         read_file,
         recall_step,
         run_check,
         run_command,
         slate_note,
+        slate_trail,
         write_file,
     )
 
@@ -38,6 +40,9 @@ def _tools() -> tuple[ModelTool, ...]:
         run_check,
         slate_note,
         recall_step,
+        # Bounded context (issue 13): the read-only recall of what left the request.
+        slate_trail,
+        history_search,
     )
     return tuple(module.TOOL for module in modules)
 

@@ -1,0 +1,161 @@
+"""The context window the loop holds: logging, frame, archive, figures, resume."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from ax_agent.providers import Message, ProviderRequest, TextBlock, ToolResultBlock, ToolUseBlock
+from ax_agent.providers.base import ToolSchema
+from ax_agent.seam_local import LocalSeam
+from ax_agent.window.budget import budget_for
+from ax_agent.window.elide import pairing_problems
+from ax_agent.window.tokens import estimate_request
+from ax_agent.window.window import SYSTEM_NOTE, ContextWindow, archived_message
+from ax_log.events import parse_body
+from ax_slate import RecordRequest, open_session, record
+from libcommon.paths import state_layout
+
+# A model with a small window (32,768 tokens), so a few dozen rounds fill it.
+SMALL_MODEL = "qwen2.5-coder"
+
+
+def request_of(messages: list[Message]) -> ProviderRequest:
+    return ProviderRequest(
+        system="You are ax.\n\n" + SYSTEM_NOTE,
+        messages=messages,
+        tools=[ToolSchema("read_file", "Read a file.", {"type": "object"})],
+        model=SMALL_MODEL,
+        max_tokens=4_096,
+    )
+
+
+def grow(messages: list[Message], step: int, size: int) -> None:
+    call_id = f"toolu_{step}"
+    messages.append(Message("assistant", [ToolUseBlock(call_id, "read_file", {"n": step})]))
+    messages.append(Message("user", [ToolResultBlock(call_id, f"{step}:" + "r" * size)]))
+
+
+def make_window(
+    workspace: Path, session: str = "s-win", slate: bool = True
+) -> tuple[ContextWindow, list[dict[str, Any]]]:
+    layout = state_layout(workspace)
+    if slate:
+        open_session(layout, session)
+        record(
+            layout, session, RecordRequest(tool="read_file", args={"path": "a.py"}, outcome="ok")
+        )
+    logged: list[dict[str, Any]] = []
+    window = ContextWindow(
+        LocalSeam(layout, session, {}, None), lambda *events: logged.extend(events)
+    )
+    return window, logged
+
+
+def test_each_request_is_bounded_valid_and_every_decision_is_logged(
+    workspace: Path, state_dir: Path
+) -> None:
+    window, logged = make_window(workspace)
+    messages = [Message("user", [TextBlock("Fix the tests.")])]
+    budget = budget_for(SMALL_MODEL, 4_096)
+    for step in range(150):
+        grow(messages, step, 12_000 if step % 10 == 0 else 1_500)
+        bounded = window.bound(request_of(messages))
+        assert pairing_problems(bounded.messages) == []
+        assert estimate_request(bounded) <= budget.request
+        assert bounded.system == request_of(messages).system and bounded.tools
+    assert len(messages) == 301  # the session's own messages are never changed
+    kinds = [event["type"] for event in logged]
+    assert "context.compacted" in kinds and "context.held" in kinds
+    for event in logged:
+        parse_body(event)
+    compacted = [e for e in logged if e["type"] == "context.compacted"]
+    assert [e["rewrite"] for e in compacted] == list(range(1, len(compacted) + 1))
+    assert any(e["cutTo"] > 0 for e in compacted)
+    assert any(item["form"] == "pack" for e in compacted for item in e["elided"])
+    # A held stretch is logged once, not on every request it lasts.
+    for before, after in itertools.pairwise(kinds):
+        assert not (before == after == "context.held")
+    # The frame stands in once rounds left: built from the slate on disk.
+    first = bounded.messages[0].content[0]
+    assert isinstance(first, TextBlock) and "[ax-slate frame for session s-win]" in first.text
+
+
+def test_resume_adds_up_the_logged_rewrites(workspace: Path, state_dir: Path) -> None:
+    window, logged = make_window(workspace)
+    messages = [Message("user", [TextBlock("Go.")])]
+    for step in range(120):
+        grow(messages, step, 3_000)
+        window.bound(request_of(messages))
+    events = [{"type": "user.message", "content": "Go."}, *logged]
+    again = ContextWindow.resumed(window.seam, lambda *e: None, events)
+    assert dict(again.state.elided) == dict(window.state.elided)
+    assert (again.state.cut, again.state.stubbed) == (window.state.cut, window.state.stubbed)
+    # The resumed window sends the same view (its frame rebuilt from the slate).
+    resumed = again.bound(request_of(messages))
+    live = window.bound(request_of(messages))
+    assert [m.content for m in resumed.messages[1:]] == [m.content for m in live.messages[1:]]
+
+
+def test_without_a_slate_the_model_and_the_person_are_told_once(
+    workspace: Path, state_dir: Path
+) -> None:
+    window, _ = make_window(workspace, slate=False)
+    messages = [Message("user", [TextBlock("Go.")])]
+    for step in range(260):
+        grow(messages, step, 3_000)
+        bounded = window.bound(request_of(messages))
+    assert window.state.cut > 0
+    assert len(window.problems) == 1 and window.problems[0].startswith("no slate frame: ")
+    text = bounded.messages[0].content[0].text  # type: ignore[union-attr]
+    assert "no readable slate" in text
+
+
+def test_the_figures_say_what_the_request_is_made_of(workspace: Path, state_dir: Path) -> None:
+    window, _ = make_window(workspace)
+    assert window.figures() is None
+    messages = [Message("user", [TextBlock("Go.")])]
+    for step in range(260):
+        grow(messages, step, 3_000)
+        window.bound(request_of(messages))
+    figures = window.figures()
+    assert figures is not None
+    parts = (
+        figures.system,
+        figures.tools,
+        figures.frame,
+        figures.history,
+        figures.tool_results,
+        figures.elided,
+    )
+    assert sum(parts) == figures.total and all(part > 0 for part in parts)
+    assert (
+        figures.counted_by == "estimate"
+        and figures.budget == budget_for(SMALL_MODEL, 4_096).request
+    )
+    assert figures.left_messages == window.state.cut > 0
+    lines = figures.lines()
+    assert lines[0].startswith(f"model {SMALL_MODEL}: window 32768")
+    assert any(line.strip().startswith("elided") for line in lines)
+    assert figures.to_json()["total"] == figures.total
+
+
+def test_a_providers_counter_is_used_for_the_figures(workspace: Path, state_dir: Path) -> None:
+    window, _ = make_window(workspace)
+    window.counter = lambda request: 4242
+    window.bound(request_of([Message("user", [TextBlock("Go.")])]))
+    figures = window.figures()
+    assert figures is not None and (figures.total, figures.counted_by) == (4242, "provider")
+
+
+def test_what_the_archive_keeps_of_each_event() -> None:
+    assert archived_message({"type": "user.message", "ts": "t", "content": "hi"}) == {
+        "role": "user",
+        "ts": "t",
+        "content": "hi",
+    }
+    tool = archived_message({"type": "tool.completed", "ts": "t", "callId": "c", "content": "x"})
+    assert tool == {"role": "tool", "ts": "t", "callId": "c", "content": "x"}
+    assert archived_message({"type": "tool.completed", "callId": "c"}) is None
+    assert archived_message({"type": "context.compacted"}) is None
