@@ -260,6 +260,7 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
         ("/trail 1 tool=run_command", "run_command"),
         ("/expand 2", "line 20"),
         ("/notes", "no notes"),
+        ("/context", "  tool schemas   "),
         ("/report", "notes.txt"),
         ("/frobnicate now", "/frobnicate: unknown command; it was not sent to the model"),
         ("/model other-model", "now script, model other-model"),

@@ -207,6 +207,20 @@ def _notes(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _context(context: Context, args: list[str]) -> Action:
+    _no_args(args, "/context")
+    window = context.session.window
+    figures = window.figures() if window is not None else None
+    if figures is None:
+        _say(context, "no request has been sent in this session yet")
+        return None
+    for line in figures.lines():
+        _say(context, "  " + line)
+    for problem in window.problems if window is not None else []:
+        _say(context, f"  note: {problem}")
+    return None
+
+
 def _switch(context: Context, provider: str | None, model: str | None) -> None:
     from ..providers import make_provider
 
@@ -329,6 +343,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", "[section]", "the session report (or one section)", _report),
     Command("trail", "[count] [tool=NAME] [file=TEXT]", "the steps executed so far", _trail),
     Command("notes", "[key]", "the slate's notes", _notes),
+    Command("context", "", "what the last request was made of, in tokens", _context),
     Command("expand", "N", "the full output of step N", _expand),
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),
