@@ -9,6 +9,7 @@ module each lives in, and sets ``__getattr__ = lazy_getattr(__name__, table)``.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,6 +26,9 @@ def lazy_getattr(package: str, module_of: Mapping[str, str]) -> Callable[[str], 
         module = module_of.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module, package), name)
+        value = getattr(importlib.import_module(module, package), name)
+        # Kept on the package, so the next lookup is a plain attribute read.
+        setattr(sys.modules[package], name, value)
+        return value
 
     return load

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from libcommon.errors import UsageError
@@ -119,11 +120,12 @@ class StateLayout:
     def grants_log(self) -> Path:
         return self.root / "grants.log"
 
-    @property
+    # Cached: the slug is a realpath and a sha256, and a tool call asks for it dozens of times.
+    @cached_property
     def slug(self) -> str:
         return project_slug(self.workspace)
 
-    @property
+    @cached_property
     def project_dir(self) -> Path:
         return self.root / "projects" / self.slug
 

@@ -10,13 +10,20 @@ import pytest
 from libcommon.lazy import lazy_getattr
 
 
-def test_a_name_is_loaded_from_its_module_and_an_unknown_one_refused() -> None:
-    load = lazy_getattr("libcommon", {"dumps": ".jsonio", "now": "libcommon.clock"})
+def test_a_name_is_loaded_once_from_its_module_and_an_unknown_one_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    package = types.ModuleType("lazy_probe")
+    monkeypatch.setitem(sys.modules, "lazy_probe", package)
+    load = lazy_getattr("lazy_probe", {"dumps": "libcommon.jsonio", "now": "libcommon.clock"})
     from libcommon import clock, jsonio
 
     assert load("dumps") is jsonio.dumps
     assert load("now") is clock.now
-    with pytest.raises(AttributeError, match="module 'libcommon' has no attribute 'nope'"):
+    assert package.dumps is jsonio.dumps  # kept on the package after the first lookup
+    with pytest.raises(AttributeError, match="module 'lazy_probe' has no attribute 'nope'"):
         load("nope")
 
 
