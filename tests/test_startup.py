@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 from axtest import TOOLS, tool_path
+
+from libcommon import jsonio
 
 HEAVY = {"anthropic", "httpx", "rich"}
 # Not forbidden by DESIGN.md, but --help has no use for it and it costs ~40 ms a start:
@@ -49,3 +52,16 @@ def test_version_from_the_installed_script(tool: str) -> None:
     assert proc.returncode == 0
     assert proc.stdout == f"ax-{tool} {__version__}\n"
     assert proc.stderr == ""
+
+
+def test_review_command_without_configuration_does_not_import_pydantic(workspace: Path) -> None:
+    # No user or workspace config file: the review runs on plain dataclasses and the
+    # "no configuration" fast path, so the start does not pay for pydantic (~40 ms).
+    proc, modules = imported_modules(
+        [tool_path("policy"), "review-command", "-C", str(workspace), "--", "ls"]
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonio.loads(proc.stdout)["verdict"] == "read-only"
+    assert "ax_policy.command_review" in modules
+    pydantic = sorted(m for m in modules if m.split(".")[0] in {"pydantic", "pydantic_core"})
+    assert pydantic == [], f"ax-policy review-command imported {pydantic}"

@@ -57,11 +57,11 @@ def review_command_verb(
 
     from libcommon.paths import state_layout
 
-    from .queries import review_in_workspace
+    from .queries import review_outcome_in_workspace
 
     layout = state_layout(workspace, env().environ)
     text = command[0] if len(command) == 1 else shlex.join(command)
-    review = review_in_workspace(layout, text, env().environ.get("PATH", ""))
+    review = review_outcome_in_workspace(layout, text, env().environ.get("PATH", ""))
     emit_json(review.to_json())
     return 0 if review.verdict == "read-only" else 1
 

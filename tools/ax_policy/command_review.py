@@ -12,6 +12,10 @@ else is ``ask``.
 
 This is a prompt-skip gate, not a security boundary: a string reviewer can be
 fooled, and the sandbox is what contains a command that runs without asking.
+
+``review`` computes the outcome as a plain dataclass without touching pydantic
+(``ax-policy review-command`` starts faster for it); ``review_command`` is the
+same answer as the ``CommandReview`` contract.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from libcommon.paths import is_within
 
@@ -34,8 +40,10 @@ from .allowlist import (
     ValueKind,
 )
 from .breaker import wipe_reason
-from .models import CommandReview, WorkspaceConfig
-from .pathcheck import validate_path
+from .pathcheck import PathRules, check_path
+
+if TYPE_CHECKING:
+    from .models import CommandReview
 from .shellwords import NotSimple, split_words
 
 # Executables must resolve (after symlinks) to a file below one of these.
@@ -47,16 +55,65 @@ _SED_PRINT_RANGE = re.compile(r"^[0-9]{1,12}(?:,[0-9]{1,12})?p$")
 _WHEN = frozenset({"always", "never", "auto"})
 
 
+@dataclass(frozen=True)
+class Review:
+    """The outcome of reviewing one shell command; the fields of the CommandReview contract."""
+
+    verdict: Literal["read-only", "ask", "deny"]
+    reasons: list[str]
+    executable: str | None = None
+    argv: list[str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The CommandReview contract's JSON (its field names need no camelCase alias)."""
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "executable": self.executable,
+            "argv": list(self.argv) if self.argv is not None else None,
+        }
+
+    def to_contract(self) -> CommandReview:
+        from .models import CommandReview
+
+        return CommandReview(
+            verdict=self.verdict, reasons=self.reasons, executable=self.executable, argv=self.argv
+        )
+
+
 def review_command(
     command: str,
     workspace: str | os.PathLike[str],
     *,
     cwd: str | os.PathLike[str] | None = None,
     path_env: str | None = None,
-    config: WorkspaceConfig | None = None,
+    config: PathRules | None = None,
     state_dir: str | os.PathLike[str] | None = None,
     home: str | os.PathLike[str] | None = None,
 ) -> CommandReview:
+    """Review ``command`` as the CommandReview contract; see review."""
+    outcome = review(
+        command,
+        workspace,
+        cwd=cwd,
+        path_env=path_env,
+        config=config,
+        state_dir=state_dir,
+        home=home,
+    )
+    return outcome.to_contract()
+
+
+def review(
+    command: str,
+    workspace: str | os.PathLike[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    path_env: str | None = None,
+    config: PathRules | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> Review:
     """Review ``command`` as it would run in ``cwd`` (default: the workspace)."""
     ws = Path(os.path.realpath(workspace))
     where = Path(os.path.realpath(ws / cwd)) if cwd is not None else ws
@@ -64,7 +121,7 @@ def review_command(
         command, ws, cwd=where, home=Path(os.path.realpath(home)) if home is not None else None
     )
     if wipe is not None:
-        return CommandReview(verdict="deny", reasons=[f"circuit breaker: {wipe}"])
+        return Review(verdict="deny", reasons=[f"circuit breaker: {wipe}"])
 
     try:
         words = split_words(command)
@@ -94,8 +151,8 @@ def review_command(
     checker = _PathChecker(ws, where, config, state_dir)
     problems = check_arguments(name, argv[1:], checker)
     if problems:
-        return CommandReview(verdict="ask", reasons=problems, executable=executable, argv=argv)
-    return CommandReview(
+        return Review(verdict="ask", reasons=problems, executable=executable, argv=argv)
+    return Review(
         verdict="read-only",
         reasons=[
             f"{name} is on the read-only allowlist and resolves to {executable}; every flag "
@@ -106,8 +163,8 @@ def review_command(
     )
 
 
-def _ask(reason: str, argv: list[str] | None = None) -> CommandReview:
-    return CommandReview(verdict="ask", reasons=[reason], argv=argv)
+def _ask(reason: str, argv: list[str] | None = None) -> Review:
+    return Review(verdict="ask", reasons=[reason], argv=argv)
 
 
 def resolve_executable(
@@ -140,7 +197,7 @@ class _PathChecker:
         self,
         workspace: Path,
         cwd: Path,
-        config: WorkspaceConfig | None,
+        config: PathRules | None,
         state_dir: str | os.PathLike[str] | None,
     ) -> None:
         self.workspace = workspace
@@ -149,7 +206,7 @@ class _PathChecker:
         self.state_dir = state_dir
 
     def __call__(self, raw: str) -> list[str]:
-        facts = validate_path(
+        facts = check_path(
             raw, self.workspace, base=self.cwd, config=self.config, state_dir=self.state_dir
         )
         if not facts.valid:

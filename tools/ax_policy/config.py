@@ -7,37 +7,73 @@ allow list, so merging is a union of deny lists and no layer can widen what
 the engine permits. Unknown keys, wrong types and bad JSON are hard errors
 that name the file and the field; the merged result records each source's
 sha256 so a session's evidence says exactly what configured it.
+
+``load_path_rules`` is what a path check or command review needs: when neither
+file exists it answers "no deny lists" without importing pydantic, which keeps
+``ax-policy review-command`` quick to start; otherwise it is ``load_config``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from libcommon import jsonio
 from libcommon.cliapp import describe_validation_error
 from libcommon.errors import UsageError
 from libcommon.paths import StateLayout, is_within
 
-from .models import ConfigSource, PolicyConfig, UserConfig, WorkspaceConfig
+from .pathcheck import PathRules
 from .stores import UnreadableFile, read_capped
+
+if TYPE_CHECKING:
+    from .models import ConfigSource, PolicyConfig, WorkspaceConfig
 
 MAX_CONFIG_BYTES = 64 * 1024
 WORKSPACE_CONFIG = Path(".ax") / "config.json"
 
-LayerT = TypeVar("LayerT", UserConfig, WorkspaceConfig)
+LayerT = TypeVar("LayerT", bound="WorkspaceConfig")
+
+
+@dataclass(frozen=True)
+class DenyLists:
+    """The deny lists a path check reads, as plain values."""
+
+    protected_paths: tuple[str, ...] = ()
+    secret_patterns: tuple[str, ...] = ()
+
+
+NO_DENY_LISTS = DenyLists()
 
 
 def workspace_config_path(workspace: Path) -> Path:
     return workspace / WORKSPACE_CONFIG
 
 
+def load_path_rules(layout: StateLayout) -> PathRules:
+    """The deny lists for path checks: none when neither config file exists, else load_config's.
+
+    Both files are read through the same checks load_config makes, in its order,
+    so a file that is there but unreadable fails the same way; a file that is
+    there is then read again by load_config.
+    """
+    user_path = layout.config_file
+    ws_path = workspace_config_path(layout.workspace)
+    if (
+        _read_layer_bytes(user_path, None) is None
+        and _read_layer_bytes(ws_path, layout.workspace) is None
+    ):
+        return NO_DENY_LISTS
+    return load_config(layout)
+
+
 def load_config(layout: StateLayout) -> PolicyConfig:
     """The merged configuration for ``layout``'s workspace."""
+    from .models import PolicyConfig, UserConfig, WorkspaceConfig
+
     user, user_source = _read_layer(layout.config_file, UserConfig, "user", None)
     ws_path = workspace_config_path(layout.workspace)
     workspace, ws_source = _read_layer(ws_path, WorkspaceConfig, "workspace", layout.workspace)
@@ -58,13 +94,13 @@ def _union(first: list[str], second: list[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))
 
 
-def _read_layer(
-    path: Path,
-    model: type[LayerT],
-    layer: Literal["user", "workspace"],
-    confine_to: Path | None,
-) -> tuple[LayerT, ConfigSource]:
-    hint = f"fix or remove {path}; ax never rewrites a configuration file"
+def _hint(path: Path) -> str:
+    return f"fix or remove {path}; ax never rewrites a configuration file"
+
+
+def _read_layer_bytes(path: Path, confine_to: Path | None) -> bytes | None:
+    """The layer file's bytes, None when it does not exist; refuses what load_config refuses."""
+    hint = _hint(path)
     if confine_to is not None and os.path.lexists(path):
         real = Path(os.path.realpath(path))
         if not is_within(real, confine_to):
@@ -72,9 +108,23 @@ def _read_layer(
                 f"the workspace config {path} leads outside the workspace, to {real}", hint=hint
             )
     try:
-        data = read_capped(path, MAX_CONFIG_BYTES)
+        return read_capped(path, MAX_CONFIG_BYTES)
     except UnreadableFile as exc:
         raise UsageError(f"config {path} {exc.problem}", hint=hint) from None
+
+
+def _read_layer(
+    path: Path,
+    model: type[LayerT],
+    layer: Literal["user", "workspace"],
+    confine_to: Path | None,
+) -> tuple[LayerT, ConfigSource]:
+    from pydantic import ValidationError
+
+    from .models import ConfigSource
+
+    hint = _hint(path)
+    data = _read_layer_bytes(path, confine_to)
     if data is None:
         return model(), ConfigSource(layer=layer, path=str(path), present=False)
     source = ConfigSource(

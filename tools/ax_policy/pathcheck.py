@@ -6,6 +6,10 @@ them), then reports whether the result is inside the workspace, whether it is a
 protected place and whether it is secret-named, each with the reason. The
 engine turns facts into a verdict.
 
+``check_path`` computes the facts as a plain dataclass without touching
+pydantic (``ax-policy review-command`` starts faster for it); ``validate_path``
+is the same answer as the ``PathFacts`` contract.
+
 These checks are logical policy for the typed file tools. They race with the
 filesystem (a link can change between the check and the use); the sandbox, not
 this module, is what confines a process.
@@ -15,12 +19,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Protocol
 
 from libcommon.paths import is_within, resolve_lenient, state_root
 
-from .models import PathFacts, WorkspaceConfig
+if TYPE_CHECKING:
+    from .models import PathFacts
 
 MAX_PATH_CHARS = 4096
 
@@ -52,19 +59,71 @@ SECRET_NAME_PATTERNS = (
 SECRET_FOLDER_NAMES = frozenset({".ssh", ".aws", ".gnupg"})
 
 
+class PathRules(Protocol):
+    """The configured deny lists a path check reads (a WorkspaceConfig or DenyLists)."""
+
+    @property
+    def protected_paths(self) -> Sequence[str]: ...
+
+    @property
+    def secret_patterns(self) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class PathFinding:
+    """What check_path found out about one path; the fields of the PathFacts contract."""
+
+    raw: str
+    write: bool
+    valid: bool
+    invalid_reason: str | None = None
+    resolved: str | None = None
+    inside_workspace: bool = False
+    containment_reason: str | None = None
+    protected: bool = False
+    protected_reason: str | None = None
+    secret: bool = False
+    secret_reason: str | None = None
+
+    def needs_no_question(self) -> bool:
+        """True when the operation on this path would run without asking anyone."""
+        if not self.valid or not self.inside_workspace:
+            return False
+        return not self.protected if self.write else not self.secret
+
+    def fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def validate_path(
     raw: str,
     workspace: str | os.PathLike[str],
     *,
     write: bool = False,
     base: str | os.PathLike[str] | None = None,
-    config: WorkspaceConfig | None = None,
+    config: PathRules | None = None,
     state_dir: str | os.PathLike[str] | None = None,
 ) -> PathFacts:
+    """Facts about ``raw`` as the PathFacts contract; see check_path."""
+    from .models import PathFacts
+
+    finding = check_path(raw, workspace, write=write, base=base, config=config, state_dir=state_dir)
+    return PathFacts(**finding.fields())
+
+
+def check_path(
+    raw: str,
+    workspace: str | os.PathLike[str],
+    *,
+    write: bool = False,
+    base: str | os.PathLike[str] | None = None,
+    config: PathRules | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> PathFinding:
     """Facts about ``raw``; relative paths are taken from ``base`` (default: the workspace)."""
     problem = _invalid_reason(raw)
     if problem is not None:
-        return PathFacts(raw=raw, write=write, valid=False, invalid_reason=problem)
+        return PathFinding(raw=raw, write=write, valid=False, invalid_reason=problem)
 
     ws = Path(os.path.realpath(workspace))
     start = Path(os.path.realpath(base)) if base is not None else ws
@@ -72,7 +131,7 @@ def validate_path(
     resolved = resolve_lenient(joined)
     loop = _unresolved_link(resolved)
     if loop is not None:
-        return PathFacts(
+        return PathFinding(
             raw=raw,
             write=write,
             valid=False,
@@ -91,7 +150,7 @@ def validate_path(
     raw_parts = _parts(raw)
     protected = _protected_reason(resolved, rel, raw_parts, config, state_dir)
     secret = _secret_reason(raw_parts, rel, resolved, config)
-    return PathFacts(
+    return PathFinding(
         raw=raw,
         write=write,
         valid=True,
@@ -151,7 +210,7 @@ def _protected_reason(
     resolved: Path,
     rel: str | None,
     raw_parts: list[str],
-    config: WorkspaceConfig | None,
+    config: PathRules | None,
     state_dir: str | os.PathLike[str] | None,
 ) -> str | None:
     resolved_parts = _parts(rel) if rel is not None else _parts(str(resolved))
@@ -171,7 +230,7 @@ def _protected_reason(
 
 
 def _secret_reason(
-    raw_parts: list[str], rel: str | None, resolved: Path, config: WorkspaceConfig | None
+    raw_parts: list[str], rel: str | None, resolved: Path, config: PathRules | None
 ) -> str | None:
     resolved_parts = _parts(rel) if rel is not None else _parts(str(resolved))
     names = [parts[-1] for parts in (raw_parts, resolved_parts) if parts]

@@ -11,19 +11,20 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_json
 from libcommon.cliapp import describe_validation_error
-from libcommon.contracts import Contract
 from libcommon.errors import CorruptStore
+
+if TYPE_CHECKING:
+    from libcommon.contracts import Contract
 
 MAX_STORE_BYTES = 4 * 1024 * 1024
 
-StoreT = TypeVar("StoreT", bound=Contract)
+# A string bound: read_capped serves the configuration's fast path, which must not import pydantic.
+StoreT = TypeVar("StoreT", bound="Contract")
 
 
 class UnreadableFile(Exception):
@@ -63,6 +64,8 @@ def load_store(path: Path, model: type[StoreT]) -> StoreT:
         raise CorruptStore(str(path), f"not valid JSON ({exc})") from None
     if not isinstance(document, dict):
         raise CorruptStore(str(path), "the document is not a JSON object")
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(document)
     except ValidationError as exc:
