@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from libcommon.paths import is_within, resolve_lenient, state_root
 
@@ -85,15 +85,6 @@ class PathFinding:
     secret: bool = False
     secret_reason: str | None = None
 
-    def needs_no_question(self) -> bool:
-        """True when the operation on this path would run without asking anyone."""
-        if not self.valid or not self.inside_workspace:
-            return False
-        return not self.protected if self.write else not self.secret
-
-    def fields(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def validate_path(
     raw: str,
@@ -108,7 +99,7 @@ def validate_path(
     from .models import PathFacts
 
     finding = check_path(raw, workspace, write=write, base=base, config=config, state_dir=state_dir)
-    return PathFacts(**finding.fields())
+    return PathFacts(**asdict(finding))
 
 
 def check_path(
