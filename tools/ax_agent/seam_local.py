@@ -107,15 +107,16 @@ class LocalSeam:
         return append_events(self.layout, self.session_id, request.events)
 
     def _snapshot(self, request: PathsRequest, abort: threading.Event | None) -> Any:
-        from ax_log import snapshot_paths
+        from ax_log import append_events, snapshot_events
 
-        records = snapshot_paths(self.layout, self.session_id, request.paths, request.call_id)
-        for record in records:
+        events = snapshot_events(self.layout, request.paths, request.call_id)
+        records = append_events(self.layout, self.session_id, [*events, *request.after])
+        for record in records[: len(events)]:
             self._snapshots[record["path"]] = record
         return records
 
     def _mutated(self, request: PathsRequest, abort: threading.Event | None) -> Any:
-        from ax_log import latest_snapshots, record_mutations, workspace_path
+        from ax_log import append_events, latest_snapshots, mutation_events, workspace_path
 
         relative = [workspace_path(self.layout, raw)[1] for raw in request.paths]
         known = (
@@ -123,9 +124,10 @@ class LocalSeam:
             if all(path in self._snapshots for path in relative)
             else latest_snapshots(self.layout, self.session_id)
         )
-        return record_mutations(
+        events = mutation_events(
             self.layout, self.session_id, request.paths, request.call_id, snapshots=known
         )
+        return append_events(self.layout, self.session_id, [*events, *request.after])
 
     def _detect(self, request: CheckDetectRequest, abort: threading.Event | None) -> Any:
         from ax_check import detect

@@ -21,10 +21,16 @@ class AppendRequest(Contract):
 
 
 class PathsRequest(Contract):
-    """log.snapshot and log.mutated: workspace-relative paths of one call."""
+    """log.snapshot and log.mutated: workspace-relative paths of one call.
+
+    ``after``: event bodies stored right after the verb's own events, in the
+    same all-or-nothing batch where the seam can (in-process); the answer is
+    every stored event, the verb's own first.
+    """
 
     paths: list[str]
     call_id: str | None = None
+    after: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class CheckRunRequest(Contract):

@@ -212,7 +212,11 @@ class ProcessSeam:
     def _paths_verb(self, verb: str, request: PathsRequest) -> Any:
         call = ["--call", request.call_id] if request.call_id is not None else []
         child = self._run("log", [verb, *self._session_args(), *call, "--", *request.paths])
-        return _json_lines(child.stdout)
+        stored = _json_lines(child.stdout)
+        if request.after:
+            # The CLI verb takes no extra events: they follow as their own append.
+            stored += self._log_append(AppendRequest(events=request.after), None)
+        return stored
 
     def _check_run(self, request: CheckRunRequest, abort: threading.Event | None) -> Any:
         from ax_check import CheckResult

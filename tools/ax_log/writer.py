@@ -261,7 +261,8 @@ def _last_line_seq(fd: int, size: int, session_id: str) -> int | None:
         start = max(0, end - TAIL_READ_CHUNK)
         tail = os.pread(fd, end - start, start) + tail
         end = start
-        if tail.count(b"\n") >= 2 or start == 0:
+        # Searched from the end: the cost is the last line's length, not the chunk's.
+        if start == 0 or tail.rfind(b"\n", 0, len(tail) - 1) >= 0:
             break
     if not tail.endswith(b"\n"):
         return None
