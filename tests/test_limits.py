@@ -367,3 +367,9 @@ def test_agent_context_limits() -> None:
 def test_libcommon_flock_limits() -> None:
     assert locks.FLOCK_POLL_MIN_S == 0.0002
     assert locks.FLOCK_POLL_MAX_S == 0.01
+
+
+def test_log_tail_first_read_limit() -> None:
+    from ax_log import writer
+
+    assert writer.TAIL_FIRST_READ == 4 * 1024

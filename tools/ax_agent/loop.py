@@ -32,6 +32,7 @@ from .providers import (
     ToolUseBlock,
     Usage,
 )
+from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
 
 if TYPE_CHECKING:
@@ -281,11 +282,12 @@ def _execute(
             outcome="loop-stopped",
         )
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
-    decision = _decide(session, use, facts)
+    decision, decided = _decide(session, use, facts)
     if decision.verdict == "deny":
         why = f"Denied by policy ({decision.rule}): {decision.reason}"
+        session.record(decided)
         return _complete(session, use, why, ok=False, summary=why, outcome="denied")
-    snapshots, no_undo = _snapshot(session, use, decision)
+    snapshots, no_undo = _snapshot(session, use, decision, decided)
     if decision.verdict == "ask" or no_undo is not None:
         answer = _ask(session, use, value, decision, facts, no_undo, abort)
         if not answer.allowed:
@@ -372,7 +374,10 @@ def _with_replay_key(
     return facts.model_copy(update={"check": check})
 
 
-def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision) -> Decision:
+def _decide(
+    session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision
+) -> tuple[Decision, dict[str, Any]]:
+    """The decision and its ``policy.decision`` event, which the caller stores."""
     from ax_policy import Decision, DecisionRequest
 
     if isinstance(facts, Decision):
@@ -385,19 +390,17 @@ def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision
             session_grants=session.grants.entries(),
         )
         decision = session.seam.call("policy.decide", request)
-    session.record(
-        {
-            "type": "policy.decision",
-            "callId": use.id,
-            "verdict": decision.verdict,
-            "class": decision.decision_class,
-            "rule": decision.rule,
-            "reason": decision.reason,
-            "boundary": decision.exec_boundary,
-            "sandboxProfile": decision.sandbox_profile,
-        }
-    )
-    return decision
+    decided = {
+        "type": "policy.decision",
+        "callId": use.id,
+        "verdict": decision.verdict,
+        "class": decision.decision_class,
+        "rule": decision.rule,
+        "reason": decision.reason,
+        "boundary": decision.exec_boundary,
+        "sandboxProfile": decision.sandbox_profile,
+    }
+    return decision, decided
 
 
 def _write_paths(decision: Decision) -> list[str]:
@@ -405,20 +408,34 @@ def _write_paths(decision: Decision) -> list[str]:
 
 
 def _snapshot(
-    session: Session, use: ToolUseBlock, decision: Decision
+    session: Session, use: ToolUseBlock, decision: Decision, decided: dict[str, Any]
 ) -> tuple[dict[str, str | None], str | None]:
-    """Pre-images of the files the call will write: {path: sha256 or None}, or why not."""
+    """Store ``decided``, then pre-images of the files the call will write.
+
+    Returns {path: sha256 or None}, or why there is none. Taking a pre-image
+    is no effect on the workspace, so the decision and the ``snapshot.stored``
+    events are one batch; the decision is stored whether or not the snapshot is.
+    """
     if not decision.requires_snapshot:
+        session.record(decided)
         return {}, None
     paths = _write_paths(decision)
     if not paths:
+        session.record(decided)
         return {}, "the decision names no path to snapshot"
+    request = PathsRequest(paths=paths, call_id=use.id, before=[decided])
     try:
-        records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
+        records = session.seam.call("log.snapshot", request)
+    except BeforeStored as exc:
+        session.show_new()
+        return {}, f"the snapshot failed: {exc.message}"
     except AxError as exc:
+        # Nothing was stored: the decision goes alone, still before anything runs.
+        session.record(decided)
         return {}, f"the snapshot failed: {exc.message}"
     session.show_new(records)
-    return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
+    stored = [record for record in records if record["type"] == "snapshot.stored"]
+    return {str(session.workspace / record["path"]): record["sha256"] for record in stored}, None
 
 
 def _record_mutations(
