@@ -362,3 +362,14 @@ def test_agent_context_limits() -> None:
     assert slate_trail.TRAIL_MAX_COUNT == 200
     assert slate_trail.TRAIL_DEFAULT_COUNT == 20
     assert history_search.CALL_LOOKUP_MAX_PAGES == 50
+
+
+def test_libcommon_flock_limits() -> None:
+    assert locks.FLOCK_POLL_MIN_S == 0.0002
+    assert locks.FLOCK_POLL_MAX_S == 0.01
+
+
+def test_log_tail_first_read_limit() -> None:
+    from ax_log import writer
+
+    assert writer.TAIL_FIRST_READ == 4 * 1024

@@ -32,6 +32,7 @@ from .providers import (
     ToolUseBlock,
     Usage,
 )
+from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
 
 if TYPE_CHECKING:
@@ -142,20 +143,21 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         except AxError as exc:  # a provider error, or a script that ran out
             return _finished(session, state, "error", final_text, exc.message)
         state.usage.add(response.usage)
-        session.record(
-            {
-                "type": "assistant.message",
-                "content": [block_json(block) for block in response.content],
-                "stopReason": response.stop_reason,
-                "usage": usage_json(response.usage),
-            }
-        )
+        answer = {
+            "type": "assistant.message",
+            "content": [block_json(block) for block in response.content],
+            "stopReason": response.stop_reason,
+            "usage": usage_json(response.usage),
+        }
         session.messages.append(Message("assistant", list(response.content)))
         final_text = response.text or final_text
         uses = response.tool_uses
         if not uses:
+            session.record(answer)
             return _finished(session, state, response.stop_reason, final_text)
-        results = _answer_calls(session, uses, response.stop_reason, abort, state)
+        # Nothing happens between the answer and its first call's request, so the two
+        # are one batch: both durable before that call is decided, in the same order.
+        results = _answer_calls(session, uses, response.stop_reason, abort, state, answer)
         session.messages.append(Message("user", list(results)))
         if state.abort_phase is not None or abort.is_set():
             return _aborted(session, state, state.abort_phase or "tool", final_text)
@@ -179,25 +181,35 @@ def _answer_calls(
     stop_reason: str,
     abort: threading.Event,
     state: _TurnState,
+    answer: dict[str, Any],
 ) -> list[ToolResultBlock]:
+    """Answer each call in order; ``answer`` (the assistant.message) leads the first record."""
     results: list[ToolResultBlock] = []
-    for use in uses:
+    for number, use in enumerate(uses):
+        lead = [answer] if number == 0 else []
         if stop_reason != "tool_use":
-            results.append(
-                _skip(session, use, f"Not run: your answer stopped ({stop_reason}) mid-call.")
-            )
+            why = f"Not run: your answer stopped ({stop_reason}) mid-call."
+            results.append(_skip(session, use, why, lead))
         elif abort.is_set() or state.abort_phase is not None:
-            results.append(_skip(session, use, "Not run: the user interrupted the turn."))
+            results.append(_skip(session, use, "Not run: the user interrupted the turn.", lead))
         elif state.stop is not None:
-            results.append(_skip(session, use, f"Not run: the turn stopped ({state.stop.reason})."))
+            why = f"Not run: the turn stopped ({state.stop.reason})."
+            results.append(_skip(session, use, why, lead))
         else:
-            results.append(_execute(session, use, abort, state))
+            results.append(_execute(session, use, abort, state, lead))
     return results
 
 
-def _skip(session: Session, use: ToolUseBlock, why: str) -> ToolResultBlock:
+def _requested(use: ToolUseBlock) -> dict[str, Any]:
+    return {"type": "tool.requested", "callId": use.id, "tool": use.name, "input": use.input}
+
+
+def _skip(
+    session: Session, use: ToolUseBlock, why: str, lead: list[dict[str, Any]]
+) -> ToolResultBlock:
     session.record(
-        {"type": "tool.requested", "callId": use.id, "tool": use.name, "input": use.input},
+        *lead,
+        _requested(use),
         {
             "type": "tool.completed",
             "callId": use.id,
@@ -210,28 +222,35 @@ def _skip(session: Session, use: ToolUseBlock, why: str) -> ToolResultBlock:
     return ToolResultBlock(use.id, why, is_error=True)
 
 
+def _completed(
+    use: ToolUseBlock, content: str, *, ok: bool, summary: str, outcome: str
+) -> dict[str, Any]:
+    return {
+        "type": "tool.completed",
+        "callId": use.id,
+        "ok": ok,
+        "summary": one_line(summary or content),
+        "content": content,
+        "outcome": outcome,
+    }
+
+
 def _complete(
     session: Session, use: ToolUseBlock, content: str, *, ok: bool, summary: str, outcome: str
 ) -> ToolResultBlock:
-    session.record(
-        {
-            "type": "tool.completed",
-            "callId": use.id,
-            "ok": ok,
-            "summary": one_line(summary or content),
-            "content": content,
-            "outcome": outcome,
-        }
-    )
+    session.record(_completed(use, content, ok=ok, summary=summary, outcome=outcome))
     return ToolResultBlock(use.id, content, is_error=not ok)
 
 
 def _execute(
-    session: Session, use: ToolUseBlock, abort: threading.Event, state: _TurnState
+    session: Session,
+    use: ToolUseBlock,
+    abort: threading.Event,
+    state: _TurnState,
+    lead: list[dict[str, Any]],
 ) -> ToolResultBlock:
-    session.record(
-        {"type": "tool.requested", "callId": use.id, "tool": use.name, "input": use.input}
-    )
+    # The request is durable before the call is parsed, decided or run.
+    session.record(*lead, _requested(use))
     tool = session.tools.get(use.name)
     if tool is None:
         known = ", ".join(sorted(session.tools)) or "none"
@@ -263,11 +282,12 @@ def _execute(
             outcome="loop-stopped",
         )
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
-    decision = _decide(session, use, facts)
+    decision, decided = _decide(session, use, facts)
     if decision.verdict == "deny":
         why = f"Denied by policy ({decision.rule}): {decision.reason}"
+        session.record(decided)
         return _complete(session, use, why, ok=False, summary=why, outcome="denied")
-    snapshots, no_undo = _snapshot(session, use, decision)
+    snapshots, no_undo = _snapshot(session, use, decision, decided)
     if decision.verdict == "ask" or no_undo is not None:
         answer = _ask(session, use, value, decision, facts, no_undo, abort)
         if not answer.allowed:
@@ -280,31 +300,36 @@ def _execute(
             )
             return _complete(session, use, why, ok=False, summary=why, outcome="declined")
     result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1)
-    if snapshots:
-        _record_mutations(session, use, snapshots)
-    if abort.is_set():
-        state.abort_phase = "tool"
     content = result.content
     if state.repeats >= LOOP_WARN_AT:
         content += (
             f"\n\n[ax: this is call {state.repeats} in a row of {use.name} with the same input; "
             f"at {LOOP_STOP_AT} the turn stops. Try something different.]"
         )
-    output_path = None
-    if result.full_output is not None:
-        output_path = session.seam.call(
-            "slate.save_output", SaveOutputRequest(text=result.full_output)
-        )
-    block = _complete(
-        session,
+    completed = _completed(
         use,
         content,
         ok=not result.is_error,
         summary=result.summary or ("error" if result.is_error else "done"),
         outcome="ran",
     )
+    recorded = False
+    if snapshots:
+        # The call has run; when no output is saved in between, its mutations and its
+        # completion are one batch (the mutations first, as always).
+        then = [completed] if result.full_output is None else []
+        recorded = _record_mutations(session, use, snapshots, then)
+    if abort.is_set():
+        state.abort_phase = "tool"
+    output_path = None
+    if result.full_output is not None:
+        output_path = session.seam.call(
+            "slate.save_output", SaveOutputRequest(text=result.full_output)
+        )
+    if not recorded:
+        session.record(completed)
     _trail(session, use, value, result, output_path)
-    return block
+    return ToolResultBlock(use.id, content, is_error=result.is_error)
 
 
 def _refused_input(
@@ -349,7 +374,10 @@ def _with_replay_key(
     return facts.model_copy(update={"check": check})
 
 
-def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision) -> Decision:
+def _decide(
+    session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision
+) -> tuple[Decision, dict[str, Any]]:
+    """The decision and its ``policy.decision`` event, which the caller stores."""
     from ax_policy import Decision, DecisionRequest
 
     if isinstance(facts, Decision):
@@ -362,19 +390,17 @@ def _decide(session: Session, use: ToolUseBlock, facts: DeclaredFacts | Decision
             session_grants=session.grants.entries(),
         )
         decision = session.seam.call("policy.decide", request)
-    session.record(
-        {
-            "type": "policy.decision",
-            "callId": use.id,
-            "verdict": decision.verdict,
-            "class": decision.decision_class,
-            "rule": decision.rule,
-            "reason": decision.reason,
-            "boundary": decision.exec_boundary,
-            "sandboxProfile": decision.sandbox_profile,
-        }
-    )
-    return decision
+    decided = {
+        "type": "policy.decision",
+        "callId": use.id,
+        "verdict": decision.verdict,
+        "class": decision.decision_class,
+        "rule": decision.rule,
+        "reason": decision.reason,
+        "boundary": decision.exec_boundary,
+        "sandboxProfile": decision.sandbox_profile,
+    }
+    return decision, decided
 
 
 def _write_paths(decision: Decision) -> list[str]:
@@ -382,25 +408,46 @@ def _write_paths(decision: Decision) -> list[str]:
 
 
 def _snapshot(
-    session: Session, use: ToolUseBlock, decision: Decision
+    session: Session, use: ToolUseBlock, decision: Decision, decided: dict[str, Any]
 ) -> tuple[dict[str, str | None], str | None]:
-    """Pre-images of the files the call will write: {path: sha256 or None}, or why not."""
+    """Store ``decided``, then pre-images of the files the call will write.
+
+    Returns {path: sha256 or None}, or why there is none. Taking a pre-image
+    is no effect on the workspace, so the decision and the ``snapshot.stored``
+    events are one batch; the decision is stored whether or not the snapshot is.
+    """
     if not decision.requires_snapshot:
+        session.record(decided)
         return {}, None
     paths = _write_paths(decision)
     if not paths:
+        session.record(decided)
         return {}, "the decision names no path to snapshot"
+    request = PathsRequest(paths=paths, call_id=use.id, before=[decided])
     try:
-        records = session.seam.call("log.snapshot", PathsRequest(paths=paths, call_id=use.id))
-    except AxError as exc:
+        records = session.seam.call("log.snapshot", request)
+    except BeforeStored as exc:
+        session.show_new()
         return {}, f"the snapshot failed: {exc.message}"
-    session.show_new()
-    return {str(session.workspace / record["path"]): record["sha256"] for record in records}, None
+    except AxError as exc:
+        # Nothing was stored: the decision goes alone, still before anything runs.
+        session.record(decided)
+        return {}, f"the snapshot failed: {exc.message}"
+    session.show_new(records)
+    stored = [record for record in records if record["type"] == "snapshot.stored"]
+    return {str(session.workspace / record["path"]): record["sha256"] for record in stored}, None
 
 
 def _record_mutations(
-    session: Session, use: ToolUseBlock, snapshots: dict[str, str | None]
-) -> None:
+    session: Session,
+    use: ToolUseBlock,
+    snapshots: dict[str, str | None],
+    then: list[dict[str, Any]],
+) -> bool:
+    """Record the files the call changed, with the events ``then`` in the same batch.
+
+    True when ``then`` was stored; with nothing changed, nothing is stored.
+    """
     from pathlib import Path
 
     from ax_log import hash_file
@@ -414,9 +461,10 @@ def _record_mutations(
         if after != before:
             changed.append(path)
     if not changed:
-        return
-    session.seam.call("log.mutated", PathsRequest(paths=changed, call_id=use.id))
-    session.show_new()
+        return False
+    request = PathsRequest(paths=changed, call_id=use.id, after=then)
+    session.show_new(session.seam.call("log.mutated", request))
+    return bool(then)
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:

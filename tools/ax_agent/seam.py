@@ -10,7 +10,7 @@ same session can be run both ways and compared.
 | ``policy.decide`` | ``ax_policy.DecisionRequest`` | ``ax_policy.Decision`` |
 | ``exec.run`` | ``ax_exec.ExecSpec`` | ``ax_exec.ExecOutcome`` |
 | ``log.append`` | ``AppendRequest`` | the stored events |
-| ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events |
+| ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events, with before/after |
 | ``check.run`` | ``CheckRunRequest`` | ``ax_check.CheckResult`` |
 | ``check.detect`` | ``CheckDetectRequest`` | ``ax_check.DetectReport`` |
 | ``slate.start`` | ``SlateStartRequest`` | ``ax_slate.SessionSlate`` |
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from libcommon.errors import UsageError
+from libcommon.errors import AxError, OperationFailed, UsageError
 
 VERBS = (
     "policy.decide",
@@ -79,3 +79,13 @@ class Seam(Protocol):
 
 def unknown_verb(verb: str) -> UsageError:
     return UsageError(f"the seam has no verb {verb!r}", hint=f"verbs: {', '.join(VERBS)}")
+
+
+class BeforeStored(OperationFailed):
+    """log.snapshot / log.mutated failed after the request's ``before`` events were stored.
+
+    Those events stay in the log; any other error from these verbs means nothing was stored.
+    """
+
+    def __init__(self, cause: AxError) -> None:
+        super().__init__(cause.message, hint=cause.hint)

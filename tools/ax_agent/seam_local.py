@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from libcommon.errors import AxError
 from libcommon.paths import StateLayout
 
-from .seam import OutputHook, unknown_verb
+from .seam import BeforeStored, OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
     ArchiveRequest,
@@ -107,25 +108,46 @@ class LocalSeam:
         return append_events(self.layout, self.session_id, request.events)
 
     def _snapshot(self, request: PathsRequest, abort: threading.Event | None) -> Any:
-        from ax_log import snapshot_paths
+        from ax_log import snapshot_events
 
-        records = snapshot_paths(self.layout, self.session_id, request.paths, request.call_id)
+        records = self._store(
+            request, lambda: snapshot_events(self.layout, request.paths, request.call_id)
+        )
         for record in records:
-            self._snapshots[record["path"]] = record
+            if record["type"] == "snapshot.stored":
+                self._snapshots[record["path"]] = record
         return records
 
     def _mutated(self, request: PathsRequest, abort: threading.Event | None) -> Any:
-        from ax_log import latest_snapshots, record_mutations, workspace_path
+        from ax_log import latest_snapshots, mutation_events, workspace_path
 
-        relative = [workspace_path(self.layout, raw)[1] for raw in request.paths]
-        known = (
-            self._snapshots
-            if all(path in self._snapshots for path in relative)
-            else latest_snapshots(self.layout, self.session_id)
-        )
-        return record_mutations(
-            self.layout, self.session_id, request.paths, request.call_id, snapshots=known
-        )
+        def events() -> list[Any]:
+            relative = [workspace_path(self.layout, raw)[1] for raw in request.paths]
+            known = (
+                self._snapshots
+                if all(path in self._snapshots for path in relative)
+                else latest_snapshots(self.layout, self.session_id)
+            )
+            return mutation_events(
+                self.layout, self.session_id, request.paths, request.call_id, snapshots=known
+            )
+
+        return self._store(request, events)
+
+    def _store(self, request: PathsRequest, own: Callable[[], list[Any]]) -> list[Any]:
+        """One batch: ``before``, the verb's own events, ``after`` (see PathsRequest)."""
+        from ax_log import append_events
+
+        try:
+            events = own()
+        except BaseException as exc:
+            if request.before:
+                append_events(self.layout, self.session_id, request.before)
+                if isinstance(exc, AxError):
+                    raise BeforeStored(exc) from exc
+            raise
+        batch = [*request.before, *events, *request.after]
+        return append_events(self.layout, self.session_id, batch)
 
     def _detect(self, request: CheckDetectRequest, abort: threading.Event | None) -> Any:
         from ax_check import detect

@@ -21,10 +21,19 @@ class AppendRequest(Contract):
 
 
 class PathsRequest(Contract):
-    """log.snapshot and log.mutated: workspace-relative paths of one call."""
+    """log.snapshot and log.mutated: workspace-relative paths of one call.
+
+    ``before`` / ``after``: event bodies stored right before / after the verb's
+    own events, in the same all-or-nothing batch where the seam can
+    (in-process); the answer is every stored event, in log order. When the
+    verb itself fails, ``before`` is still stored (alone) and the error is
+    ``seam.BeforeStored``; ``after`` is not stored.
+    """
 
     paths: list[str]
     call_id: str | None = None
+    before: list[dict[str, Any]] = Field(default_factory=list)
+    after: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class CheckRunRequest(Contract):

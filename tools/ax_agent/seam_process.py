@@ -36,7 +36,7 @@ from libcommon.errors import (
 )
 from libcommon.paths import StateLayout
 
-from .seam import VERBS, OutputHook, unknown_verb
+from .seam import VERBS, BeforeStored, OutputHook, unknown_verb
 from .seam_models import (
     AppendRequest,
     ArchiveRequest,
@@ -210,9 +210,21 @@ class ProcessSeam:
         return self._paths_verb("mutated", request)
 
     def _paths_verb(self, verb: str, request: PathsRequest) -> Any:
+        # The CLI verb takes no extra events: before and after are appends of their own.
+        stored: list[dict[str, Any]] = []
+        if request.before:
+            stored += self._log_append(AppendRequest(events=request.before), None)
         call = ["--call", request.call_id] if request.call_id is not None else []
-        child = self._run("log", [verb, *self._session_args(), *call, "--", *request.paths])
-        return _json_lines(child.stdout)
+        try:
+            child = self._run("log", [verb, *self._session_args(), *call, "--", *request.paths])
+        except AxError as exc:
+            if request.before:
+                raise BeforeStored(exc) from exc
+            raise
+        stored += _json_lines(child.stdout)
+        if request.after:
+            stored += self._log_append(AppendRequest(events=request.after), None)
+        return stored
 
     def _check_run(self, request: CheckRunRequest, abort: threading.Event | None) -> Any:
         from ax_check import CheckResult

@@ -13,8 +13,9 @@ log); a second one is refused (exit 4) and a crashed owner's lease is taken over
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,23 +117,28 @@ class Session:
         stored: list[dict[str, Any]] = self.seam.call(
             "log.append", AppendRequest(events=list(events))
         )
-        self.show_new()
+        self.show_new(stored)
         return stored
 
-    def show_new(self) -> None:
+    def show_new(self, appended: Sequence[Mapping[str, Any]] = ()) -> None:
         """Pass the log's new complete lines to the listeners, in log order.
 
         Read from the file rather than from what this process appended, so events
         other tools append (ax-check's, ax-log's snapshots) reach a stream too.
+        ``appended`` is the batch this process just stored: when the log grew by
+        exactly its lines since the last show, those lines are what the file now
+        holds past the shown offset, and the file need not be read back.
         """
         if not self.listeners:
             return
         from libcommon import jsonio
 
         path = self.layout.session_log(self.id)
-        with path.open("rb") as handle:
-            handle.seek(self.shown_offset)
-            data = handle.read()
+        data = b"".join(jsonio.dumps_line(record) for record in appended)
+        if not data or os.stat(path).st_size != self.shown_offset + len(data):
+            with path.open("rb") as handle:
+                handle.seek(self.shown_offset)
+                data = handle.read()
         end = data.rfind(b"\n") + 1
         self.shown_offset += end
         for line in data[:end].splitlines():

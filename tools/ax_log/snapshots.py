@@ -134,6 +134,19 @@ def snapshot_paths(
     call_id: str | None = None,
 ) -> list[Record]:
     """Store each file's current bytes and append one ``snapshot.stored`` per path."""
+    return append_events(layout, session_id, snapshot_events(layout, paths, call_id))
+
+
+def snapshot_events(
+    layout: StateLayout,
+    paths: Iterable[str | os.PathLike[str]],
+    call_id: str | None = None,
+) -> list[SnapshotStored]:
+    """Store each file's current bytes; the ``snapshot.stored`` events, not yet appended.
+
+    A caller appending them in one batch with events of its own uses this;
+    everyone else calls ``snapshot_paths``.
+    """
     events = []
     for raw in paths:
         resolved, relative = workspace_path(layout, raw)
@@ -148,7 +161,7 @@ def snapshot_paths(
         )
     if not events:
         raise UsageError("name at least one path to snapshot")
-    return append_events(layout, session_id, events)
+    return events
 
 
 def latest_snapshots(layout: StateLayout, session_id: str) -> dict[str, Record]:
@@ -177,6 +190,18 @@ def record_mutations(
     saves a read of the whole log. A path with no snapshot is refused: without
     a pre-image the change could not be undone.
     """
+    events = mutation_events(layout, session_id, paths, call_id, snapshots)
+    return append_events(layout, session_id, events)
+
+
+def mutation_events(
+    layout: StateLayout,
+    session_id: str,
+    paths: Iterable[str | os.PathLike[str]],
+    call_id: str | None = None,
+    snapshots: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[FileMutated]:
+    """The ``file.mutated`` events ``record_mutations`` appends, not yet appended."""
     resolved_paths = [workspace_path(layout, raw) for raw in paths]
     if not resolved_paths:
         raise UsageError("name at least one changed path")
@@ -201,4 +226,4 @@ def record_mutations(
                 created_dirs=created,
             )
         )
-    return append_events(layout, session_id, events)
+    return events

@@ -45,6 +45,7 @@ LOCK_POLL_MIN_S = 0.0002
 LOCK_POLL_MAX_S = 0.01
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
+TAIL_FIRST_READ = 4 * 1024
 BATCH_MAX_EVENTS = 10_000
 # Types only the log itself may write: a forged one would misreport a recovery.
 WRITTEN_BY_THE_LOG = frozenset({"log.recovered"})
@@ -55,8 +56,12 @@ def log_path(layout: StateLayout, session_id: str) -> Path:
 
 
 def index_path(layout: StateLayout, session_id: str) -> Path:
+    return _index_of(log_path(layout, session_id))
+
+
+def _index_of(log: Path) -> Path:
     # The leading dot keeps it apart from every session's files: ids start with a letter or digit.
-    return layout.sessions_dir / f".{layout.session_log(session_id).stem}.index"
+    return log.with_name(f".{log.stem}.index")
 
 
 def partial_path(log: Path) -> Path:
@@ -94,7 +99,7 @@ def append_events(
     fields = [_redacted(body) for body in bodies]
     log = log_path(layout, session_id)
     log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with append_lock(index_path(layout, session_id)) as index_fd:
+    with append_lock(_index_of(log)) as index_fd:
         created = not log.exists()
         fd = os.open(log, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
@@ -257,11 +262,15 @@ def _last_line_seq(fd: int, size: int, session_id: str) -> int | None:
     """The seq of the log's last line, read backwards from the end; None if it is not sound."""
     end = size
     tail = b""
+    # Most lines are short: a first small read usually holds the whole last line.
+    chunk = TAIL_FIRST_READ
     while end > 0:
-        start = max(0, end - TAIL_READ_CHUNK)
+        start = max(0, end - chunk)
+        chunk = TAIL_READ_CHUNK
         tail = os.pread(fd, end - start, start) + tail
         end = start
-        if tail.count(b"\n") >= 2 or start == 0:
+        # Searched from the end: the cost is the last line's length, not the chunk's.
+        if start == 0 or tail.rfind(b"\n", 0, len(tail) - 1) >= 0:
             break
     if not tail.endswith(b"\n"):
         return None

@@ -17,7 +17,7 @@ from typing import Any
 
 from libcommon import jsonio
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
-from libcommon.locks import file_lock
+from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact, redact_value
 
@@ -81,7 +81,7 @@ def archive_message(layout: StateLayout, session_id: str, message: dict[str, Any
     files = session_files(layout, session_id)
     files.dir.mkdir(parents=True, exist_ok=True)
     redacted = redact_value(message)
-    with file_lock(files.archive_lock):
+    with flock_lock(files.archive_lock):
         row = _last_row(files) + 1
         append_line(files.archive, jsonio.dumps_line({"row": row, "message": redacted}))
     return row

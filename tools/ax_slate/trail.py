@@ -18,7 +18,7 @@ from typing import Any
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_bytes
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
-from libcommon.locks import file_lock
+from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact, redact_value
 
@@ -58,7 +58,7 @@ def record(layout: StateLayout, session_id: str, request: RecordRequest) -> Trai
             raise UsageError(f"output path is longer than {OUTPUT_PATH_MAX_CHARS} characters")
         output = os.path.abspath(output)
     files.dir.mkdir(parents=True, exist_ok=True)
-    with file_lock(files.trail_lock):
+    with flock_lock(files.trail_lock):
         step = _last_step(files) + 1
         entry = TrailEntry(
             step=step,
