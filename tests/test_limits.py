@@ -200,8 +200,6 @@ def test_ax_log_limits() -> None:
     assert envelope.SCHEMA_VERSION == 1
     assert events.CUSTOM_KIND_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
     assert writer.APPEND_LOCK_TIMEOUT_S == 30.0
-    assert writer.LOCK_POLL_MIN_S == 0.0002
-    assert writer.LOCK_POLL_MAX_S == 0.01
     assert writer.INDEX_RECORD_BYTES == 160
     assert writer.TAIL_READ_CHUNK == 64 * 1024
     assert writer.BATCH_MAX_EVENTS == 10_000

@@ -19,10 +19,8 @@ survives a process kill and a power loss (docs/ax-log.md).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,13 +34,12 @@ from ax_log.events import EventBody, LogRecovered, body_fields, parse_body
 from ax_log.reader import Record, iter_lines, parse_line, refuse_newer
 from libcommon import clock, jsonio
 from libcommon.atomic import fsync_dir
-from libcommon.errors import CorruptStore, Fenced, OperationFailed, UsageError
+from libcommon.errors import CorruptStore, OperationFailed, UsageError
+from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact_value
 
 APPEND_LOCK_TIMEOUT_S = 30.0
-LOCK_POLL_MIN_S = 0.0002
-LOCK_POLL_MAX_S = 0.01
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
 TAIL_FIRST_READ = 4 * 1024
@@ -153,51 +150,19 @@ def _write_batch(fd: int, records: list[Record]) -> int:
 
 @contextmanager
 def append_lock(path: Path, timeout: float = APPEND_LOCK_TIMEOUT_S) -> Iterator[int]:
-    """Hold an exclusive flock on ``path``; yields its fd (the index lives in that file).
+    """Hold the session's append lock (a flock on ``path``); yields its fd (the index lives there).
 
-    Polls with a short exponential backoff instead of filelock's fixed 50 ms, so
-    many writers taking turns do not idle; a holder that never lets go (a
-    stopped process) is reported as Fenced after ``timeout``.
+    libcommon's flock helper polls with a short exponential backoff, so many writers
+    taking turns do not idle; a holder that never lets go (a stopped process) is
+    reported as Fenced after ``timeout``.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            _flock_until(fd, path, deadline, timeout)
-        except BaseException:
-            os.close(fd)
-            raise
-        if _same_file(fd, path):
-            break
-        # The file was replaced or removed while we waited: that lock guards nothing.
-        os.close(fd)
-    try:
+    with flock_lock(
+        path,
+        timeout,
+        what="append lock",
+        hint="another process holds it; if it is stopped, resume or end it",
+    ) as fd:
         yield fd
-    finally:
-        os.close(fd)
-
-
-def _flock_until(fd: int, path: Path, deadline: float, timeout: float) -> None:
-    delay = LOCK_POLL_MIN_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise Fenced(
-                    f"could not take the append lock {path} within {timeout:g}s",
-                    hint="another process holds it; if it is stopped, resume or end it",
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, LOCK_POLL_MAX_S)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        return os.fstat(fd).st_ino == path.stat().st_ino
-    except FileNotFoundError:
-        return False
 
 
 @dataclass(frozen=True)
