@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from libcommon import jsonio
+from libcommon.cliapp import describe_validation_error
 
 if TYPE_CHECKING:
     from ax_policy import Decision, DeclaredFacts, ToolFacts
@@ -50,8 +51,8 @@ def parse_input(model: type[BaseModel], raw: Any) -> Parsed:
             try:
                 return Parsed(model.model_validate(repaired))
             except ValidationError as second:
-                return Parsed(None, describe(second))
-        return Parsed(None, describe(first))
+                return Parsed(None, describe_validation_error(second, "input"))
+        return Parsed(None, describe_validation_error(first, "input"))
 
 
 def _json_container(text: str) -> Any:
@@ -93,15 +94,6 @@ def _set_at(document: Any, path: list[Any], value: Any) -> bool:
     return True
 
 
-def describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(the input)"
-        problem = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
-        parts.append(f"{where}: {problem}")
-    return "; ".join(parts)
-
-
 def declared_facts(facts: ToolFacts, value: BaseModel) -> DeclaredFacts | Decision:
     """The facts as plain values, or a deny when one cannot be evaluated."""
     from ax_policy import Decision, DeclaredFacts
@@ -119,13 +111,12 @@ def declared_facts(facts: ToolFacts, value: BaseModel) -> DeclaredFacts | Decisi
     try:
         return DeclaredFacts.model_validate(plain)
     except ValidationError as exc:
+        problem = describe_validation_error(exc, "fact")
         return Decision(
             verdict="deny",
             decision_class="destructive",
             rule="fact-error",
-            reason=f"the facts of {facts.name} are not valid: {describe(exc)}"[
-                :FACT_ERROR_MAX_CHARS
-            ],
+            reason=f"the facts of {facts.name} are not valid: {problem}"[:FACT_ERROR_MAX_CHARS],
         )
 
 
