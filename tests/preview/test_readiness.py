@@ -10,11 +10,12 @@ from collections.abc import Iterator
 import pytest
 
 from ax_preview import readiness
+from libcommon.ansi import strip_ansi
 
 
 def test_strip_ansi_removes_colour_inside_a_url() -> None:
     text = "\x1b[36mhttp://localhost:\x1b[1m5173\x1b[22m/\x1b[39m"
-    assert readiness.strip_ansi(text) == "http://localhost:5173/"
+    assert strip_ansi(text) == "http://localhost:5173/"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from ax_check.models import Finding, Kind, Signal, Summary
+from libcommon.ansi import strip_ansi
 from libcommon.redact import redact
 
 MAX_SIGNALS = 50
@@ -22,7 +23,6 @@ MAX_LINE_BYTES = 8 * 1024
 OUTPUT_HEAD_BYTES = 4 * 1024
 OUTPUT_TAIL_BYTES = 12 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _PYTEST_SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+(?:, )?)+.* in \d+(?:\.\d+)?s\b")
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 _PYTEST_FAILED = re.compile(r"^FAILED (\S+)")
@@ -123,7 +123,7 @@ class Enrichment:
         self.counts[name] = self.counts.get(name, 0) + value
 
     def line(self, text: str) -> None:
-        text = _ANSI.sub("", text).rstrip("\r\n")
+        text = strip_ansi(text).rstrip("\r\n")
         if self.kind in ("test", "test-targeted"):
             self._test_line(text)
         self._diagnostic_line(text)

@@ -27,6 +27,7 @@ from ax_preview.models import (
     SweepReport,
 )
 from libcommon import clock
+from libcommon.ansi import strip_ansi
 from libcommon.errors import Fenced, OperationFailed
 from libcommon.paths import state_layout
 from libcommon.redact import redact
@@ -249,7 +250,7 @@ def sweep_previews(workspace: Path | None) -> SweepReport:
 
 
 def _clean(data: bytes) -> str:
-    return redact(readiness.strip_ansi(data.decode("utf-8", "replace")))
+    return redact(strip_ansi(data.decode("utf-8", "replace")))
 
 
 def read_logs(

@@ -14,16 +14,13 @@ import http.client
 import re
 from collections.abc import Iterable
 
+from libcommon.ansi import strip_ansi
+
 PROBE_TIMEOUT_S = 0.5
 PROBE_HOSTS = ("127.0.0.1", "::1")
 MAX_CANDIDATE_PORTS = 8
 OWNERSHIP_NOTE = "socket ownership not verified"
 
-_ANSI = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, hyperlinks
-    r"|\x1b[@-Z\\-_]"  # two-byte escapes
-)
 _PORT_PATTERNS = (
     # http://localhost:5173/, http://127.0.0.1:8000, http://[::1]:3000, http://0.0.0.0:8080
     re.compile(r"\bhttps?://(?:\[[0-9a-fA-F:.]*\]|[A-Za-z0-9.-]+):(\d{1,5})\b"),
@@ -32,10 +29,6 @@ _PORT_PATTERNS = (
     # "listening on 127.0.0.1:3000", "bound to [::]:8080", "on :4000"
     re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[[0-9a-fA-F:]*\]|\s)[:](\d{2,5})\b"),
 )
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
 
 
 def announced_ports(text: str) -> list[int]:

@@ -36,6 +36,7 @@ import ax_preview.readiness as readiness
 import ax_preview.registry as registry
 from ax_preview.models import Identity, PreviewRecord, StopReason
 from libcommon import clock, jsonio
+from libcommon.ansi import strip_ansi
 from libcommon.paths import StateLayout
 
 POLL_S = 0.05
@@ -75,7 +76,7 @@ def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
             data = handle.read(limit)
     except FileNotFoundError:
         return ""
-    return redact(readiness.strip_ansi(data.decode("utf-8", "replace")))
+    return redact(strip_ansi(data.decode("utf-8", "replace")))
 
 
 @dataclass
