@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ax_exec.environment import CleanEnvironment, clean_environment
     from ax_exec.models import (
         BackendReport,
         ExecOutcome,
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from ax_exec.sandbox import probe_sandbox, profile_status
 
 _MODULE_OF = {
+    "CleanEnvironment": "ax_exec.environment",
+    "clean_environment": "ax_exec.environment",
     "BackendReport": "ax_exec.models",
     "ExecOutcome": "ax_exec.models",
     "ExecSpec": "ax_exec.models",
@@ -49,6 +52,7 @@ _MODULE_OF = {
 __all__ = [
     "AbortHook",
     "BackendReport",
+    "CleanEnvironment",
     "ExecOutcome",
     "ExecSpec",
     "KillReport",
@@ -58,6 +62,7 @@ __all__ = [
     "SandboxStatus",
     "StreamCapture",
     "Termination",
+    "clean_environment",
     "probe_sandbox",
     "profile_status",
     "run_managed",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import fnmatch
 import os
 import signal
 import subprocess
@@ -47,21 +46,17 @@ SESSION_READ_MAX_BYTES = 1024 * 1024
 LOG_TAIL_BYTES = 4096
 EVENT_LOG_TAIL_CHARS = 2000
 PR_SET_CHILD_SUBREAPER = 36
-# Variables a dev server never needs from the harness (same shapes ax-exec removes).
-SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*")
 
 
 def server_environment(parent: Mapping[str, str], token: str) -> dict[str, str]:
-    """The parent's environment without secret-named variables, plus the token."""
-    clean = {
-        name: value
-        for name, value in parent.items()
-        if not any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in SECRET_NAME_PATTERNS)
-    }
-    clean[proc.TOKEN_VARIABLE] = token
-    # Dev servers that would open a browser on start should not.
-    clean["BROWSER"] = "none"
-    return clean
+    """The parent's environment without secret-named variables (ax-exec's filter), plus the token.
+
+    ``BROWSER=none``: dev servers that would open a browser on start should not.
+    """
+    from ax_exec import clean_environment
+
+    overrides = {proc.TOKEN_VARIABLE: token, "BROWSER": "none"}
+    return clean_environment(parent, overrides=overrides).variables
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
