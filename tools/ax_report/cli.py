@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from libcommon import __version__
 from libcommon.cliapp import (
     Environment,
     JsonOption,
+    VersionOption,
     WorkspaceOption,
     chrome,
     entry_point,
@@ -19,23 +19,13 @@ from libcommon.cliapp import (
 )
 from libcommon.errors import ExitStatus, UsageError
 
-app = make_app("ax-report", "The session report: a pure function from events to JSON and Markdown.")
-
 SessionOption = Annotated[
     str | None,
     typer.Option("--session", help="Read this session's log instead of events on stdin."),
 ]
 
 
-def _version(value: bool) -> None:
-    if value:
-        env().stdout.write(f"ax-report {__version__}\n")
-        raise typer.Exit(0)
-
-
-# The bare command is the report itself (`ax-log events | ax-report`), so this
-# callback replaces make_app's and runs when no verb is named.
-@app.callback(invoke_without_command=True, no_args_is_help=False)
+# The bare command is the report itself (`ax-log events | ax-report`); `diff` is a verb.
 def report(
     ctx: typer.Context,
     json_output: JsonOption = False,
@@ -47,10 +37,7 @@ def report(
     ] = None,
     session: SessionOption = None,
     workspace: WorkspaceOption = None,
-    version: Annotated[
-        bool,
-        typer.Option("--version", is_eager=True, callback=_version, help="Print the version."),
-    ] = False,
+    version: VersionOption = False,
 ) -> int | None:
     """Print the session report: Markdown, or the JSON object with --json.
 
@@ -82,6 +69,13 @@ def report(
         chrome("ax-report: error: no readable event arrived")
         return ExitStatus.USAGE
     return ExitStatus.OK
+
+
+app = make_app(
+    "ax-report",
+    "The session report: a pure function from events to JSON and Markdown.",
+    root=report,
+)
 
 
 @app.command("diff")
