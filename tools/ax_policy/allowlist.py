@@ -1,15 +1,37 @@
-"""The curated read-only executables and, for each, the flags it may be given.
+"""The curated read-only executables: for each, the flags it may be given and how it parses them.
 
 Flags are allowed, never denied: a flag missing from an executable's table
 makes the command ask. That is what keeps ``find -exec``, ``sort -o``,
 ``rg --pre`` or a GNU long-option abbreviation such as ``sort --comp=sh`` out
 of the read-only set without anyone having to remember them.
 
+Knowing a flag is not enough: which word is its value and which is an operand
+is decided by the binary's own parser, and the allowlisted ones differ. Each
+spec names its grammar, checked against the real binaries by
+tests/policy/test_grammar.py:
+
+- ``getopt``: GNU getopt_long (coreutils, grep, diff, file, strings, hexdump).
+  Short options cluster (``-rn``); one that needs a value takes the rest of its
+  word or else the next word; an optional value is only ever attached, so
+  ``od -w FILE`` is ``-w`` and the operand FILE while ``od -w32`` is a width.
+  Long options take ``--name=value``, or the next word when the value is
+  required. Options may follow operands (GNU permutes them), and since
+  POSIXLY_CORRECT in the environment makes those words operands instead, the
+  review checks them both ways.
+- ``clap``: ripgrep's parser. As getopt, except that a value attached to a short
+  option loses one leading ``=``: ``rg -f=FILE`` and ``rg -if=FILE`` read FILE.
+- ``tree``: a letter that needs a value takes the NEXT word and the rest of its
+  cluster is still read as letters, so ``tree -Io x FILE`` is ``-I x -o FILE``;
+  ``-L`` also takes attached digits in tree 2.1.3 and later.
+- ``jq``: a word is an option only when ``-`` is followed by a letter or ``-``;
+  short options are letters without values, long ones take their values from
+  the following words and never from ``=``.
+
 Left out on purpose: ``git`` (its config, pager, hooks and fsmonitor can run
 code), interpreters, pagers and editors (shell escapes), ``env``/``printenv``
 (secrets), ``xargs``/``tee``/``awk`` (run or write), and every flag that writes
-a file, runs a program, reads a list of files from a file, or follows links out
-of the workspace (``-L``).
+a file, runs a program, reads a list of files or arguments from a file, follows
+links out of the workspace (``-L``) or never ends (``tail -f``).
 """
 
 from __future__ import annotations
@@ -34,19 +56,51 @@ ValueKind = Literal["count", "text", "path", "when"] | frozenset[str]
 #   date-format:    at most one operand and it must start with "+"
 OperandRule = Literal["paths", "text", "none", "pattern-paths", "date-format"]
 
+# How the binary splits its words into options, values and operands (see above).
+Grammar = Literal["getopt", "clap", "tree", "jq"]
+
+
+@dataclass(frozen=True)
+class ObsoleteCount:
+    """A count given as the first word (``head -20``, ``tail +5``), read as its binary reads it."""
+
+    # Every first word the binary takes as this option rather than as a file.
+    syntax: re.Pattern[str]
+    # The ones that only read; any other match asks, with ``refused`` as the reason.
+    allowed: re.Pattern[str]
+    refused: str
+
+
+@dataclass(frozen=True)
+class FolderReads:
+    """The binary opens the files inside folder operands and follows symlinks there (diff)."""
+
+    # Flags that make it descend into subfolders.
+    recursive_flags: frozenset[str]
+    # Flags that make it compare symlinks as links instead of following them.
+    no_follow_flags: frozenset[str]
+
 
 @dataclass(frozen=True)
 class ExecutableSpec:
     flags: frozenset[str] = frozenset()
+    # Options whose value is required: attached, or else the next word.
     valued: Mapping[str, ValueKind] = field(default_factory=dict)
-    # Long options whose value is optional and only ever given as --name=value.
+    # Options whose value is optional and only ever attached: -wVALUE, --name=VALUE.
+    # Alone they take no value, so the next word is an operand.
     optional: Mapping[str, ValueKind] = field(default_factory=dict)
     operands: OperandRule = "paths"
     max_operands: int | None = None
-    # head -20 / tail -5: the obsolete count-only flag.
-    numeric_shorthand: bool = False
+    grammar: Grammar = "getopt"
+    obsolete: ObsoleteCount | None = None
     # Flags that supply the pattern, so every operand is a path.
     pattern_flags: frozenset[str] = frozenset()
+    # Short options that also take attached digits where the grammar reads values
+    # from the next word (tree -L3).
+    attached_digits: frozenset[str] = frozenset()
+    # binutils: a word @FILE is replaced by the words written in FILE.
+    response_files: bool = False
+    folder_reads: FolderReads | None = None
 
 
 def _f(text: str) -> frozenset[str]:
@@ -55,6 +109,22 @@ def _f(text: str) -> frozenset[str]:
 
 def _v(kind: ValueKind, names: str) -> dict[str, ValueKind]:
     return dict.fromkeys(names.split(), kind)
+
+
+# head reads "-" and a digit in its first word as an obsolete count; its letters
+# only choose units and headers.
+_HEAD_OBSOLETE = ObsoleteCount(
+    syntax=re.compile(r"-[0-9]"),
+    allowed=re.compile(r"-[0-9]+[bcklmqvz]*\Z"),
+    refused="is head's obsolete count with letters head does not have",
+)
+# tail's first word (with at most one file after it) is an obsolete option when
+# it is +[N][bcl][f] or -N[bcl][f] (also -b, -l, -cf, -f): the f follows forever.
+_TAIL_OBSOLETE = ObsoleteCount(
+    syntax=re.compile(r"(?:\+[0-9]*[bcl]?f?|-(?:[0-9]+[bcl]?f?|[bl]f?|cf|f))\Z"),
+    allowed=re.compile(r"(?:\+[0-9]*[bcl]?|-(?:[0-9]+[bcl]?|[bl]))\Z"),
+    refused="is tail's obsolete form of -f: it follows the file and never ends",
+)
 
 
 _SUMS = ExecutableSpec(flags=_f("-b -t -z --binary --text --tag --zero"))
@@ -67,9 +137,9 @@ SPECS: Mapping[str, ExecutableSpec] = {
         flags=_f(
             "-a -A -l -h -R -1 -d -F -t -S -r -i -n -s -p -g -o -x -C -m -c -u -U -X -v -G -N "
             "-Q -q -B -k --all --almost-all --human-readable --si --recursive --directory "
-            "--classify --inode --size --reverse --numeric-uid-gid --no-group "
+            "--inode --size --reverse --numeric-uid-gid --no-group "
             "--group-directories-first --full-time --literal --quote-name --escape "
-            "--ignore-backups --color --colour"
+            "--ignore-backups"
         ),
         valued={
             **_v("count", "-w --width -T --tabsize"),
@@ -84,7 +154,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
             ),
             "--time": frozenset({"atime", "access", "use", "ctime", "status", "birth", "mtime"}),
         },
-        optional=_v("when", "--color --colour"),
+        optional=_v("when", "--color --classify"),
     ),
     "cat": ExecutableSpec(
         flags=_f(
@@ -95,13 +165,13 @@ SPECS: Mapping[str, ExecutableSpec] = {
     "head": ExecutableSpec(
         flags=_f("-q -v -z --quiet --silent --verbose --zero-terminated"),
         valued=_v("count", "-n -c --lines --bytes"),
-        numeric_shorthand=True,
+        obsolete=_HEAD_OBSOLETE,
     ),
-    # No -f/-F: following a file never ends.
+    # No -f/-F, nor the obsolete +1f: following a file never ends.
     "tail": ExecutableSpec(
         flags=_f("-q -v -z --quiet --silent --verbose --zero-terminated"),
         valued=_v("count", "-n -c --lines --bytes"),
-        numeric_shorthand=True,
+        obsolete=_TAIL_OBSOLETE,
     ),
     # No --files0-from: it reads the list of files to open from a file.
     "wc": ExecutableSpec(
@@ -115,7 +185,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
             "--files-without-match --count --invert-match --word-regexp --line-regexp "
             "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --only-matching "
             "--no-messages --quiet --silent --no-filename --with-filename --text --byte-offset "
-            "--initial-tab --null --null-data --line-buffered --color --colour"
+            "--initial-tab --null --null-data --line-buffered"
         ),
         valued={
             **_v("count", "-A -B -C -m --after-context --before-context --context --max-count"),
@@ -154,6 +224,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
             "--sortr": frozenset({"none", "path", "modified", "accessed", "created"}),
         },
         operands="pattern-paths",
+        grammar="clap",
         pattern_flags=_f("-e --regexp -f --file --files --type-list"),
     ),
     "stat": ExecutableSpec(
@@ -185,13 +256,16 @@ SPECS: Mapping[str, ExecutableSpec] = {
         ),
         valued=_v("text", "-t -x --type --exclude-type -B --block-size"),
     ),
-    # No -o (writes a file), -l (follows links), -R/-H (writes HTML files).
+    # No -o (writes a file), -l (follows links), -R/-H (write and make HTML),
+    # --fromfile/--gitfile/--infofile/--hintro/--houtro (read a file named by a value).
     "tree": ExecutableSpec(
         flags=_f(
             "-a -d -f -i -s -h -p -u -g -D -F -C -n -Q -N -r -t -c -U -v -J -X "
             "--noreport --dirsfirst --du --prune"
         ),
         valued={**_v("count", "-L --filelimit"), **_v("text", "-I -P --charset")},
+        grammar="tree",
+        attached_digits=_f("-L"),
     ),
     "pwd": ExecutableSpec(flags=_f("-L -P"), operands="none"),
     "echo": ExecutableSpec(flags=_f("-n -e -E"), operands="text"),
@@ -217,10 +291,11 @@ SPECS: Mapping[str, ExecutableSpec] = {
         flags=_f(
             "-b -d -f -g -i -M -h -n -R -r -V -c -C -s -u -z --reverse --unique "
             "--numeric-sort --human-numeric-sort --version-sort --ignore-case --stable "
-            "--check --ignore-leading-blanks --dictionary-order --general-numeric-sort "
+            "--ignore-leading-blanks --dictionary-order --general-numeric-sort "
             "--month-sort --random-sort --zero-terminated"
         ),
         valued=_v("text", "-k --key -t --field-separator"),
+        optional={"--check": frozenset({"diagnose-first", "quiet", "silent"})},
     ),
     # uniq's second operand is an output file: one operand at most.
     "uniq": ExecutableSpec(
@@ -234,12 +309,15 @@ SPECS: Mapping[str, ExecutableSpec] = {
             "text", "-b -c -f -d --bytes --characters --fields --delimiter --output-delimiter"
         ),
     ),
+    # diff opens the files inside folder operands and follows symlinks there, so
+    # the review looks inside them (FolderReads). No -l (runs pr), -X/--from-file/
+    # --to-file (name files the operands do not show).
     "diff": ExecutableSpec(
         flags=_f(
             "-u -q -r -N -y -w -b -B -i -a -t -T -s -c -p -d --brief --recursive --new-file "
             "--side-by-side --ignore-all-space --ignore-space-change --ignore-blank-lines "
             "--ignore-case --text --report-identical-files --minimal --suppress-common-lines "
-            "--expand-tabs --initial-tab --show-c-function --color"
+            "--expand-tabs --initial-tab --show-c-function --no-dereference"
         ),
         valued={
             **_v("count", "-U -W --width"),
@@ -247,6 +325,9 @@ SPECS: Mapping[str, ExecutableSpec] = {
         },
         optional=_v("when", "--color"),
         max_operands=2,
+        folder_reads=FolderReads(
+            recursive_flags=_f("-r --recursive"), no_follow_flags=_f("--no-dereference")
+        ),
     ),
     "cmp": ExecutableSpec(
         flags=_f("-b -l -s --print-bytes --verbose --silent --quiet"),
@@ -263,15 +344,18 @@ SPECS: Mapping[str, ExecutableSpec] = {
         flags=_f("-p --no-renumber"),
         valued=_v("text", "-b -h -f -n -s -d -v -i -w -l"),
     ),
+    # -w/--width take their value only attached: `od -w FILE` reads FILE.
     "od": ExecutableSpec(
         flags=_f("-b -c -d -o -x -v -i -l -s"),
-        valued=_v("text", "-A -t -N -j -w --address-radix --format --read-bytes --skip-bytes"),
+        valued=_v("text", "-A -t -N -j --address-radix --format --read-bytes --skip-bytes"),
+        optional=_v("count", "-w --width"),
     ),
     "hexdump": ExecutableSpec(
         flags=_f("-b -c -C -d -o -x -v"),
         valued={**_v("count", "-n -s"), **_v("text", "-e")},
     ),
     "tac": ExecutableSpec(flags=_f("-b -r --before --regex"), valued=_v("text", "-s --separator")),
+    # binutils: `strings @FILE` reads more arguments (files to open) from FILE.
     "strings": ExecutableSpec(
         flags=_f("-a -d -f -w --all --data --print-file-name --include-all-whitespace"),
         valued={
@@ -280,6 +364,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
             "-t": frozenset({"d", "o", "x"}),
             "--radix": frozenset({"d", "o", "x"}),
         },
+        response_files=True,
     ),
     "comm": ExecutableSpec(
         flags=_f("-1 -2 -3 -z --check-order --nocheck-order --total --zero-terminated"),
@@ -301,6 +386,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
         ),
         valued=_v("count", "--indent"),
         operands="pattern-paths",
+        grammar="jq",
     ),
     "uname": ExecutableSpec(
         flags=_f(

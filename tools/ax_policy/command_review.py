@@ -5,10 +5,12 @@ the string is one simple command with nothing a shell would expand
 (``shellwords``); it does not start with an assignment; its executable is a
 bare name on the curated allowlist (``allowlist``) that PATH resolves to a
 real file under a system directory and not inside the workspace; every flag is
-on that executable's own allowlist; and every path argument resolves inside
-the workspace and is not secret-named. The circuit breaker (``breaker``) runs
-first and turns wipes of the workspace, home or root into ``deny``. Anything
-else is ``ask``.
+on that executable's own allowlist, read the way that binary's own parser reads
+its words (``allowlist`` names the grammars); and every path argument resolves
+inside the workspace to a file with one name, is not a device and is not
+secret-named, including what diff would open inside the folders it compares.
+The circuit breaker (``breaker``) runs first and turns wipes of the workspace,
+home or root into ``deny``. Anything else is ``ask``.
 
 This is a prompt-skip gate, not a security boundary: a string reviewer can be
 fooled, and the sandbox is what contains a command that runs without asking.
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,10 +40,11 @@ from .allowlist import (
     READ_ONLY_EXECUTABLES,
     SPECS,
     ExecutableSpec,
+    FolderReads,
     ValueKind,
 )
 from .breaker import wipe_reason
-from .pathcheck import PathRules, check_path
+from .pathcheck import PathFinding, PathRules, check_path
 
 if TYPE_CHECKING:
     from .models import CommandReview
@@ -53,6 +57,10 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _COUNT = re.compile(r"^[+-]?[0-9]{1,18}[A-Za-z]{0,3}$")
 _SED_PRINT_RANGE = re.compile(r"^[0-9]{1,12}(?:,[0-9]{1,12})?p$")
 _WHEN = frozenset({"always", "never", "auto"})
+
+# How many entries the review looks through inside the folders diff compares;
+# beyond that it asks rather than prove links it has not seen.
+MAX_FOLDER_WALK_ENTRIES = 10_000
 
 
 @dataclass(frozen=True)
@@ -176,7 +184,12 @@ def resolve_executable(
         # An empty or relative PATH entry is searched from the command's own folder.
         directory = Path(entry) if Path(entry).is_absolute() else cwd / (entry or ".")
         candidate = directory / name
-        if not (candidate.is_file() and os.access(candidate, os.X_OK)):
+        try:
+            found = candidate.is_file() and os.access(candidate, os.X_OK)
+        except OSError:
+            # A PATH folder this user may not search is skipped, as the shell skips it.
+            continue
+        if not found:
             continue
         real = Path(os.path.realpath(candidate))
         if is_within(Path(os.path.normpath(candidate)), workspace) or is_within(real, workspace):
@@ -205,16 +218,23 @@ class _PathChecker:
         self.config = config
         self.state_dir = state_dir
 
-    def __call__(self, raw: str) -> list[str]:
-        facts = check_path(
+    def finding(self, raw: str) -> PathFinding:
+        return check_path(
             raw, self.workspace, base=self.cwd, config=self.config, state_dir=self.state_dir
         )
+
+    def __call__(self, raw: str) -> list[str]:
+        facts = self.finding(raw)
         if not facts.valid:
             return [f"path {raw!r}: {facts.invalid_reason}"]
         if not facts.inside_workspace:
             return [f"path {raw!r}: {facts.containment_reason}"]
         if facts.secret:
             return [f"path {raw!r} is secret-named: {facts.secret_reason}"]
+        if facts.hard_linked:
+            return [f"path {raw!r}: {facts.hard_linked_reason}"]
+        if facts.special:
+            return [f"path {raw!r}: {facts.special_reason}"]
         return []
 
 
@@ -242,64 +262,180 @@ def _check_value(
     return []
 
 
+@dataclass
+class _Words:
+    """An executable's arguments, split into options and operands the way its binary splits them."""
+
+    operands: list[str] = field(default_factory=list)
+    # The options given, each by its name in the executable's table (-e, --regexp).
+    seen: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    # Where the first operand is, and which pattern flags came before it: with
+    # POSIXLY_CORRECT set, getopt stops there and every later word is an operand.
+    first_operand: int | None = None
+    pattern_before_operand: bool = False
+
+
 def _check_flags_and_operands(
     name: str, spec: ExecutableSpec, args: Sequence[str], paths: _PathChecker
 ) -> list[str]:
-    problems: list[str] = []
-    operands: list[str] = []
-    pattern_given = False
-    options_done = False
+    if spec.response_files:
+        listed = next((arg for arg in args if arg.startswith("@")), None)
+        if listed is not None:
+            return [
+                f"{name} reads more arguments from the file {listed[1:]!r} that {listed!r} "
+                "names, which this review cannot see"
+            ]
+    words = _split(name, spec, args, paths)
+    problems = words.problems + _check_operands(
+        name, spec, words.operands, bool(words.seen & spec.pattern_flags), paths
+    )
+    if (
+        spec.grammar == "getopt"
+        and spec.operands in ("paths", "pattern-paths")
+        and words.first_operand is not None
+    ):
+        posix = list(args[words.first_operand :])
+        if posix != words.operands:
+            problems += _check_operands(name, spec, posix, words.pattern_before_operand, paths)
+    if spec.folder_reads is not None and not problems:
+        problems += _folder_problems(name, spec.folder_reads, words, paths)
+    return list(dict.fromkeys(problems))
+
+
+def _is_option(spec: ExecutableSpec, arg: str) -> bool:
+    if spec.grammar == "jq":
+        # jq: "-" then a letter or "-"; "-1" and "-" are a filter or a file.
+        return len(arg) > 1 and arg[0] == "-" and (arg[1] == "-" or arg[1].isalpha())
+    return len(arg) > 1 and arg[0] == "-"
+
+
+def _split(name: str, spec: ExecutableSpec, args: Sequence[str], paths: _PathChecker) -> _Words:
+    words = _Words()
     index = 0
+    obsolete = spec.obsolete
+    if obsolete is not None and args and obsolete.syntax.match(args[0]):
+        first = args[0]
+        index = 1
+        if not obsolete.allowed.match(first):
+            words.problems.append(f"{name} {first} {obsolete.refused}")
+        elif first.startswith("+"):
+            # With two files after it, or an older _POSIX2_VERSION, it is a file name.
+            words.problems += paths(first)
+    options_done = False
     while index < len(args):
         arg = args[index]
         index += 1
-        if options_done or arg == "-" or not arg.startswith("-"):
-            operands.append(arg)
+        if options_done or not _is_option(spec, arg):
+            if words.first_operand is None:
+                words.first_operand = index - 1
+                words.pattern_before_operand = bool(words.seen & spec.pattern_flags)
+            words.operands.append(arg)
             continue
         if arg == "--":
             options_done = True
             continue
         if arg.startswith("--"):
-            flag, has_value, value = arg.partition("=")
-            pattern_given = pattern_given or flag in spec.pattern_flags
-            if has_value:
-                kind = spec.valued.get(flag) or spec.optional.get(flag)
-                if kind is None:
-                    problems.append(f"{name} flag {flag}= is not on its allowlist")
-                else:
-                    problems += _check_value(name, flag, value, kind, paths)
-            elif flag in spec.flags:
-                continue
-            elif flag in spec.valued:
+            index = _long_option(name, spec, arg, args, index, words, paths)
+        else:
+            index = _short_options(name, spec, arg, args, index, words, paths)
+    return words
+
+
+def _long_option(
+    name: str,
+    spec: ExecutableSpec,
+    arg: str,
+    args: Sequence[str],
+    index: int,
+    words: _Words,
+    paths: _PathChecker,
+) -> int:
+    """Check one --name[=value] word; returns the index of the next word to read."""
+    flag, has_value, value = arg.partition("=")
+    words.seen.add(flag)
+    if has_value:
+        kind = spec.valued.get(flag) or spec.optional.get(flag)
+        if kind is None or spec.grammar == "jq":
+            words.problems.append(f"{name} flag {flag}= is not on its allowlist")
+        else:
+            words.problems += _check_value(name, flag, value, kind, paths)
+        return index
+    if flag in spec.flags or flag in spec.optional:
+        return index
+    if flag in spec.valued:
+        if index >= len(args):
+            words.problems.append(f"{name} {flag} needs a value")
+            return index
+        words.problems += _check_value(name, flag, args[index], spec.valued[flag], paths)
+        return index + 1
+    words.problems.append(f"{name} flag {flag} is not on its allowlist")
+    return index
+
+
+def _short_options(
+    name: str,
+    spec: ExecutableSpec,
+    arg: str,
+    args: Sequence[str],
+    index: int,
+    words: _Words,
+    paths: _PathChecker,
+) -> int:
+    """Check one cluster of short options (-rn, -A3, -Io); returns the next word's index."""
+    body = arg[1:]
+    position = 0
+    while position < len(body):
+        flag = "-" + body[position]
+        position += 1
+        words.seen.add(flag)
+        if flag in spec.flags:
+            continue
+        if flag in spec.valued:
+            kind = spec.valued[flag]
+            rest = body[position:]
+            if spec.grammar == "tree":
+                # tree takes the value from the next word and keeps reading the letters
+                # after it; -L also takes digits written onto it (tree 2.1.3 and later).
+                digits = _leading_digits(rest) if flag in spec.attached_digits else ""
+                if digits:
+                    position += len(digits)
+                    words.problems += _check_value(name, flag, digits, kind, paths)
+                    continue
                 if index >= len(args):
-                    problems.append(f"{name} {flag} needs a value")
-                else:
-                    problems += _check_value(name, flag, args[index], spec.valued[flag], paths)
-                    index += 1
-            else:
-                problems.append(f"{name} flag {flag} is not on its allowlist")
-            continue
-        body = arg[1:]
-        if spec.numeric_shorthand and body.isdigit():
-            continue
-        for position, letter in enumerate(body):
-            flag = "-" + letter
-            pattern_given = pattern_given or flag in spec.pattern_flags
-            if flag in spec.flags:
+                    words.problems.append(f"{name} {flag} needs a value")
+                    return index
+                words.problems += _check_value(name, flag, args[index], kind, paths)
+                index += 1
                 continue
-            if flag in spec.valued:
-                value = body[position + 1 :]
-                if not value:
-                    if index >= len(args):
-                        problems.append(f"{name} {flag} needs a value")
-                        break
-                    value = args[index]
-                    index += 1
-                problems += _check_value(name, flag, value, spec.valued[flag], paths)
-                break
-            problems.append(f"{name} flag {flag} is not on its allowlist")
-            break
-    return problems + _check_operands(name, spec, operands, pattern_given, paths)
+            attached = bool(rest)
+            if spec.grammar == "clap" and rest.startswith("="):
+                # clap drops one "=" from an attached value: rg -f=FILE reads FILE.
+                rest = rest[1:]
+            if not attached:
+                if index >= len(args):
+                    words.problems.append(f"{name} {flag} needs a value")
+                    return index
+                rest = args[index]
+                index += 1
+            words.problems += _check_value(name, flag, rest, kind, paths)
+            return index
+        if flag in spec.optional:
+            # An optional value is only ever attached; alone, the next word is an operand.
+            value = body[position:]
+            if value:
+                words.problems += _check_value(name, flag, value, spec.optional[flag], paths)
+            return index
+        words.problems.append(f"{name} flag {flag} is not on its allowlist")
+        return index
+    return index
+
+
+def _leading_digits(text: str) -> str:
+    end = 0
+    while end < len(text) and text[end] in "0123456789":
+        end += 1
+    return text[:end]
 
 
 def _check_operands(
@@ -330,6 +466,93 @@ def _check_operands(
     for operand in operands:
         problems += paths(operand)
     return problems
+
+
+def _folder_problems(
+    name: str, reads: FolderReads, words: _Words, paths: _PathChecker
+) -> list[str]:
+    """What diff would open inside folder operands that is not proven (links, hard links)."""
+    operands = words.operands
+    if len(operands) != 2 or "-" in operands:
+        return []
+    follow = not (words.seen & reads.no_follow_flags)
+    recursive = bool(words.seen & reads.recursive_flags)
+    folders = [_folder(paths.finding(operand)) for operand in operands]
+    first, second = folders
+    if first is not None and second is not None:
+        walk = _FolderWalk(name, paths, recursive=recursive, follow=follow)
+        return walk.problems(first) or walk.problems(second)
+    for folder, other in ((first, operands[1]), (second, operands[0])):
+        if folder is not None:
+            # diff FILE FOLDER compares FILE with FOLDER/<FILE's name>.
+            inner = folder / os.path.basename(other.rstrip("/"))
+            return paths(os.path.relpath(inner, paths.cwd))
+    return []
+
+
+def _folder(finding: PathFinding) -> Path | None:
+    if not finding.valid or finding.resolved is None:
+        return None
+    resolved = Path(finding.resolved)
+    return resolved if resolved.is_dir() else None
+
+
+class _FolderWalk:
+    """Looks through compared folders for entries diff would follow out of the workspace."""
+
+    def __init__(self, name: str, paths: _PathChecker, *, recursive: bool, follow: bool) -> None:
+        self.name = name
+        self.paths = paths
+        self.recursive = recursive
+        self.follow = follow
+        self.budget = MAX_FOLDER_WALK_ENTRIES
+        self.visited: set[Path] = set()
+
+    def problems(self, root: Path) -> list[str]:
+        pending = [root]
+        self.visited.add(root)
+        while pending:
+            folder = pending.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        self.budget -= 1
+                        if self.budget < 0:
+                            return [
+                                f"{self.name} compares folders holding more than "
+                                f"{MAX_FOLDER_WALK_ENTRIES} entries; the review does not look "
+                                "through that many for links leading out"
+                            ]
+                        found = self._entry(entry, pending)
+                        if found:
+                            return found
+            except OSError as exc:
+                return [f"{self.name} would read the folder {folder}: {exc.strerror}"]
+        return []
+
+    def _entry(self, entry: os.DirEntry[str], pending: list[Path]) -> list[str]:
+        shown = os.path.relpath(entry.path, self.paths.cwd)
+        if entry.is_symlink():
+            if not self.follow:
+                return []
+            found = self.paths(shown)
+            if found:
+                return [f"{self.name} follows the symlinks inside the folders it compares", *found]
+            target = Path(os.path.realpath(entry.path))
+            if self.recursive and target.is_dir() and target not in self.visited:
+                self.visited.add(target)
+                pending.append(target)
+            return []
+        if entry.is_dir(follow_symlinks=False):
+            if self.recursive:
+                pending.append(Path(entry.path))
+            return []
+        info = entry.stat(follow_symlinks=False)
+        if info.st_nlink > 1 or not stat.S_ISREG(info.st_mode):
+            found = self.paths(shown)
+            if found:
+                return [f"{self.name} opens the files inside the folders it compares", *found]
+        return []
 
 
 def _check_find(args: Sequence[str], paths: _PathChecker) -> list[str]:

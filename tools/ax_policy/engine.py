@@ -427,26 +427,22 @@ def _writes(targets: list[str], ctx: DecisionContext) -> Decision:
         for raw in targets
     ]
     for item in facts:
-        if not item.valid:
-            return _deny("path-invalid", f"path {item.raw!r}: {item.invalid_reason}", paths=facts)
-        if not item.inside_workspace:
-            return _deny(
-                "write-outside-workspace",
-                f"writing {item.raw!r} is refused: {item.containment_reason}",
-                paths=facts,
-            )
-        if item.resolved == str(ctx.workspace):
-            return _deny(
-                "write-workspace-root",
-                f"{item.raw!r} is the workspace folder itself",
-                paths=facts,
-            )
-        if item.protected:
-            return _deny(
-                "write-protected",
-                f"writing {item.raw!r} is refused: {item.protected_reason}",
-                paths=facts,
-            )
+        refusal = item.refusal()
+        if refusal is not None:
+            rule, reason = refusal
+            return _deny(rule, reason, paths=facts)
+    concerns = [concern for item in facts for concern in item.concerns()]
+    if concerns:
+        # A file with another name (or a device) is not only the workspace's to change:
+        # a person decides, and no grant answers for them.
+        return Decision(
+            verdict="ask",
+            decision_class="reversible",
+            rule="write-linked",
+            reason=f"the file written is not the workspace's alone ({'; '.join(concerns)})",
+            requires_snapshot=True,
+            paths=facts,
+        )
     names = ", ".join(item.raw for item in facts)
     return Decision(
         verdict="allow",
@@ -465,14 +461,12 @@ def _reads(
         validate_path(raw, ctx.workspace, config=ctx.config, state_dir=ctx.state_dir)
         for raw in targets
     ]
-    sensitive: list[str] = []
     for item in facts:
-        if not item.valid:
-            return _deny("path-invalid", f"path {item.raw!r}: {item.invalid_reason}", paths=facts)
-        if not item.inside_workspace:
-            sensitive.append(f"{item.raw!r}: {item.containment_reason}")
-        elif item.secret:
-            sensitive.append(f"{item.raw!r}: {item.secret_reason}")
+        refusal = item.refusal()
+        if refusal is not None:
+            rule, reason = refusal
+            return _deny(rule, reason, paths=facts)
+    sensitive = [concern for item in facts for concern in item.concerns()]
     if not sensitive:
         return Decision(
             verdict="allow",

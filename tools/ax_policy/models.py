@@ -78,12 +78,50 @@ class PathFacts(_Model):
     protected_reason: str | None = None
     secret: bool = False
     secret_reason: str | None = None
+    workspace_root: bool = False
+    hard_linked: bool = False
+    hard_linked_reason: str | None = None
+    special: bool = False
+    special_reason: str | None = None
+
+    def refusal(self) -> tuple[str, str] | None:
+        """The rule and reason that refuse this operation outright, or None.
+
+        One rule for ``decide`` and ``check-path``: a path that is not valid is
+        never used; a write outside the workspace, to the workspace folder
+        itself or to a protected place is refused.
+        """
+        if not self.valid:
+            return "path-invalid", f"path {self.raw!r}: {self.invalid_reason}"
+        if not self.write:
+            return None
+        if not self.inside_workspace:
+            return (
+                "write-outside-workspace",
+                f"writing {self.raw!r} is refused: {self.containment_reason}",
+            )
+        if self.workspace_root:
+            return "write-workspace-root", f"{self.raw!r} is the workspace folder itself"
+        if self.protected:
+            return "write-protected", f"writing {self.raw!r} is refused: {self.protected_reason}"
+        return None
+
+    def concerns(self) -> list[str]:
+        """Why using this (valid, not refused) path needs a person's answer; empty when none."""
+        found: list[str] = []
+        if not self.write and not self.inside_workspace:
+            found.append(f"{self.raw!r}: {self.containment_reason}")
+        if not self.write and self.secret:
+            found.append(f"{self.raw!r}: {self.secret_reason}")
+        if self.hard_linked:
+            found.append(f"{self.raw!r}: {self.hard_linked_reason}")
+        if self.special:
+            found.append(f"{self.raw!r}: {self.special_reason}")
+        return found
 
     def needs_no_question(self) -> bool:
         """True when the operation on this path would run without asking anyone."""
-        if not self.valid or not self.inside_workspace:
-            return False
-        return not self.protected if self.write else not self.secret
+        return self.refusal() is None and not self.concerns()
 
 
 class PathCheck(PathFacts):

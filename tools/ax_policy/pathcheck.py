@@ -2,9 +2,11 @@
 
 ``validate_path`` never says allow or deny. It resolves the path the way the
 kernel would (symlinks followed component by component, ``..`` applied after
-them), then reports whether the result is inside the workspace, whether it is a
-protected place and whether it is secret-named, each with the reason. The
-engine turns facts into a verdict.
+them), then reports whether the result is inside the workspace, whether it is
+the workspace folder itself, a protected place, secret-named, a file with more
+than one hard link or a device, FIFO or socket, each with the reason. A path
+the system refuses to resolve (too long, unreadable, a loop) is not valid,
+never an exception. The engine turns facts into a verdict.
 
 ``check_path`` computes the facts as a plain dataclass without touching
 pydantic (``ax-policy review-command`` starts faster for it); ``validate_path``
@@ -17,8 +19,10 @@ this module, is what confines a process.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -30,6 +34,8 @@ if TYPE_CHECKING:
     from .models import PathFacts
 
 MAX_PATH_CHARS = 4096
+# How much of a path an unresolvable-path reason quotes.
+_MAX_SHOWN_CHARS = 200
 
 # Places where writes are denied and a command's cwd is refused, wherever they
 # appear: the repository's internals and the workspace's own ax config.
@@ -84,6 +90,11 @@ class PathFinding:
     protected_reason: str | None = None
     secret: bool = False
     secret_reason: str | None = None
+    workspace_root: bool = False
+    hard_linked: bool = False
+    hard_linked_reason: str | None = None
+    special: bool = False
+    special_reason: str | None = None
 
 
 def validate_path(
@@ -116,6 +127,22 @@ def check_path(
     if problem is not None:
         return PathFinding(raw=raw, write=write, valid=False, invalid_reason=problem)
 
+    try:
+        return _examine(raw, workspace, write, base, config, state_dir)
+    except (OSError, RecursionError) as exc:
+        # The system refused to resolve or examine it (a name too long, a folder it
+        # may not read, a link chain too deep): nothing is known, so it is not valid.
+        return PathFinding(raw=raw, write=write, valid=False, invalid_reason=_unresolvable(exc))
+
+
+def _examine(
+    raw: str,
+    workspace: str | os.PathLike[str],
+    write: bool,
+    base: str | os.PathLike[str] | None,
+    config: PathRules | None,
+    state_dir: str | os.PathLike[str] | None,
+) -> PathFinding:
     ws = Path(os.path.realpath(workspace))
     start = Path(os.path.realpath(base)) if base is not None else ws
     joined = start / raw
@@ -141,6 +168,7 @@ def check_path(
     raw_parts = _parts(raw)
     protected = _protected_reason(resolved, rel, raw_parts, config, state_dir)
     secret = _secret_reason(raw_parts, rel, resolved, config)
+    linked, special = _file_kind_reasons(resolved)
     return PathFinding(
         raw=raw,
         write=write,
@@ -152,7 +180,56 @@ def check_path(
         protected_reason=protected,
         secret=secret is not None,
         secret_reason=secret,
+        workspace_root=resolved == ws,
+        hard_linked=linked is not None,
+        hard_linked_reason=linked,
+        special=special is not None,
+        special_reason=special,
     )
+
+
+def _unresolvable(exc: OSError | RecursionError) -> str:
+    if isinstance(exc, RecursionError):
+        return "it cannot be resolved: too many levels of symbolic links"
+    what = exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    where = f" at {exc.filename}" if exc.filename is not None else ""
+    if len(where) > _MAX_SHOWN_CHARS:
+        where = where[:_MAX_SHOWN_CHARS] + "…"
+    return f"it cannot be resolved: {what}{where}"
+
+
+def _file_kind_reasons(resolved: Path) -> tuple[str | None, str | None]:
+    """Why the file there is multiply linked and why it is special (a device, FIFO, socket)."""
+    try:
+        info = os.stat(resolved)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        return None, None
+    linked = None
+    if info.st_nlink > 1:
+        # Another name for the same file may be anywhere on this file system: reading
+        # it reads that file, and writing in place writes it.
+        linked = (
+            f"it has {info.st_nlink} hard links, so the same file has another name that "
+            "may be outside the workspace"
+        )
+    special = None
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a character device"
+            if stat.S_ISCHR(mode)
+            else "a block device"
+            if stat.S_ISBLK(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
+        special = f"it is {kind}, which reaches outside the files of the workspace"
+    return linked, special
 
 
 def _invalid_reason(raw: str) -> str | None:
