@@ -18,7 +18,8 @@ def system_path() -> str:
 
 @pytest.fixture
 def project(workspace: Path) -> Path:
-    """A workspace with the files the corpora name, a secret, and a planted executable."""
+    """A workspace with the files the corpora name, a secret, a planted executable, and
+    names that reach outside it: a symlink, a hard link, folders holding them, a FIFO."""
     files = {
         "README.md": "# demo\nTODO: write docs\n",
         "src/app.py": "def main():\n    return 1  # TODO\n",
@@ -31,6 +32,8 @@ def project(workspace: Path) -> Path:
         "log.txt": "one\ntwo\n",
         "package.json": '{"name": "demo", "scripts": {}}\n',
         ".env": "API_TOKEN=abc\n",
+        "patterns.txt": "TODO\n",
+        "cmp_b/README.md": "# other\n",
     }
     for name, text in files.items():
         target = workspace / name
@@ -42,4 +45,16 @@ def project(workspace: Path) -> Path:
     planted.chmod(0o755)
     # A link that leads out of the workspace.
     (workspace / "escape").symlink_to("/etc")
+    # A file outside the workspace, reached from inside by a hard link, by a link in
+    # a folder diff compares, and by a link named like a flag (an operand under
+    # POSIXLY_CORRECT).
+    outside = workspace.parent / "outside-secret.txt"
+    outside.write_text("OUTSIDE\n")
+    os.link(outside, workspace / "hardlink.txt")
+    (workspace / "linked").mkdir()
+    os.link(outside, workspace / "linked" / "copy.txt")
+    (workspace / "cmp_a").mkdir()
+    (workspace / "cmp_a" / "README.md").symlink_to(outside)
+    (workspace / "-v").symlink_to(outside)
+    os.mkfifo(workspace / "pipe.fifo")
     return Path(os.path.realpath(workspace))

@@ -560,7 +560,11 @@ def _check_find(args: Sequence[str], paths: _PathChecker) -> list[str]:
     index = 0
     while index < len(args) and args[index] in FIND_GLOBAL_FLAGS:
         index += 1
-    while index < len(args) and not (args[index].startswith("-") or args[index] in ("(", ")", ",")):
+    # Starting points run up to the first word find reads as an expression: "-x",
+    # "(" or "!". A leading ")" or "," and a lone "-" are file names to find.
+    while index < len(args) and not (
+        (args[index].startswith("-") and args[index] != "-") or args[index] in ("(", "!")
+    ):
         problems += paths(args[index])
         index += 1
     while index < len(args):
