@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -73,3 +74,26 @@ def test_an_oversized_message_does_not_stop_the_server(workspace: Path) -> None:
     assert code == 0
     assert replies[1]["error"]["code"] == -32600
     assert replies[2] == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_check_path_of_an_unresolvable_path_is_an_answer_not_a_failure(workspace: Path) -> None:
+    # ENAMETOOLONG, and EACCES where /proc/1/root is closed to us: the path is not
+    # valid, said as facts, never "failed unexpectedly".
+    paths = ["a" * 300, "d" * 256 + "/x.txt"]
+    try:
+        os.readlink("/proc/1/root")
+    except PermissionError:
+        paths.append("/proc/1/root/etc/passwd")
+    calls = b"".join(
+        msg(10 + index, "tools/call", {"name": "policy_check_path", "arguments": {"path": raw}})
+        for index, raw in enumerate(paths)
+    )
+    replies, stderr, code = exchange(workspace, INIT + calls)
+    assert code == 0 and "Traceback" not in stderr
+    for reply in replies[1:]:
+        result = reply["result"]
+        assert result["isError"] is False, result
+        facts = result["structuredContent"]
+        assert facts["valid"] is False and facts["ok"] is False
+        assert facts["invalidReason"].startswith("it cannot be resolved: ")
+    assert len(replies) == 1 + len(paths)

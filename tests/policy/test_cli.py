@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,6 +93,75 @@ def test_check_path_invalid(run_cli: CliRunner, project: Path) -> None:
     result = run_cli(main, ["check-path", "-C", str(project), ""])
     out = json.loads(result.stdout)
     assert result.exit_code == 1 and out["valid"] is False and "empty" in out["invalidReason"]
+
+
+def test_check_path_and_decide_give_one_answer(
+    run_cli: CliRunner, project: Path, fixed_path: None
+) -> None:
+    # Whatever decide refuses to write, check-path --write does not call ok, and the
+    # other way round, with the same rule.
+    for raw in (".", "src", "src/app.py", ".git/config", "escape/x", "hardlink.txt", "new.txt"):
+        check = run_cli(main, ["check-path", "-C", str(project), "--write", raw])
+        facts = json.loads(check.stdout)
+        request = {"tool": "write_file", "facts": {"writes": [raw]}}
+        decided = run_cli(main, ["decide", "-C", str(project)], stdin=json.dumps(request))
+        decision = json.loads(decided.stdout)
+        assert facts["ok"] is (decision["verdict"] == "allow"), (raw, facts, decision)
+        assert (check.exit_code == 0) is facts["ok"]
+    root = json.loads(run_cli(main, ["check-path", "-C", str(project), "--write", "."]).stdout)
+    assert root["workspaceRoot"] is True and root["ok"] is False
+    # Reading the workspace folder needs no question.
+    read_root = json.loads(run_cli(main, ["check-path", "-C", str(project), "."]).stdout)
+    assert read_root["ok"] is True
+
+
+def test_check_path_reports_hard_links(run_cli: CliRunner, project: Path) -> None:
+    result = run_cli(main, ["check-path", "-C", str(project), "hardlink.txt"])
+    out = json.loads(result.stdout)
+    assert result.exit_code == 1 and out["ok"] is False
+    assert out["hardLinked"] is True and "3 hard links" in out["hardLinkedReason"]
+    assert out["insideWorkspace"] is True and out["special"] is False
+
+
+def unresolvable_paths() -> list[str]:
+    paths = ["a" * 300, "src/" + "b" * 256 + "/x.txt"]
+    try:
+        os.readlink("/proc/1/root")
+    except PermissionError:
+        paths.append("/proc/1/root/etc/passwd")
+    return paths
+
+
+@pytest.mark.parametrize("raw", unresolvable_paths())
+def test_check_path_of_an_unresolvable_path_is_invalid_not_a_crash(project: Path, raw: str) -> None:
+    # The installed console script: a traceback here is what ax-mcp reported as a crash.
+    for flags in ([], ["--write"]):
+        proc = subprocess.run(
+            [console_script(), "check-path", "-C", str(project), *flags, raw],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == 1, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["valid"] is False and out["ok"] is False
+        assert out["invalidReason"].startswith("it cannot be resolved: ")
+
+
+def test_review_of_an_unresolvable_path_asks(project: Path, system_path: str) -> None:
+    for raw in unresolvable_paths():
+        proc = subprocess.run(
+            [console_script(), "review-command", "-C", str(project), "--", "cat", raw],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PATH": system_path},
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        out = json.loads(proc.stdout)
+        assert proc.returncode == 1 and out["verdict"] == "ask"
+        assert "cannot be resolved" in out["reasons"][0]
 
 
 # --- decide --------------------------------------------------------------------------

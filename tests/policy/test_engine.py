@@ -189,6 +189,30 @@ def test_delete_of_workspace_root_denies(ctx: DecisionContext) -> None:
     assert decide(remove, {"path": "src/app.py"}, ctx).verdict == "allow"
 
 
+@pytest.mark.parametrize("path", ["hardlink.txt", "linked/copy.txt", "pipe.fifo"])
+def test_reading_a_name_for_something_outside_asks(ctx: DecisionContext, path: str) -> None:
+    # A hard link's other name may be outside the workspace; a FIFO or device is not a file.
+    decision = decide(READ_FILE, {"path": path}, ctx)
+    assert (decision.verdict, decision.rule) == ("ask", "read-sensitive"), decision.reason
+    assert decision.redact_log and decision.grantable
+    assert "hard links" in decision.reason or "FIFO" in decision.reason
+
+
+@pytest.mark.parametrize("path", ["hardlink.txt", "pipe.fifo"])
+def test_writing_a_name_for_something_outside_asks(ctx: DecisionContext, path: str) -> None:
+    # Writing in place through a hard link changes the outside file too; no grant answers.
+    decision = decide(WRITE_FILE, {"path": path}, ctx)
+    assert (decision.verdict, decision.decision_class, decision.rule) == (
+        "ask",
+        "reversible",
+        "write-linked",
+    )
+    assert decision.requires_snapshot and not decision.grantable
+    grants = Grants(session=SessionGrants())
+    grants.session.add("write_file", "sensitive")
+    assert decide(WRITE_FILE, {"path": path}, ctx, grants).verdict == "ask"
+
+
 def test_read_and_write_together(ctx: DecisionContext) -> None:
     copy = ToolFacts("copy", reads=lambda i: [i["src"]], writes=lambda i: [i["dst"]])
     allowed = decide(copy, {"src": "a.txt", "dst": "c.txt"}, ctx)

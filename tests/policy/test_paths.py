@@ -220,3 +220,65 @@ def test_matches_pattern() -> None:
     assert matches_pattern("a/b/c.txt", "./a/b/")
     assert not matches_pattern("a/b/c.txt", "b/c")
     assert not matches_pattern("a/b/c.txt", "")
+
+
+def test_a_hard_linked_file_is_a_fact(tmp_path: Path, ws: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    os.link(outside, ws / "inner.txt")
+    for write in (False, True):
+        facts = validate_path("inner.txt", ws, write=write)
+        assert facts.valid and facts.inside_workspace and facts.hard_linked
+        assert "2 hard links" in (facts.hard_linked_reason or "")
+        assert not facts.needs_no_question()
+    assert validate_path("inner.txt", ws).to_json()["hardLinked"] is True
+    # One name, a folder, a file still to be created: no hard-link fact.
+    for raw in ("src/app.py", "src", ".", "new.txt"):
+        assert not validate_path(raw, ws).hard_linked, raw
+    # Through a symlink, the file it resolves to is what counts.
+    (ws / "alias.txt").symlink_to("inner.txt")
+    assert validate_path("alias.txt", ws).hard_linked
+
+
+def test_a_fifo_is_special(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    facts = validate_path("pipe", ws)
+    assert facts.valid and facts.special and "a FIFO" in (facts.special_reason or "")
+    assert not facts.needs_no_question()
+    assert facts.to_json()["special"] is True
+    assert not validate_path("src/app.py", ws).special
+
+
+def test_the_workspace_root_is_a_fact_and_never_written(ws: Path) -> None:
+    for raw in (".", "src/..", str(ws)):
+        facts = validate_path(raw, ws, write=True)
+        assert facts.workspace_root, raw
+        expected = ("write-workspace-root", f"{raw!r} is the workspace folder itself")
+        assert facts.refusal() == expected
+        assert not facts.needs_no_question()
+    assert validate_path(".", ws).needs_no_question()
+    assert not validate_path("src", ws, write=True).workspace_root
+
+
+def unresolvable(ws: Path) -> list[str]:
+    """Paths the system refuses to resolve, each for a different reason."""
+    chain = ws / "chain"
+    chain.mkdir()
+    # Longer than Python's recursion limit: realpath recursed once per link.
+    for index in range(1200):
+        (chain / f"l{index}").symlink_to(f"l{index + 1}")
+    paths = ["n" * 300, "src/" + "d" * 256 + "/x.txt", "chain/l0"]
+    try:
+        os.readlink("/proc/1/root")
+    except PermissionError:
+        paths.append("/proc/1/root/etc/passwd")
+    return paths
+
+
+def test_a_path_the_system_refuses_is_not_valid(ws: Path) -> None:
+    for raw in unresolvable(ws):
+        for write in (False, True):
+            facts = validate_path(raw, ws, write=write)
+            assert not facts.valid, raw
+            assert (facts.invalid_reason or "").startswith("it cannot be resolved: "), raw
+            assert facts.refusal() is not None and not facts.needs_no_question()
