@@ -119,6 +119,8 @@ def test_policy_limits() -> None:
     assert shellwords.MAX_COMMAND_CHARS == 4096
     assert shellwords.MAX_WORDS == 256
     assert pathcheck.MAX_PATH_CHARS == 4096
+    assert pathcheck.MAX_REASON_PATH_CHARS == 200
+    assert command_review.MAX_FOLDER_WALK_ENTRIES == 10_000
     assert config.MAX_CONFIG_BYTES == 64 * 1024
     assert stores.MAX_STORE_BYTES == 4 * 1024 * 1024
     assert models.MAX_PATTERNS_PER_LIST == 256

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 MAX_PATH_CHARS = 4096
 # How much of a path an unresolvable-path reason quotes.
-_MAX_SHOWN_CHARS = 200
+MAX_REASON_PATH_CHARS = 200
 
 # Places where writes are denied and a command's cwd is refused, wherever they
 # appear: the repository's internals and the workspace's own ax config.
@@ -193,8 +193,8 @@ def _unresolvable(exc: OSError | RecursionError) -> str:
         return "it cannot be resolved: too many levels of symbolic links"
     what = exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)
     where = f" at {exc.filename}" if exc.filename is not None else ""
-    if len(where) > _MAX_SHOWN_CHARS:
-        where = where[:_MAX_SHOWN_CHARS] + "…"
+    if len(where) > MAX_REASON_PATH_CHARS:
+        where = where[:MAX_REASON_PATH_CHARS] + "…"
     return f"it cannot be resolved: {what}{where}"
 
 
