@@ -207,6 +207,19 @@ def test_ripgrep_reads_the_file_after_the_equals_sign(
     assert verdict(f"rg {flags}pats.txt README.md", project) == "read-only"
 
 
+@pytest.mark.parametrize("flags", ["-f==", "-if===", "--file=="])
+def test_ripgrep_values_after_several_equals_signs(project: Path, canary: Path, flags: str) -> None:
+    # clap (ripgrep 13) strips every leading "=", lexopt (ripgrep 14) only one: the
+    # review checks both readings, so this asks whichever ripgrep is installed.
+    rg = binary("rg")
+    assert verdict(f"rg {flags}{canary} README.md", project) == "ask"
+    version = run([rg, "--version"], project).stdout.split()[1]
+    if int(version.split(".")[0]) >= 14:
+        pytest.skip(f"ripgrep {version} parses with lexopt, which keeps the extra '='")
+    shown = run([rg, f"{flags}{canary}", "README.md"], project)
+    assert "CANARY-OUTSIDE" in shown.stdout + shown.stderr
+
+
 def test_tree_takes_the_next_word_and_goes_on_reading_letters(project: Path) -> None:
     tree = binary("tree")
     victim = project / "victim.txt"

@@ -358,8 +358,9 @@ def _long_option(
         kind = spec.valued.get(flag) or spec.optional.get(flag)
         if kind is None or spec.grammar == "jq":
             words.problems.append(f"{name} flag {flag}= is not on its allowlist")
-        else:
-            words.problems += _check_value(name, flag, value, kind, paths)
+            return index
+        for candidate in _attached_values(spec, value):
+            words.problems += _check_value(name, flag, candidate, kind, paths)
         return index
     if flag in spec.flags or flag in spec.optional:
         return index
@@ -408,17 +409,18 @@ def _short_options(
                 words.problems += _check_value(name, flag, args[index], kind, paths)
                 index += 1
                 continue
-            attached = bool(rest)
-            if spec.grammar == "clap" and rest.startswith("="):
-                # clap drops one "=" from an attached value: rg -f=FILE reads FILE.
-                rest = rest[1:]
-            if not attached:
-                if index >= len(args):
-                    words.problems.append(f"{name} {flag} needs a value")
-                    return index
-                rest = args[index]
+            if rest:
+                values = [rest]
+                if spec.grammar == "clap" and rest.startswith("="):
+                    values = _attached_values(spec, rest[1:])
+            elif index < len(args):
+                values = [args[index]]
                 index += 1
-            words.problems += _check_value(name, flag, rest, kind, paths)
+            else:
+                words.problems.append(f"{name} {flag} needs a value")
+                return index
+            for value in values:
+                words.problems += _check_value(name, flag, value, kind, paths)
             return index
         if flag in spec.optional:
             # An optional value is only ever attached; alone, the next word is an operand.
@@ -429,6 +431,18 @@ def _short_options(
         words.problems.append(f"{name} flag {flag} is not on its allowlist")
         return index
     return index
+
+
+def _attached_values(spec: ExecutableSpec, value: str) -> list[str]:
+    """What the binary may take as a value given after "=" (rg -f=FILE, --file=FILE).
+
+    ripgrep's parsers differ: clap (ripgrep 13) strips every "=" left at the
+    start (``--file==/etc/passwd`` reads /etc/passwd), lexopt (ripgrep 14) keeps
+    them. Both readings are checked.
+    """
+    if spec.grammar != "clap" or not value.startswith("="):
+        return [value]
+    return [value, value.lstrip("=")]
 
 
 def _leading_digits(text: str) -> str:
