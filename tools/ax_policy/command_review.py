@@ -545,11 +545,10 @@ class _FolderWalk:
         return []
 
     def _entry(self, entry: os.DirEntry[str], pending: list[Path]) -> list[str]:
-        shown = os.path.relpath(entry.path, self.paths.cwd)
         if entry.is_symlink():
             if not self.follow:
                 return []
-            found = self.paths(shown)
+            found = self.paths(self._shown(entry))
             if found:
                 return [f"{self.name} follows the symlinks inside the folders it compares", *found]
             target = Path(os.path.realpath(entry.path))
@@ -563,10 +562,13 @@ class _FolderWalk:
             return []
         info = entry.stat(follow_symlinks=False)
         if info.st_nlink > 1 or not stat.S_ISREG(info.st_mode):
-            found = self.paths(shown)
+            found = self.paths(self._shown(entry))
             if found:
                 return [f"{self.name} opens the files inside the folders it compares", *found]
         return []
+
+    def _shown(self, entry: os.DirEntry[str]) -> str:
+        return os.path.relpath(entry.path, self.paths.cwd)
 
 
 def _check_find(args: Sequence[str], paths: _PathChecker) -> list[str]:
