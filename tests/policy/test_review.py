@@ -243,3 +243,22 @@ def test_split_commands_handles_quotes_and_operators() -> None:
         ["d", "e f"],
         ["g;h"],
     ]
+
+
+def test_paths_the_system_will_not_resolve_ask_and_never_raise(
+    project: Path, system_path: str
+) -> None:
+    chain = project / "chain"
+    chain.mkdir()
+    # Longer than Python's recursion limit: realpath recursed once per link.
+    for index in range(1200):
+        (chain / f"l{index}").symlink_to(f"l{index + 1}")
+    targets = ["chain/l0", "chain/l0/x", "n" * 300, "src/" + "d" * 256 + "/x"]
+    try:
+        os.readlink("/proc/1/root")
+    except PermissionError:
+        targets.append("/proc/1/root/etc")
+    for target in targets:
+        for command in (f"cat {target}", f"rm -rf {target}", f"find {target} -name x"):
+            result = review(command, project, system_path)
+            assert result.verdict == "ask", (command, result.reasons)

@@ -12,6 +12,7 @@ in "read-only".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -263,7 +264,12 @@ def _wiped(target: str, workspace: Path, cwd: Path, home: Path) -> str | None:
     joined = os.path.normpath(cwd / text)
     if joined.startswith("//"):
         joined = "/" + joined.lstrip("/")
-    for candidate in {Path(joined), Path(os.path.realpath(joined))}:
+    candidates = {Path(joined)}
+    # A path the system will not resolve (a folder it may not search, a chain of
+    # links too deep) cannot be reached by rm either: the path as written is judged.
+    with contextlib.suppress(OSError, RecursionError):
+        candidates.add(Path(os.path.realpath(joined)))
+    for candidate in candidates:
         if str(candidate) == "/":
             return "the root folder"
         if is_within(workspace, candidate):
