@@ -262,3 +262,10 @@ def test_paths_the_system_will_not_resolve_ask_and_never_raise(
         for command in (f"cat {target}", f"rm -rf {target}", f"find {target} -name x"):
             result = review(command, project, system_path)
             assert result.verdict == "ask", (command, result.reasons)
+
+
+def test_a_path_entry_the_system_refuses_is_skipped(project: Path, system_path: str) -> None:
+    # A PATH folder whose name the file system refuses (ENAMETOOLONG) is skipped, as
+    # the shell skips it, and the search goes on.
+    result = review("cat README.md", project, f"/{'x' * 300}:{system_path}")
+    assert result.verdict == "read-only", result.reasons

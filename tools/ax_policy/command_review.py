@@ -187,7 +187,8 @@ def resolve_executable(
         try:
             found = candidate.is_file() and os.access(candidate, os.X_OK)
         except OSError:
-            # A PATH folder this user may not search is skipped, as the shell skips it.
+            # A PATH folder the system will not search (no permission, a name too long)
+            # is skipped, as the shell skips it.
             continue
         if not found:
             continue
