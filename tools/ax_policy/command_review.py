@@ -610,10 +610,13 @@ def _check_sed(args: Sequence[str], paths: _PathChecker) -> list[str]:
     script: str | None = None
     files: list[str] = []
     for arg in args:
-        if arg in ("-n", "--quiet", "--silent"):
+        if arg in ("-n", "--quiet", "--silent") and script is None:
+            # After the script, POSIXLY_CORRECT would make it a file name.
             quiet = True
         elif arg.startswith("-") and arg != "-":
-            return [f"sed flag {arg} is not allowed: sed is reviewed only as sed -n <range>p FILE"]
+            return [
+                f"sed flag {arg} is not allowed here: sed is reviewed only as sed -n <range>p FILE"
+            ]
         elif script is None:
             script = arg
         else:
