@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ax_policy import review_command
-from ax_policy.allowlist import SPECS, ExecutableSpec
+from ax_policy.allowlist import FIND_NO_VALUE, FIND_VALUE, SPECS, ExecutableSpec
 
 # Exactly the conftest's SYSTEM_PATH; the binaries run with it and the C locale so
 # their messages are the ones matched here.
@@ -163,6 +163,23 @@ def test_jq_options_match_the_binary(name: str, flag: str, tmp_path: Path) -> No
     # A flag takes no word: the program after it is still the program.
     given = run([path, "-n", flag, program], tmp_path)
     assert given.returncode == 0 and "canary" in given.stdout, (flag, given.stderr)
+
+
+FIND_OPERATORS = frozenset({"(", ")", ",", "-not", "-a", "-and", "-o", "-or"})
+
+
+@pytest.mark.parametrize("predicate", sorted(FIND_VALUE))
+def test_find_predicates_with_a_value_take_one(predicate: str, tmp_path: Path) -> None:
+    # findutils names a missing numeric argument as an invalid one.
+    alone = run([binary("find"), ".", "-maxdepth", "0", predicate], tmp_path).stderr
+    missing = f"missing argument to `{predicate}'"
+    assert missing in alone or f"invalid argument `{predicate}' to `{predicate}'" in alone
+
+
+@pytest.mark.parametrize("predicate", sorted(FIND_NO_VALUE - FIND_OPERATORS))
+def test_find_predicates_without_a_value_take_none(predicate: str, tmp_path: Path) -> None:
+    given = run([binary("find"), ".", "-maxdepth", "0", predicate, "-print"], tmp_path)
+    assert given.returncode == 0, given.stderr
 
 
 # --- canaries: what the binary opens when the reviewer reads the words its way ------
