@@ -10,7 +10,8 @@ is decided by the binary's own parser, and the allowlisted ones differ. Each
 spec names its grammar, checked against the real binaries by
 tests/policy/test_grammar.py:
 
-- ``getopt``: GNU getopt_long (coreutils, grep, diff, file, strings, hexdump).
+- ``getopt``: GNU getopt_long (coreutils, grep, diff, cmp, file, strings, hexdump;
+  not echo and which, whose operands are text).
   Short options cluster (``-rn``); one that needs a value takes the rest of its
   word or else the next word; an optional value is only ever attached, so
   ``od -w FILE`` is ``-w`` and the operand FILE while ``od -w32`` is a width.
@@ -19,7 +20,9 @@ tests/policy/test_grammar.py:
   POSIXLY_CORRECT in the environment makes those words operands instead, the
   review checks them both ways.
 - ``clap``: ripgrep's parser. As getopt, except that a value attached to a short
-  option loses one leading ``=``: ``rg -f=FILE`` and ``rg -if=FILE`` read FILE.
+  option loses a leading ``=``: ``rg -f=FILE`` and ``rg -if=FILE`` read FILE.
+  ripgrep 13 (clap) strips every leading ``=`` of a value, long options too,
+  ripgrep 14 (lexopt) one; the review checks both readings.
 - ``tree``: a letter that needs a value takes the NEXT word and the rest of its
   cluster is still read as letters, so ``tree -Io x FILE`` is ``-I x -o FILE``;
   ``-L`` also takes attached digits in tree 2.1.3 and later.
