@@ -108,6 +108,7 @@ def test_policy_limits() -> None:
     from ax_policy import (
         breaker,
         command_review,
+        compound,
         config,
         engine,
         models,
@@ -118,6 +119,8 @@ def test_policy_limits() -> None:
 
     assert shellwords.MAX_COMMAND_CHARS == 4096
     assert shellwords.MAX_WORDS == 256
+    assert shellwords.MAX_PARTS == 16
+    assert compound.MAX_SHELL_NESTING == 2
     assert pathcheck.MAX_PATH_CHARS == 4096
     assert config.MAX_CONFIG_BYTES == 64 * 1024
     assert stores.MAX_STORE_BYTES == 4 * 1024 * 1024
