@@ -1,14 +1,17 @@
 """Command review: a positive proof that a shell command only reads, or "ask".
 
 ``review_command`` answers ``read-only`` only when every one of these holds:
-the string is one simple command with nothing a shell would expand
-(``shellwords``); it does not start with an assignment; its executable is a
-bare name on the curated allowlist (``allowlist``) that PATH resolves to a
-real file under a system directory and not inside the workspace; every flag is
-on that executable's own allowlist; and every path argument resolves inside
-the workspace and is not secret-named. The circuit breaker (``breaker``) runs
-first and turns wipes of the workspace, home or root into ``deny``. Anything
-else is ``ask``.
+the string is one simple command, or a sequence of them joined only by
+``| && || ;``, with nothing a shell would expand (``shellwords``); and every
+command of it is proven: it does not start with an assignment; its executable
+is a bare name on the curated allowlist (``allowlist``) that PATH resolves to
+a real file under a system directory and not inside the workspace; every flag
+is on that executable's own allowlist; and every path argument resolves inside
+the workspace and is not secret-named. A command that hands a script to a
+shell (``bash -lc SCRIPT``, see ``compound``) is proven when its script is,
+reviewed as a string of its own. The circuit breaker (``breaker``) runs first,
+on the string and on every script opened, and turns wipes of the workspace,
+home or root into ``deny``. Anything else is ``ask``.
 
 This is a prompt-skip gate, not a security boundary: a string reviewer can be
 fooled, and the sandbox is what contains a command that runs without asking.
