@@ -188,9 +188,10 @@ def test_login_files_inside_the_workspace_make_a_login_shell_ask(
     assert (
         status == "ask" and "the home folder" in reasons[0] and "inside the workspace" in reasons[0]
     )
-    # A non-login bash -c and sh -c read no startup file, so the home does not matter.
-    assert verdict("bash -c ls", project, system_path, home=project)[0] == "read-only"
+    # sh -c reads no startup file, so the home does not matter; bash -c may read ~/.bashrc.
     assert verdict("sh -c ls", project, system_path, home=project)[0] == "read-only"
+    assert verdict("dash -c ls", project, system_path, home=project)[0] == "read-only"
+    assert verdict("bash -c ls", project, system_path, home=project)[0] == "ask"
     # A dotfiles repository opened as the workspace, its profile linked from the home.
     home = tmp_path / "home"
     home.mkdir()
@@ -211,7 +212,7 @@ def test_zsh_reads_zshenv_even_without_login(project: Path, tmp_path: Path) -> N
     (home / ".zshenv").symlink_to(project / "zshenv")
     call = ShellCall(shell="zsh", login=False, script="ls")
     assert startup_problem(call, project, home) is not None
-    assert startup_problem(ShellCall(shell="bash", login=False, script="ls"), project, home) is None
+    assert startup_problem(ShellCall(shell="sh", login=False, script="ls"), project, home) is None
     assert startup_problem(call, project, project) is not None
 
 

@@ -12,7 +12,8 @@ at most ``MAX_SHELL_NESTING`` shells deep.
 What the shell runs before the script is the one thing the script's review
 cannot see: its startup files. ``-l`` makes a login shell, which reads
 ``/etc/profile`` and the home folder's login files; ``zsh`` reads
-``~/.zshenv`` even without ``-l``. Those files are the system's and the
+``~/.zshenv`` and some ``bash`` builds read ``~/.bashrc`` even without
+``-l``. Those files are the system's and the
 person's own, and are trusted like the binaries under /usr/bin, with one
 condition checked here: none of them may be writable by ax's own tools, which
 write only inside the workspace. So a wrapper that reads startup files asks
@@ -37,9 +38,11 @@ MAX_SHELL_NESTING = 2
 _SHAPE = "only `{shell} -c SCRIPT` and `{shell} -lc SCRIPT` are reviewed"
 
 # The home folder's startup files each shell reads for `-c` (False) and `-lc`
-# (True). bash's login files usually source ~/.bashrc, so it is checked too.
+# (True). bash's login files usually source ~/.bashrc, and a bash built with
+# SSH_SOURCE_BASHRC (Debian's) reads it for `-c` too when it believes sshd
+# started it, so ~/.bashrc is checked for every bash.
 _HOME_FILES: dict[tuple[str, bool], tuple[str, ...]] = {
-    ("bash", False): (),
+    ("bash", False): (".bashrc",),
     ("bash", True): (".bash_profile", ".bash_login", ".profile", ".bashrc", ".bash_logout"),
     ("sh", False): (),
     ("sh", True): (".profile",),
