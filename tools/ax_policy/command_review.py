@@ -43,12 +43,12 @@ from .allowlist import (
     ValueKind,
 )
 from .breaker import wipe_reason
-from .compound import MAX_SHELL_NESTING, shell_call, startup_problem
 from .pathcheck import PathRules, check_path
-from .shellwords import NotSimple, Part, Word, split_sequence
 
 if TYPE_CHECKING:
     from .models import CommandReview
+from .compound import MAX_SHELL_NESTING, shell_call, startup_problem
+from .shellwords import NotSimple, Part, Word, split_sequence
 
 # Executables must resolve (after symlinks) to a file below one of these.
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
