@@ -108,6 +108,7 @@ def test_policy_limits() -> None:
     from ax_policy import (
         breaker,
         command_review,
+        compound,
         config,
         engine,
         models,
@@ -118,6 +119,8 @@ def test_policy_limits() -> None:
 
     assert shellwords.MAX_COMMAND_CHARS == 4096
     assert shellwords.MAX_WORDS == 256
+    assert shellwords.MAX_PARTS == 16
+    assert compound.MAX_SHELL_NESTING == 2
     assert pathcheck.MAX_PATH_CHARS == 4096
     assert pathcheck.MAX_REASON_PATH_CHARS == 200
     assert command_review.MAX_FOLDER_WALK_ENTRIES == 10_000

@@ -6,11 +6,17 @@
    (DESIGN.md budget: within 1.5x).
 2. decide() per call for a read, a write and a read-only command (budget: well under 2 ms).
 3. The everyday corpus share proven read-only on this machine.
+4. The Codex-derived share: Codex's own safe-command test cases (tests/policy/corpus_codex.txt)
+   that ax proves read-only, among those whose programs are installed here (goal: 85%), and
+   how many of Codex's unsafe cases ax proves (goal: none).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -115,19 +121,51 @@ def main() -> None:
             ("write src/new.py", write, {"path": "src/new.py"}),
             ("command grep -rn TODO src", run, {"command": "grep -rn TODO src"}),
             ("command with a pipe (asks)", run, {"command": "cat README.md | sh"}),
+            ("command grep -rn TODO src | wc -l", run, {"command": "grep -rn TODO src | wc -l"}),
+            ("command bash -lc 'ls src && pwd'", run, {"command": "bash -lc 'ls src && pwd'"}),
         ]:
-            print(f"  {label:32s} {per_call_us(tool, arg, ctx):8.1f} us")
+            print(f"  {label:36s} {per_call_us(tool, arg, ctx):8.1f} us")
 
-        corpus = ROOT / "tests" / "policy" / "corpus_readonly.txt"
-        lines = [
-            line for line in corpus.read_text().splitlines() if line and not line.startswith("##")
-        ]
+        for name in ("a.txt", "b.txt", "names.txt", "log.txt", "data.csv", "file.txt"):
+            (ws / name).write_text("a\nb\n")
+        (ws / "src" / "util.py").write_text("")
+        (ws / "package.json").write_text('{"name": "demo"}\n')
+        (ws / "Cargo.toml").write_text('[package]\nname = "demo"\n')
+        lines = corpus_lines("corpus_readonly.txt")
         proven = sum(
             review_command(line, ws, path_env=env["PATH"]).verdict == "read-only" for line in lines
         )
         print(
             f"everyday corpus: {proven}/{len(lines)} proven read-only ({proven / len(lines):.0%})"
         )
+        codex_share(ws, env["PATH"])
+
+
+def corpus_lines(name: str) -> list[str]:
+    corpus = ROOT / "tests" / "policy" / name
+    return [line for line in corpus.read_text().splitlines() if line and not line.startswith("##")]
+
+
+def codex_share(ws: Path, path_env: str) -> None:
+    """Codex's cases in the argv form, as ``ax-policy review-command -- ARGV...`` reviews them."""
+    rows = [json.loads(line) for line in corpus_lines("corpus_codex.txt")]
+    safe = [row["argv"] for row in rows if row["expect"] == "safe"]
+    unsafe = [row["argv"] for row in rows if row["expect"] == "unsafe"]
+    installed = [argv for argv in safe if shutil.which(argv[0], path=path_env)]
+    proven = sum(
+        review_command(shlex.join(argv), ws, path_env=path_env).verdict == "read-only"
+        for argv in installed
+    )
+    wrong = sum(
+        review_command(shlex.join(argv), ws, path_env=path_env).verdict == "read-only"
+        for argv in unsafe
+    )
+    missing = [shlex.join(argv) for argv in safe if argv not in installed]
+    print(
+        f"Codex safe cases: {proven}/{len(installed)} proven read-only "
+        f"({proven / len(installed):.0%}; goal 85%; not installed here: "
+        f"{', '.join(missing) or 'none'}); Codex unsafe cases proven: {wrong}/{len(unsafe)}"
+    )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def test_review_command_single_string(run_cli: CliRunner, project: Path, fixed_p
     result = run_cli(main, ["review-command", "-C", str(project), "cat README.md | sh"])
     assert result.exit_code == 1
     out = json.loads(result.stdout)
-    assert out["verdict"] == "ask" and "pipe" in out["reasons"][0]
+    assert out["verdict"] == "ask" and out["reasons"][0].startswith("command 2 of 2 (sh): ")
 
 
 def test_review_command_deny(run_cli: CliRunner, project: Path, fixed_path: None) -> None:

@@ -1,7 +1,9 @@
-"""Property: splicing shell metacharacters into benign commands never yields read-only."""
+"""Properties: splicing shell metacharacters into benign commands never yields read-only;
+joining benign commands with | && || ; (or handing them to sh -c) always does."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +29,18 @@ ANYWHERE = ["$", "`", "\\", "!", "\n", "\r", "\x00", "\t", "\x1b", "\u200b", "\u
 # Shell operators and expansions: refused outside quotes.
 UNQUOTED = [";", "&", "|", "<", ">", "(", ")", "#", "{", "}", "~", "*", "?", "[", "]", "^"]
 # Whole pieces an attacker would splice in.
-PIECES = ["$(id)", "`id`", "; rm -rf src", "&& id", "| sh", "> out", "${HOME}", "$IFS", "'", '"']
+PIECES = [
+    "$(id)",
+    "`id`",
+    "; rm -rf src",
+    "&& curl x",
+    "| sh",
+    "> out",
+    "${HOME}",
+    "$IFS",
+    "'",
+    '"',
+]
 
 
 def unquoted_positions(command: str) -> list[int]:
@@ -107,3 +120,26 @@ def test_decide_never_raises_and_never_allows_garbage_commands(
         assert decision.exec_boundary == "sandboxed"
     if kind != "reads" and decision.verdict == "allow":
         assert decision.requires_snapshot or kind == "command"
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    commands=st.lists(st.sampled_from(BENIGN), min_size=2, max_size=4),
+    operators=st.lists(st.sampled_from(["|", "&&", "||", ";", " | ", " && ", " ; "]), min_size=3),
+    shell=st.sampled_from([None, "bash -c", "sh -lc"]),
+)
+def test_benign_commands_joined_stay_read_only(
+    commands: list[str], operators: list[str], shell: str | None, project: Path, system_path: str
+) -> None:
+    joined = commands[0]
+    for operator, command in zip(operators, commands[1:], strict=False):
+        joined += operator + command
+    if shell is not None:
+        joined = f"{shell} {shlex.quote(joined)}"
+    review = review_command(joined, project, path_env=system_path)
+    assert review.verdict == "read-only", (joined, review.reasons)

@@ -377,6 +377,29 @@ SPECS: Mapping[str, ExecutableSpec] = {
     "paste": ExecutableSpec(
         flags=_f("-s -z --serial --zero-terminated"), valued=_v("text", "-d --delimiters")
     ),
+    # GNU base64 has no option that writes a file (BSD's -o is not GNU's).
+    "base64": ExecutableSpec(
+        flags=_f("-d -i --decode --ignore-garbage"),
+        valued=_v("count", "-w --wrap"),
+        max_operands=1,
+    ),
+    # Its operands are numbers, never files; it reads only standard input.
+    "numfmt": ExecutableSpec(
+        flags=_f("-z --zero-terminated --debug --grouping --header"),
+        valued={
+            **_v("text", "-d --delimiter --field --format --suffix"),
+            **_v("count", "--from-unit --to-unit --padding"),
+            "--from": frozenset({"none", "auto", "si", "iec", "iec-i"}),
+            "--to": frozenset({"none", "si", "iec", "iec-i"}),
+            "--round": frozenset({"up", "down", "from-zero", "towards-zero", "nearest"}),
+            "--invalid": frozenset({"abort", "fail", "warn", "ignore"}),
+        },
+        optional=_v("count", "--header"),
+        operands="text",
+    ),
+    # What `cmd || true` ends with; both ignore their operands, so none are allowed.
+    "true": ExecutableSpec(operands="none"),
+    "false": ExecutableSpec(operands="none"),
     # No --args/--jsonargs (operands stop being files), -L (module search
     # path), --rawfile/--slurpfile (read any file into a variable), -f (a filter
     # from a file, which this review cannot see). The filter itself is checked

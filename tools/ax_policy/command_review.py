@@ -1,15 +1,19 @@
 """Command review: a positive proof that a shell command only reads, or "ask".
 
 ``review_command`` answers ``read-only`` only when every one of these holds:
-the string is one simple command with nothing a shell would expand
-(``shellwords``); it does not start with an assignment; its executable is a
-bare name on the curated allowlist (``allowlist``) that PATH resolves to a
-real file under a system directory and not inside the workspace; every flag is
-on that executable's own allowlist, read the way that binary's own parser reads
-its words (``allowlist`` names the grammars); and every path argument resolves
-inside the workspace to a file with one name, is not a device and is not
-secret-named, including what diff would open inside the folders it compares.
-The circuit breaker (``breaker``) runs first and turns wipes of the workspace,
+the string is one simple command, or a sequence of them joined only by
+``| && || ;``, with nothing a shell would expand (``shellwords``); and every
+command of it is proven: it does not start with an assignment; its executable
+is a bare name on the curated allowlist (``allowlist``) that PATH resolves to
+a real file under a system directory and not inside the workspace; every flag
+is on that executable's own allowlist, read the way that binary's own parser
+reads its words (``allowlist`` names the grammars); and every path argument
+resolves inside the workspace to a file with one name, is not a device and is
+not secret-named, including what diff would open inside the folders it
+compares. A command that hands a script to a shell (``bash -lc SCRIPT``, see
+``compound``) is proven when its script is, reviewed as a string of its own.
+The circuit breaker (``breaker``) runs first, on the string and on every
+script opened, and turns wipes of the workspace,
 home or root into ``deny``. Anything else is ``ask``.
 
 This is a prompt-skip gate, not a security boundary: a string reviewer can be
@@ -48,7 +52,8 @@ from .pathcheck import PathFinding, PathRules, check_path
 
 if TYPE_CHECKING:
     from .models import CommandReview
-from .shellwords import NotSimple, split_words
+from .compound import MAX_SHELL_NESTING, shell_call, startup_problem
+from .shellwords import NotSimple, Part, Word, split_sequence
 
 # Executables must resolve (after symlinks) to a file below one of these.
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin")
@@ -125,16 +130,106 @@ def review(
     """Review ``command`` as it would run in ``cwd`` (default: the workspace)."""
     ws = Path(os.path.realpath(workspace))
     where = Path(os.path.realpath(ws / cwd)) if cwd is not None else ws
-    wipe = wipe_reason(
-        command, ws, cwd=where, home=Path(os.path.realpath(home)) if home is not None else None
+    context = _Context(
+        workspace=ws,
+        cwd=where,
+        home=Path(os.path.realpath(home if home is not None else Path("~").expanduser())),
+        search_path=path_env if path_env is not None else os.environ.get("PATH", os.defpath),
+        paths=_PathChecker(ws, where, config, state_dir),
     )
+    return _review_string(command, context, nesting=0)
+
+
+@dataclass(frozen=True)
+class _Context:
+    workspace: Path
+    cwd: Path
+    home: Path
+    search_path: str
+    paths: _PathChecker
+
+
+def _review_string(command: str, ctx: _Context, nesting: int) -> Review:
+    """One command string: the circuit breaker, then every command of its sequence."""
+    wipe = wipe_reason(command, ctx.workspace, cwd=ctx.cwd, home=ctx.home)
     if wipe is not None:
         return Review(verdict="deny", reasons=[f"circuit breaker: {wipe}"])
-
     try:
-        words = split_words(command)
+        parts = split_sequence(command)
     except NotSimple as refusal:
-        return _ask(f"not one plain command: {refusal.reason}")
+        return _ask(f"not a plain command or sequence: {refusal.reason}")
+    if len(parts) == 1:
+        return _review_part(parts[0].words, ctx, nesting)
+    return _combine(parts, [_review_part(part.words, ctx, nesting) for part in parts])
+
+
+def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
+    argv = [word.text for word in words]
+    try:
+        call = shell_call(words)
+    except NotSimple as refusal:
+        return _ask(refusal.reason, argv)
+    if call is None:
+        return _review_simple(words, ctx)
+    if nesting >= MAX_SHELL_NESTING:
+        return _ask(f"shells are reviewed at most {MAX_SHELL_NESTING} deep", argv)
+    executable, problem = resolve_executable(call.shell, ctx.workspace, ctx.cwd, ctx.search_path)
+    if executable is None:
+        return _ask(problem or f"{call.shell} could not be resolved", argv)
+    startup = startup_problem(call, ctx.workspace, ctx.home)
+    if startup is not None:
+        return Review(verdict="ask", reasons=[startup], executable=executable, argv=argv)
+    inner = _review_string(call.script, ctx, nesting + 1)
+    if inner.verdict != "read-only":
+        reasons = [f"the script of {call.spelled}: {reason}" for reason in inner.reasons]
+        return Review(verdict=inner.verdict, reasons=reasons, executable=executable, argv=argv)
+    return Review(
+        verdict="read-only",
+        reasons=[
+            f"{call.shell} resolves to {executable} and runs only its script, which is "
+            f"proven read-only: {'; '.join(inner.reasons)}"
+        ],
+        executable=executable,
+        argv=argv,
+    )
+
+
+def _combine(parts: list[Part], reviews: list[Review]) -> Review:
+    """A sequence is read-only only when every command is; deny when any is denied."""
+    total = len(parts)
+    named = [
+        (review, f"command {number} of {total} ({part.text})")
+        for number, (part, review) in enumerate(zip(parts, reviews, strict=True), start=1)
+    ]
+    denied = [
+        f"{name}: {reason}"
+        for review, name in named
+        if review.verdict == "deny"
+        for reason in review.reasons
+    ]
+    if denied:
+        return Review(verdict="deny", reasons=denied)
+    failed = [
+        f"{name}: {reason}"
+        for review, name in named
+        if review.verdict != "read-only"
+        for reason in review.reasons
+    ]
+    if failed:
+        return Review(verdict="ask", reasons=failed)
+    operators = " ".join(sorted({part.operator for part in parts if part.operator is not None}))
+    return Review(
+        verdict="read-only",
+        reasons=[
+            f"{total} commands joined only by {operators}, with no redirection, substitution, "
+            "glob or background job, and every one is proven read-only",
+            *(f"{name}: {reason}" for review, name in named for reason in review.reasons),
+        ],
+    )
+
+
+def _review_simple(words: list[Word], ctx: _Context) -> Review:
+    """One simple command that is not a shell wrapper."""
     argv = [word.text for word in words]
     first = words[0]
     if _ASSIGNMENT.match(first.text):
@@ -151,13 +246,11 @@ def review(
     if name not in READ_ONLY_EXECUTABLES:
         return _ask(f"{name} is not on the read-only allowlist", argv)
 
-    search_path = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
-    executable, problem = resolve_executable(name, ws, where, search_path)
+    executable, problem = resolve_executable(name, ctx.workspace, ctx.cwd, ctx.search_path)
     if executable is None:
         return _ask(problem or f"{name} could not be resolved", argv)
 
-    checker = _PathChecker(ws, where, config, state_dir)
-    problems = check_arguments(name, argv[1:], checker)
+    problems = check_arguments(name, argv[1:], ctx.paths)
     if problems:
         return Review(verdict="ask", reasons=problems, executable=executable, argv=argv)
     return Review(

@@ -7,6 +7,12 @@ around other printable ASCII. Everything a shell would expand or interpret
 is refused with the reason, so whatever this returns is exactly the argv a
 shell would build from the same string. Because ``$``, backtick and backslash
 are refused everywhere, double quotes behave exactly like single quotes here.
+
+``split_sequence`` adds exactly four operators on top of that, outside quotes:
+``|``, ``&&``, ``||`` and ``;`` between simple commands. Each command between
+them goes through ``split_words`` unchanged, so a sequence is refused for
+everything a single command is, plus a background ``&``, ``|&``, ``;;``, an
+empty command or more than ``MAX_PARTS`` commands.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass
 
 MAX_COMMAND_CHARS = 4096
 MAX_WORDS = 256
+MAX_PARTS = 16
 
 _UNQUOTED_OK = frozenset(string.ascii_letters + string.digits + "_./=,:+@%-")
 
@@ -77,14 +84,18 @@ def describe_char(char: str) -> str:
     return _REFUSED_ANYWHERE.get(char) or _UNQUOTED_MEANING.get(char) or f"the character {char!r}"
 
 
-def split_words(command: str) -> list[Word]:
-    """The words of ``command``, or NotSimple naming the first thing that disqualifies it."""
+def _check_characters(command: str) -> None:
     if len(command) > MAX_COMMAND_CHARS:
         raise NotSimple(f"the command is longer than {MAX_COMMAND_CHARS} characters")
     for char in command:
         code = ord(char)
         if code < 0x20 or code >= 0x7F or char in _REFUSED_ANYWHERE:
             raise NotSimple(f"it contains {describe_char(char)}")
+
+
+def split_words(command: str) -> list[Word]:
+    """The words of ``command``, or NotSimple naming the first thing that disqualifies it."""
+    _check_characters(command)
 
     words: list[Word] = []
     current: list[str] = []
@@ -118,3 +129,80 @@ def split_words(command: str) -> list[Word]:
     if len(words) > MAX_WORDS:
         raise NotSimple(f"the command has more than {MAX_WORDS} words")
     return words
+
+
+@dataclass(frozen=True)
+class Part:
+    """One simple command of a sequence and the operator after it (None for the last)."""
+
+    text: str
+    words: list[Word]
+    operator: str | None
+
+
+_OPERATOR_CHARS = frozenset("|&;")
+OPERATORS = frozenset({"|", "&&", "||", ";"})
+_REFUSED_OPERATORS = {
+    "&": "a background job (&)",
+    "|&": "a pipe of standard error too (|&)",
+    ";;": "a case terminator (;;)",
+}
+
+
+def split_sequence(command: str) -> list[Part]:
+    """The simple commands of ``command`` joined by ``| && || ;``, or NotSimple saying why not."""
+    _check_characters(command)
+    pieces: list[tuple[str, str | None]] = []
+    start = index = 0
+    quote: str | None = None
+    while index < len(command):
+        char = command[index]
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "<>":
+            # Checked here so that 2>&1 is named a redirection, not a background job.
+            raise NotSimple(f"it contains {describe_char(char)}")
+        elif char in _OPERATOR_CHARS:
+            end = index
+            while end < len(command) and command[end] in _OPERATOR_CHARS:
+                end += 1
+            operator = command[index:end]
+            if operator not in OPERATORS:
+                raise NotSimple(f"it contains {_describe_operator(operator)}")
+            pieces.append((command[start:index], operator))
+            start = index = end
+            continue
+        index += 1
+    if quote is not None:
+        raise NotSimple("it has an unterminated quote")
+    pieces.append((command[start:], None))
+    if len(pieces) > MAX_PARTS:
+        raise NotSimple(f"it joins more than {MAX_PARTS} commands")
+    if len(pieces) == 1:
+        return [Part(command.strip(" "), split_words(command), None)]
+    parts: list[Part] = []
+    for number, (text, joiner) in enumerate(pieces):
+        stripped = text.strip(" ")
+        if not stripped:
+            raise NotSimple(_empty_reason(pieces, number))
+        parts.append(Part(stripped, split_words(stripped), joiner))
+    return parts
+
+
+def _describe_operator(operator: str) -> str:
+    known = _REFUSED_OPERATORS.get(operator)
+    if known is not None:
+        return known
+    return f"the operator {operator!r} (only | && || ; join reviewed commands)"
+
+
+def _empty_reason(pieces: list[tuple[str, str | None]], number: int) -> str:
+    after = pieces[number][1]
+    before = pieces[number - 1][1] if number > 0 else None
+    if before is None:
+        return f"no command comes before the first {after}"
+    if after is None:
+        return f"no command follows the last {before}"
+    return f"no command comes between {before} and {after}"
