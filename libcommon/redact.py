@@ -9,33 +9,49 @@ characters of a log, a false negative leaks a credential, so they lean wide.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 REDACTED = "[REDACTED]"
 
-# (kind, pattern): the whole match is the secret.
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+_KEY_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_KEY_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+
+# (kind, pattern, needles): the whole match is the secret, and every match holds one of
+# the needles. A pattern runs only over a text holding a needle: most text holds none,
+# and a substring search costs a hundredth of a regex pass.
+_PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
+    # An unterminated block is a secret to the end of the text.
     (
         "private-key",
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-            re.DOTALL,
-        ),
+        re.compile(rf"{_KEY_BEGIN}(?:.*?{_KEY_END}|.*\Z)", re.DOTALL),
+        ("PRIVATE KEY",),
     ),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}")),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}")),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}"), ("sk-ant-",)),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+    (
+        "aws-access-key",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+    ),
+    (
+        "github-token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), ("glpat-",)),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("AIza",)),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",)),
+    (
+        "stripe-key",
+        re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+        ("_live_", "_test_"),
+    ),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), ("hf_",)),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}"), ("npm_",)),
     (
         "jwt",
         re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        ("eyJ",),
     ),
 ]
 
@@ -55,15 +71,45 @@ _ASSIGNMENT = re.compile(
 _SECRET_KEY_NAME = re.compile(rf"(?i)(?:{_SECRET_NAME})")
 _HEADER = re.compile(r"(?i)\b((?:x-api-key|api-key|authorization|cookie)\s*:\s*)([^\r\n]+)")
 
+# The needles of the case-blind patterns, searched in the lowered text.
+_HEADER_WORDS = ("api-key", "authorization", "cookie")
+_BEARER_WORDS = ("bearer", "basic", "token")
+_ASSIGNMENT_WORDS = ("token", "_key", "secret", "passw", "_pat", "_credential", "apikey", "api_key")
+
+
+def _words(text: str) -> str:
+    """``text`` lowered so that each case-blind needle is found wherever re would match it.
+
+    Ignoring case, Python's re also matches İ and ı to i, ſ to s and the Kelvin sign to
+    k. str.lower() turns the sign into k and İ into i and a combining dot; the dot goes.
+    """
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    return lowered.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    return any(needle in text for needle in needles)
+
 
 def redact(text: str) -> str:
     """Replace every secret-shaped substring of ``text`` with a marker."""
-    for kind, pattern in _PATTERNS:
-        text = pattern.sub(f"[REDACTED:{kind}]", text)
-    text = _HEADER.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER.sub(_redact_scheme_token, text)
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    return _ASSIGNMENT.sub(_redact_assignment, text)
+    for kind, pattern, needles in _PATTERNS:
+        if _holds(text, needles):
+            text = pattern.sub(f"[REDACTED:{kind}]", text)
+    # The passes below only replace text with bracketed markers, which join no new
+    # needle: the words of the text as it is now serve all of them.
+    words = _words(text)
+    if _holds(words, _HEADER_WORDS):
+        text = _HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    if _holds(words, _BEARER_WORDS):
+        text = _BEARER.sub(_redact_scheme_token, text)
+    if "://" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    if _holds(words, _ASSIGNMENT_WORDS):
+        text = _ASSIGNMENT.sub(_redact_assignment, text)
+    return text
 
 
 def _redact_scheme_token(match: re.Match[str]) -> str:
@@ -106,3 +152,142 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_value(item) for item in value]
     return value
+
+
+# Streaming: text that arrives in pieces (a command's output on its way to disk) is
+# redacted as ``redact`` would redact the whole of it. The patterns allow this: apart
+# from a private-key block, a match crosses a line break only inside a run of
+# whitespace (the separator of ``NAME =\n value``), so the lines on either side of a
+# break show whether anything spans it.
+#
+# The longest match, other than a private-key block, that is redacted exactly wherever
+# the pieces split it. A longer one lies on a line longer than this, which is cut
+# inside; when the redaction reaches such a cut, the rest of the line is dropped.
+STREAM_WINDOW_CHARS = 32 * 1024
+# Text held back while a line gives no safe cut: beyond it a long line is cut inside,
+# and beyond twice this the cut is forced.
+STREAM_HOLD_CHARS = 256 * 1024
+# Places tried, newest first, before waiting for more text.
+STREAM_CUT_TRIES = 4
+
+_KEY_BEGIN_RE = re.compile(_KEY_BEGIN)
+_KEY_END_RE = re.compile(_KEY_END)
+_MARKER_AT_END = re.compile(r"\[REDACTED(?::[a-z-]+)?\]\Z")
+
+Skipping = Literal["", "key", "line"]
+
+
+class StreamRedactor:
+    """Redacts a text given in pieces: ``feed`` each piece, then ``finish``.
+
+    The answers, joined, equal ``redact`` of the whole text for every secret shorter
+    than ``STREAM_WINDOW_CHARS`` and every private-key block, wherever the pieces were
+    split. Text is released a line at a time, once the next line with something on it
+    has come (so nothing spans the break); at most about ``2 * STREAM_HOLD_CHARS``
+    characters are held back.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        # What is being dropped because its marker is already out: the rest of a
+        # private-key block (to its end marker) or of a line (to its break).
+        self._skipping: Skipping = ""
+
+    def feed(self, text: str) -> str:
+        self._pending += text
+        return self._release(final=False)
+
+    def finish(self) -> str:
+        return self._release(final=True)
+
+    def _release(self, final: bool) -> str:
+        out: list[str] = []
+        while self._skip(final) and self._pending:
+            found = (len(self._pending), redact(self._pending)) if final else self._cut()
+            if found is None:
+                break
+            cut, redacted = found
+            segment, self._pending = self._pending[:cut], self._pending[cut:]
+            out.append(redacted)
+            if _ends_in_open_key(segment):
+                self._skipping = "key"
+            elif _MARKER_AT_END.search(redacted) and not _MARKER_AT_END.search(segment):
+                self._skipping = "line"
+        return "".join(out)
+
+    def _skip(self, final: bool) -> bool:
+        """Drop what is being skipped; True when nothing is any more."""
+        if not self._skipping:
+            return True
+        if self._skipping == "key":
+            end = _KEY_END_RE.search(self._pending)
+            resume = end.end() if end is not None else -1
+        else:
+            resume = self._pending.find("\n")
+        if resume >= 0:
+            self._pending = self._pending[resume:]
+            self._skipping = ""
+            return True
+        # Keep what may be the start of an end marker that the next piece completes.
+        keep = self._skipping == "key" and not final
+        self._pending = self._pending[-STREAM_WINDOW_CHARS:] if keep else ""
+        return False
+
+    def _cut(self) -> tuple[int, str] | None:
+        """A place where nothing spans a cut, and the redacted text before it."""
+        text = self._pending
+        end = text.rfind("\n") + 1
+        for _ in range(STREAM_CUT_TRIES):
+            # Before the last complete line with something on it, which is the context
+            # after the cut.
+            content = len(text[:end].rstrip())
+            cut = text.rfind("\n", 0, content) + 1
+            if cut == 0:
+                break
+            after = min(text.find("\n", content) + 1, cut + STREAM_WINDOW_CHARS)
+            if _neutral(text, _context_start(text, cut), cut, after):
+                return cut, redact(text[:cut])
+            end = cut
+        if len(text) < STREAM_HOLD_CHARS:
+            return None
+        # A long line: cut inside it, where a window of context on each side shows
+        # nothing spanning the cut and no redaction runs up to it.
+        for back in range(STREAM_CUT_TRIES):
+            cut = len(text) - STREAM_WINDOW_CHARS - back * (STREAM_WINDOW_CHARS // 2)
+            if _neutral(text, cut - STREAM_WINDOW_CHARS, cut, cut + STREAM_WINDOW_CHARS):
+                redacted = redact(text[:cut])
+                if not _MARKER_AT_END.search(redacted):
+                    return cut, redacted
+        if len(text) < 2 * STREAM_HOLD_CHARS:
+            return None
+        # Something spans every place tried: a match longer than the window. Its
+        # marker goes out now and the rest of its line is dropped.
+        cut = len(text) - STREAM_WINDOW_CHARS
+        for begin in _KEY_BEGIN_RE.finditer(text, cut - STREAM_WINDOW_CHARS, cut + 1024):
+            if begin.start() < cut < begin.end():
+                cut = begin.start()
+        return cut, redact(text[:cut])
+
+
+def _neutral(text: str, start: int, cut: int, end: int) -> bool:
+    """True when no redaction of ``text[start:end]`` spans ``cut``."""
+    before, after = text[max(0, start) : cut], text[cut:end]
+    return redact(before) + redact(after) == redact(before + after)
+
+
+def _context_start(text: str, cut: int) -> int:
+    """The start of the last line before ``cut`` with something on it, within the window:
+    the blank lines between it and the cut are whitespace a separator may cross."""
+    content = len(text[:cut].rstrip())
+    return max(text.rfind("\n", 0, content) + 1, cut - STREAM_WINDOW_CHARS)
+
+
+def _ends_in_open_key(text: str) -> bool:
+    """True when ``text`` ends inside a private-key block (a start with no end after it)."""
+    position = 0
+    while (begin := _KEY_BEGIN_RE.search(text, position)) is not None:
+        end = _KEY_END_RE.search(text, begin.end())
+        if end is None:
+            return True
+        position = end.end()
+    return False
