@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,9 +213,23 @@ def chrome(message: str) -> None:
     env().stderr.flush()
 
 
-def emit_json(value: Any) -> None:
-    """One JSON document on stdout."""
-    _write_out(jsonio.dumps(value, indent=True).decode() + "\n")
+def emit_json(value: Any, *, long_strings: bool = False) -> None:
+    """One JSON document on stdout.
+
+    ``long_strings``: the document carries strings of many megabytes (ax-exec's
+    captured output); it is written in pieces, so it is never whole in memory.
+    """
+    if long_strings:
+        pieces: Iterable[bytes] = jsonio.iter_dumps(value, indent=True)
+    else:
+        pieces = (jsonio.dumps(value, indent=True),)
+    try:
+        for piece in pieces:
+            env().stdout.write(piece.decode())
+        env().stdout.write("\n")
+        env().stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
 
 
 def emit_line(value: Any) -> None:

@@ -183,7 +183,7 @@ def _run_spec(spec: ExecSpec, live: bool) -> int:
             on_output=_live_printer() if live else None,
             environ=cliapp.env().environ,
         )
-    cliapp.emit_json(outcome.to_json())
+    cliapp.emit_json(outcome.to_json(), long_strings=True)
     if outcome.error:
         cliapp.chrome(f"ax-exec: {outcome.termination}: {outcome.error}")
     return outcome.shell_status
