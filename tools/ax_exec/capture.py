@@ -26,6 +26,12 @@ MIN_MAX_OUTPUT_BYTES = 1024
 MAX_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 SPILL_MAX_BYTES = 64 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
+# The documented bound on what a run holds beyond the interpreter's own memory, per
+# stream, as a multiple of its cap: the bytes are held once, then decoded once, and a
+# string takes 1 byte a character for ASCII and Latin-1 text but 4 once it holds one
+# 4-byte character (an emoji; binary output). tests/exec/test_output_memory.py measures it.
+MEMORY_PER_STREAM_TEXT = 2
+MEMORY_PER_STREAM_ANY = 5
 
 StreamName = Literal["stdout", "stderr"]
 
