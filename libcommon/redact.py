@@ -9,23 +9,20 @@ characters of a log, a false negative leaks a credential, so they lean wide.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
 _KEY_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
 _KEY_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+# An unterminated block is a secret to the end of the text.
+_PRIVATE_KEY = re.compile(rf"{_KEY_BEGIN}(?:.*?{_KEY_END}|.*\Z)", re.DOTALL)
 
 # (kind, pattern, needles): the whole match is the secret, and every match holds one of
 # the needles. A pattern runs only over a text holding a needle: most text holds none,
 # and a substring search costs a hundredth of a regex pass.
 _PATTERNS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
-    # An unterminated block is a secret to the end of the text.
-    (
-        "private-key",
-        re.compile(rf"{_KEY_BEGIN}(?:.*?{_KEY_END}|.*\Z)", re.DOTALL),
-        ("PRIVATE KEY",),
-    ),
+    ("private-key", _PRIVATE_KEY, ("PRIVATE KEY",)),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{16,}"), ("sk-ant-",)),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
     (
@@ -156,14 +153,19 @@ def redact_value(value: Any) -> Any:
 
 # Streaming: text that arrives in pieces (a command's output on its way to disk) is
 # redacted as ``redact`` would redact the whole of it. The patterns allow this: apart
-# from a private-key block, a match crosses a line break only inside a run of
-# whitespace (the separator of ``NAME =\n value``), so the lines on either side of a
-# break show whether anything spans it.
+# from a private-key block (held as its marker from its start), a match crosses line
+# breaks only through its separator (``NAME\n=\n value``: at most three lines with
+# something on them), so a few such lines on each side of a break show whether any
+# pass, each working on what the one before left, treats the text across it
+# differently from the pieces on either side.
 #
 # The longest match, other than a private-key block, that is redacted exactly wherever
 # the pieces split it. A longer one lies on a line longer than this, which is cut
 # inside; when the redaction reaches such a cut, the rest of the line is dropped.
 STREAM_WINDOW_CHARS = 32 * 1024
+# Lines with something on them, on each side of a break, that must agree before it is
+# a cut: two for the widest match, and the reach of the passes before it.
+STREAM_CONTEXT_LINES = 8
 # Text held back while a line gives no safe cut: beyond it a long line is cut inside,
 # and beyond twice this the cut is forced.
 STREAM_HOLD_CHARS = 256 * 1024
@@ -172,9 +174,8 @@ STREAM_CUT_TRIES = 4
 
 _KEY_BEGIN_RE = re.compile(_KEY_BEGIN)
 _KEY_END_RE = re.compile(_KEY_END)
+_KEY_MARKER = "[REDACTED:private-key]"
 _MARKER_AT_END = re.compile(r"\[REDACTED(?::[a-z-]+)?\]\Z")
-
-Skipping = Literal["", "key", "line"]
 
 
 class StreamRedactor:
@@ -182,72 +183,88 @@ class StreamRedactor:
 
     The answers, joined, equal ``redact`` of the whole text for every secret shorter
     than ``STREAM_WINDOW_CHARS`` and every private-key block, wherever the pieces were
-    split. Text is released a line at a time, once the next line with something on it
-    has come (so nothing spans the break); at most about ``2 * STREAM_HOLD_CHARS``
+    split. A private-key block is held as its marker from the moment it starts (its
+    body is never held), so what follows it meets the marker as in the whole text.
+    Text is released a line at a time, once the next line with something on it has
+    come (so nothing spans the break); at most about ``2 * STREAM_HOLD_CHARS``
     characters are held back.
     """
 
     def __init__(self) -> None:
         self._pending = ""
-        # What is being dropped because its marker is already out: the rest of a
-        # private-key block (to its end marker) or of a line (to its break).
-        self._skipping: Skipping = ""
+        # The end of an open private-key block's body, where its end marker is looked
+        # for; None outside a block.
+        self._key_tail: str | None = None
+        # The rest of a line whose marker is out (a match longer than the window).
+        self._dropping_line = False
 
     def feed(self, text: str) -> str:
-        self._pending += text
+        self._take(text)
         return self._release(final=False)
 
     def finish(self) -> str:
         return self._release(final=True)
 
+    def _take(self, text: str) -> None:
+        if self._dropping_line:
+            newline = text.find("\n")
+            if newline < 0:
+                return
+            text = text[newline:]
+            self._dropping_line = False
+        if self._key_tail is not None:
+            text = self._key_tail + text
+            end = _KEY_END_RE.search(text)
+            if end is None:
+                # Keep what may be the start of an end marker that the next piece completes.
+                self._key_tail = text[-STREAM_WINDOW_CHARS:]
+                return
+            self._key_tail = None
+            text = text[end.end() :]
+        self._pending += text
+        if "PRIVATE KEY" not in self._pending:
+            return
+        # The first pass of redact, done now: every block is its marker.
+        begin = _open_key(self._pending)
+        if begin is None:
+            self._pending = _PRIVATE_KEY.sub(_KEY_MARKER, self._pending)
+            return
+        self._key_tail = self._pending[begin.end() :][-STREAM_WINDOW_CHARS:]
+        self._pending = _PRIVATE_KEY.sub(_KEY_MARKER, self._pending[: begin.start()]) + _KEY_MARKER
+
     def _release(self, final: bool) -> str:
         out: list[str] = []
-        while self._skip(final) and self._pending:
+        while self._pending:
             found = (len(self._pending), redact(self._pending)) if final else self._cut()
             if found is None:
                 break
             cut, redacted = found
             segment, self._pending = self._pending[:cut], self._pending[cut:]
             out.append(redacted)
-            if _ends_in_open_key(segment):
-                self._skipping = "key"
-            elif _MARKER_AT_END.search(redacted) and not _MARKER_AT_END.search(segment):
-                self._skipping = "line"
+            if _MARKER_AT_END.search(redacted) and not _MARKER_AT_END.search(segment):
+                # A match runs up to the cut and maybe past it: drop the rest of its line.
+                newline = self._pending.find("\n")
+                self._dropping_line = newline < 0
+                self._pending = "" if newline < 0 else self._pending[newline:]
         return "".join(out)
-
-    def _skip(self, final: bool) -> bool:
-        """Drop what is being skipped; True when nothing is any more."""
-        if not self._skipping:
-            return True
-        if self._skipping == "key":
-            end = _KEY_END_RE.search(self._pending)
-            resume = end.end() if end is not None else -1
-        else:
-            resume = self._pending.find("\n")
-        if resume >= 0:
-            self._pending = self._pending[resume:]
-            self._skipping = ""
-            return True
-        # Keep what may be the start of an end marker that the next piece completes.
-        keep = self._skipping == "key" and not final
-        self._pending = self._pending[-STREAM_WINDOW_CHARS:] if keep else ""
-        return False
 
     def _cut(self) -> tuple[int, str] | None:
         """A place where nothing spans a cut, and the redacted text before it."""
         text = self._pending
-        end = text.rfind("\n") + 1
-        for _ in range(STREAM_CUT_TRIES):
-            # Before the last complete line with something on it, which is the context
-            # after the cut.
-            content = len(text[:end].rstrip())
-            cut = text.rfind("\n", 0, content) + 1
-            if cut == 0:
+        lines = _content_lines(
+            text, text.rfind("\n") + 1, 2 * STREAM_CONTEXT_LINES + STREAM_CUT_TRIES
+        )
+        for tried in range(STREAM_CUT_TRIES):
+            # Before the newest line that has enough complete lines after it.
+            first_after = STREAM_CONTEXT_LINES - 1 + tried
+            if first_after >= len(lines) or lines[first_after][0] == 0:
                 break
-            after = min(text.find("\n", content) + 1, cut + STREAM_WINDOW_CHARS)
-            if _neutral(text, _context_start(text, cut), cut, after):
+            cut = lines[first_after][0]
+            after = min(lines[tried][1], cut + STREAM_WINDOW_CHARS)
+            first_before = first_after + STREAM_CONTEXT_LINES
+            before = lines[first_before][0] if first_before < len(lines) else 0
+            if _neutral(text, max(before, cut - STREAM_WINDOW_CHARS), cut, after):
                 return cut, redact(text[:cut])
-            end = cut
         if len(text) < STREAM_HOLD_CHARS:
             return None
         # A long line: cut inside it, where a window of context on each side shows
@@ -263,9 +280,6 @@ class StreamRedactor:
         # Something spans every place tried: a match longer than the window. Its
         # marker goes out now and the rest of its line is dropped.
         cut = len(text) - STREAM_WINDOW_CHARS
-        for begin in _KEY_BEGIN_RE.finditer(text, cut - STREAM_WINDOW_CHARS, cut + 1024):
-            if begin.start() < cut < begin.end():
-                cut = begin.start()
         return cut, redact(text[:cut])
 
 
@@ -275,19 +289,27 @@ def _neutral(text: str, start: int, cut: int, end: int) -> bool:
     return redact(before) + redact(after) == redact(before + after)
 
 
-def _context_start(text: str, cut: int) -> int:
-    """The start of the last line before ``cut`` with something on it, within the window:
-    the blank lines between it and the cut are whitespace a separator may cross."""
-    content = len(text[:cut].rstrip())
-    return max(text.rfind("\n", 0, content) + 1, cut - STREAM_WINDOW_CHARS)
+def _content_lines(text: str, end: int, count: int) -> list[tuple[int, int]]:
+    """Start and end (after its break) of up to ``count`` lines with something on them,
+    newest first, before ``end`` (a line start); a window of blanks stops the search."""
+    lines: list[tuple[int, int]] = []
+    while len(lines) < count and end > 0:
+        floor = max(0, end - STREAM_WINDOW_CHARS)
+        content = floor + len(text[floor:end].rstrip())
+        if content == floor:
+            break
+        start = text.rfind("\n", 0, content) + 1
+        lines.append((start, text.find("\n", content) + 1))
+        end = start
+    return lines
 
 
-def _ends_in_open_key(text: str) -> bool:
-    """True when ``text`` ends inside a private-key block (a start with no end after it)."""
+def _open_key(text: str) -> re.Match[str] | None:
+    """The start marker of a private-key block with no end marker after it, if any."""
     position = 0
     while (begin := _KEY_BEGIN_RE.search(text, position)) is not None:
         end = _KEY_END_RE.search(text, begin.end())
         if end is None:
-            return True
+            return begin
         position = end.end()
-    return False
+    return None

@@ -20,6 +20,7 @@ def test_libcommon_limits() -> None:
     assert paths.RESERVED_ID_SUFFIXES == (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
     assert jsonio.SLICE_CHARS == 64 * 1024
     assert redact.STREAM_WINDOW_CHARS == 32 * 1024
+    assert redact.STREAM_CONTEXT_LINES == 8
     assert redact.STREAM_HOLD_CHARS == 256 * 1024
     assert redact.STREAM_CUT_TRIES == 4
 

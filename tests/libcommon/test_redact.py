@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from libcommon import redact as redact_module
 from libcommon.redact import (
     REDACTED,
+    STREAM_CONTEXT_LINES,
     STREAM_HOLD_CHARS,
     StreamRedactor,
     redact,
@@ -351,7 +352,21 @@ STREAM_SAMPLES = {
     "url": f"git clone https://deploy:{OPAQUE}@example.com/r.git\n",
     "quoted": 'PASSWORD="correct horse battery staple" next\n',
     "jwt": f"{JWT}\n",
+    # A separator on a line of its own: the match spans three lines.
+    "separator-alone": f"token  \n=\n{OPAQUE}\n",
+    # A bearer match changes the next line, which decides the assignment after it.
+    "passes-in-a-chain": f"FOO_TOKEN=token  \nPASSWORD=x\nFOO_TOKEN=\n{OPAQUE} \n",
+    # What follows a key block on its line meets the block's marker, as in the whole.
+    "after-a-key": f"FOO_TOKEN=sk-{PEM_KEY}sk-\n",
 }
+
+
+STREAM_FRAGMENTS = [
+    *FRAGMENTS,
+    *["\n", "\n\n", " \n", PEM_KEY, "-----BEGIN RSA PRIVATE KEY-----\n"],
+    *["token", "Authorization", "cookie", "bearer", "PASSWORD", "api_key", "=", ":", ";"],
+    *["abc123def456ghi", "[REDACTED:private-key]", "https://u:p@h/", ANTHROPIC],
+]
 
 
 def streamed(text: str, cuts: list[int]) -> str:
@@ -363,34 +378,44 @@ def streamed(text: str, cuts: list[int]) -> str:
     return "".join(out) + redactor.finish()
 
 
+# Enough lines on each side that the secret's lines are released before the end.
+PADDING = "".join(f"line {i}\n" for i in range(STREAM_CONTEXT_LINES + 2))
+
+
 @pytest.mark.parametrize("sample", STREAM_SAMPLES.values(), ids=STREAM_SAMPLES.keys())
 def test_a_piece_boundary_at_every_offset_of_a_secret(sample: str) -> None:
-    text = f"first line\n{sample}last line\n"
+    text = f"{PADDING}{sample}{PADDING}"
     whole = redact(text)
-    for cut in range(len(text) + 1):
-        assert streamed(text, [cut]) == whole, cut
+    start = len(PADDING)
+    for cut in range(start, start + len(sample) + 1):
+        redactor = StreamRedactor()
+        released = redactor.feed(text[:cut]) + redactor.feed(text[cut:])
+        assert released.startswith("line 0\n")  # lines go out before the end
+        assert released + redactor.finish() == whole, cut
 
 
 @pytest.mark.parametrize("sample", STREAM_SAMPLES.values(), ids=STREAM_SAMPLES.keys())
 def test_a_secret_fed_one_character_at_a_time(sample: str) -> None:
-    text = f"a\n{sample}b\n" * 3
+    text = f"{PADDING}{sample}{PADDING}" * 2
     assert streamed(text, list(range(1, len(text)))) == redact(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
-    st.lists(st.sampled_from([*FRAGMENTS, "\n", "\n\n", " \n", PEM_KEY]), max_size=16).map("".join),
+    st.lists(st.sampled_from(STREAM_FRAGMENTS), max_size=24).map("".join),
     st.lists(st.integers(min_value=0, max_value=2000), max_size=6),
 )
 def test_streaming_equals_redacting_the_whole(text: str, cuts: list[int]) -> None:
     assert streamed(text, sorted(cut % (len(text) + 1) for cut in cuts)) == redact(text)
 
 
-def test_text_is_released_as_its_lines_are_safe() -> None:
+def test_a_line_is_released_once_enough_lines_after_it_agree() -> None:
     redactor = StreamRedactor()
-    assert redactor.feed("one\ntwo\n") == "one\n"
-    assert redactor.feed(f"three {ANTHROPIC}\nfour") == "two\n"
-    assert redactor.finish() == "three [REDACTED:anthropic-key]\nfour"
+    lines = [f"line {i}\n" for i in range(STREAM_CONTEXT_LINES + 2)]
+    assert redactor.feed("".join(lines[:STREAM_CONTEXT_LINES])) == ""
+    assert redactor.feed(lines[STREAM_CONTEXT_LINES]) == lines[0]
+    assert redactor.feed(f"{lines[-1]}{ANTHROPIC}") == lines[1]
+    assert redactor.finish() == "".join(lines[2:]) + "[REDACTED:anthropic-key]"
 
 
 def test_a_private_key_longer_than_what_is_held_back_leaves_nothing() -> None:
