@@ -12,6 +12,7 @@ and typer's rich output switched off (rich costs start-up time and escapes).
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -223,23 +224,18 @@ def emit_json(value: Any, *, long_strings: bool = False) -> None:
         pieces: Iterable[bytes] = jsonio.iter_dumps(value, indent=True)
     else:
         pieces = (jsonio.dumps(value, indent=True),)
-    try:
-        for piece in pieces:
-            env().stdout.write(piece.decode())
-        env().stdout.write("\n")
-        env().stdout.flush()
-    except BrokenPipeError:
-        raise ReaderGone from None
+    _write_out(itertools.chain((piece.decode() for piece in pieces), ("\n",)))
 
 
 def emit_line(value: Any) -> None:
     """One JSON Lines record on stdout, flushed so a pipe sees it at once."""
-    _write_out(jsonio.dumps_line(value).decode())
+    _write_out((jsonio.dumps_line(value).decode(),))
 
 
-def _write_out(text: str) -> None:
+def _write_out(texts: Iterable[str]) -> None:
     try:
-        env().stdout.write(text)
+        for text in texts:
+            env().stdout.write(text)
         env().stdout.flush()
     except BrokenPipeError:
         raise ReaderGone from None

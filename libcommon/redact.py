@@ -185,9 +185,9 @@ class StreamRedactor:
     than ``STREAM_WINDOW_CHARS`` and every private-key block, wherever the pieces were
     split. A private-key block is held as its marker from the moment it starts (its
     body is never held), so what follows it meets the marker as in the whole text.
-    Text is released a line at a time, once the next line with something on it has
-    come (so nothing spans the break); at most about ``2 * STREAM_HOLD_CHARS``
-    characters are held back.
+    Text is released a line at a time, once ``STREAM_CONTEXT_LINES`` lines with
+    something on them have come after it and the lines around the break agree; at
+    most about ``2 * STREAM_HOLD_CHARS`` characters are held back.
     """
 
     def __init__(self) -> None:
@@ -277,8 +277,8 @@ class StreamRedactor:
                     return cut, redacted
         if len(text) < 2 * STREAM_HOLD_CHARS:
             return None
-        # Something spans every place tried: a match longer than the window. Its
-        # marker goes out now and the rest of its line is dropped.
+        # Something spans every place tried: a match longer than the window. When
+        # the redaction runs up to the cut, the rest of the line is dropped.
         cut = len(text) - STREAM_WINDOW_CHARS
         return cut, redact(text[:cut])
 
