@@ -102,7 +102,9 @@ def run_command(
     ] = False,
     spill: Annotated[
         bool,
-        typer.Option("--spill", help="Keep truncated output in full under the state root."),
+        typer.Option(
+            "--spill", help="Keep truncated output in full, redacted, under the state root."
+        ),
     ] = False,
     deny_env: Annotated[
         Optional[list[str]],  # noqa: UP045
