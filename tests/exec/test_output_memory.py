@@ -18,7 +18,7 @@ from axtest import tool_path
 
 from ax_exec.capture import MEMORY_PER_STREAM_ANY, MEMORY_PER_STREAM_TEXT, MIN_MAX_OUTPUT_BYTES
 
-FLOOD_CAP = 4 * 1024 * 1024
+FLOOD_CAP = 8 * 1024 * 1024
 FLOOD_S = 1.0
 _WRAPPER = """\
 import resource, subprocess, sys
