@@ -12,9 +12,10 @@ and typer's rich output switched off (rich costs start-up time and escapes).
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,19 +214,28 @@ def chrome(message: str) -> None:
     env().stderr.flush()
 
 
-def emit_json(value: Any) -> None:
-    """One JSON document on stdout."""
-    _write_out(jsonio.dumps(value, indent=True).decode() + "\n")
+def emit_json(value: Any, *, long_strings: bool = False) -> None:
+    """One JSON document on stdout.
+
+    ``long_strings``: the document carries strings of many megabytes (ax-exec's
+    captured output); it is written in pieces, so it is never whole in memory.
+    """
+    if long_strings:
+        pieces: Iterable[bytes] = jsonio.iter_dumps(value, indent=True)
+    else:
+        pieces = (jsonio.dumps(value, indent=True),)
+    _write_out(itertools.chain((piece.decode() for piece in pieces), ("\n",)))
 
 
 def emit_line(value: Any) -> None:
     """One JSON Lines record on stdout, flushed so a pipe sees it at once."""
-    _write_out(jsonio.dumps_line(value).decode())
+    _write_out((jsonio.dumps_line(value).decode(),))
 
 
-def _write_out(text: str) -> None:
+def _write_out(texts: Iterable[str]) -> None:
     try:
-        env().stdout.write(text)
+        for text in texts:
+            env().stdout.write(text)
         env().stdout.flush()
     except BrokenPipeError:
         raise ReaderGone from None

@@ -12,7 +12,7 @@ complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l sandbox -r -d 'none
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l allow-net -d 'Let a sandboxed command use the network.'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l max-output -r -d 'Bytes kept per stream, head plus tail.'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l live -d 'Also stream the childs output to stderr.'
-complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l spill -d 'Keep truncated output in full under the state root.'
+complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l spill -d 'Keep truncated output in full, redacted, under the state root.'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l deny-env -r -d 'Also withhold variables whose name matches this glob (repeatable).'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
 complete -c ax-exec -n '__fish_seen_subcommand_from run;' -l request -d 'Read the whole ExecSpec as one JSON object on stdin (for programs); no command and no other run flags.'

@@ -4,8 +4,10 @@
 
 Prints the median wall time of starting a trivial command through plain
 subprocess.run, run_managed without a sandbox, and run_managed under each
-Landlock profile; the one-off probe time; and a 50 MB flood's time and peak
-Python memory through both paths.
+Landlock profile; the one-off probe time; a 50 MB flood's time and peak
+Python memory through both paths; and the peak RSS of a real `ax-exec run
+--max-output 64 MiB` while both streams flood, against the cap (ASCII text,
+text holding 4-byte characters, random bytes).
 """
 
 from __future__ import annotations
@@ -17,11 +19,24 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
 from ax_exec import ExecSpec, probe_sandbox, run_managed
+from ax_exec.capture import (
+    MAX_MAX_OUTPUT_BYTES,
+    MEMORY_PER_STREAM_ANY,
+    MEMORY_PER_STREAM_TEXT,
+    MIN_MAX_OUTPUT_BYTES,
+)
 
 ROUNDS = 40
 FLOOD = ["head", "-c", "50000000", "/dev/zero"]
+CLI_FLOODS = {
+    "ASCII text": "yes AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "4-byte characters": "yes \U0001f600AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "random bytes": "cat /dev/urandom",
+}
+CLI_FLOOD_S = 3
 
 
 def median_ms(action: Callable[[], object], rounds: int = ROUNDS) -> float:
@@ -76,7 +91,37 @@ def main() -> None:
         f"50 MB flood, run_managed:            {managed_s:6.2f} s, peak {managed_mb:7.1f} MB "
         f"(memory ratio {managed_mb / plain_mb:.3f})"
     )
+    for name, command in CLI_FLOODS.items():
+        baseline = cli_peak_mb(MIN_MAX_OUTPUT_BYTES, command)
+        peak = cli_peak_mb(MAX_MAX_OUTPUT_BYTES, command)
+        per_stream = (peak - baseline) * 1e6 / MAX_MAX_OUTPUT_BYTES / 2
+        print(
+            f"ax-exec run --max-output 64 MiB, {name:17} on both streams: peak RSS "
+            f"{peak:6.1f} MB, {baseline:5.1f} MB at the smallest cap: {per_stream:4.2f} x the "
+            f"cap per stream (documented: {MEMORY_PER_STREAM_TEXT} for 1-byte text, "
+            f"{MEMORY_PER_STREAM_ANY} for any output)"
+        )
     sys.stdout.flush()
+
+
+def cli_peak_mb(cap: int, command: str) -> float:
+    """Peak RSS of a real ``ax-exec run`` while ``command`` floods both streams."""
+    ax_exec = Path(sys.executable).parent / "ax-exec"
+    shell = f"{command} & {command} >&2; wait"
+    argv = [str(ax_exec), "run", "--max-output", str(cap), "--timeout", str(CLI_FLOOD_S)]
+    # A fresh process, so that the peak of its waited children is ax-exec's alone.
+    wrapper = (
+        "import resource, subprocess, sys; "
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, *argv, "--shell", shell],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout) * 1024 / 1e6
 
 
 if __name__ == "__main__":

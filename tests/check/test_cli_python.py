@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from axtest import CliRunner
+from axtest import CliRunner, files_holding_secrets, secrets_file
 
 from ax_check.cli import main
 from libcommon.paths import state_layout
@@ -154,6 +154,25 @@ def test_session_records_started_and_completed(project: Project, run_cli: CliRun
         "reason": None,
     }
     assert result["output"]["spillPath"] is None
+
+
+def test_a_spilled_output_keeps_no_secret(
+    project: Project, run_cli: CliRunner, state_dir: Path
+) -> None:
+    ws = project("pyproj")
+    (ws / "settings.env").write_text(secrets_file(filler_bytes=200_000))
+    (ws / "tests" / "test_settings.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def test_prints_the_settings() -> None:\n"
+        "    print((Path(__file__).parent.parent / 'settings.env').read_text())\n"
+        "    assert False\n"
+    )
+    code, result, _ = check(run_cli, "test", "-C", str(ws), "--session", "s-leak")
+    assert (code, result["verdict"]) == (1, "failed")
+    assert files_holding_secrets(state_dir) == []
+    spill = Path(result["output"]["spillPath"])
+    assert spill.parent == state_layout(ws).objects_dir
+    assert spill.read_bytes().count(b"[REDACTED:anthropic-key]") == 3
 
 
 def fake_venv(ws: Path, python: Path | None = None) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from axtest import CliRunner, tool_path
+from axtest import CliRunner, files_holding_secrets, secrets_file, tool_path
 
 from ax_exec.cli import main
 
@@ -96,6 +97,27 @@ def test_spill_goes_under_the_state_root(
     spill = Path(json.loads(result.stdout)["spillPath"])
     assert spill.is_relative_to(state_dir) and spill.parent.name == "objects"
     assert spill.read_text().splitlines()[-1] == "5000"
+
+
+def test_a_spilled_secret_never_reaches_the_state_root(state_dir: Path, workspace: Path) -> None:
+    (workspace / ".env").write_text(secrets_file(filler_bytes=200_000))
+    argv = [tool_path("exec"), "run", "-C", str(workspace), "--spill", "--max-output", "1024"]
+    result = subprocess.run(
+        [*argv, "--", "cat", str(workspace / ".env")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert files_holding_secrets(state_dir) == []
+    spill = Path(json.loads(result.stdout)["spillPath"])
+    data = spill.read_bytes()
+    assert spill.name == hashlib.sha256(data).hexdigest()
+    assert data.count(b"[REDACTED:anthropic-key]") == 3
+    assert data.count(b"[REDACTED:github-token]") == 3
+    assert data.count(b"[REDACTED:private-key]") == 3
+    assert b"SETTING_01000=plain value 1000\n" in data
 
 
 def test_probe_json_and_text(run_cli: CliRunner) -> None:

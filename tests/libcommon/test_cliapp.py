@@ -73,6 +73,15 @@ def ask(source: Annotated[str, typer.Argument()] = "-") -> None:
     emit_json({"ok": True, "request": request.to_json()})
 
 
+LONG_VALUE = {"head": "é😀" * (jsonio.SLICE_CHARS + 5), "n": [1, None]}
+
+
+@app.command()
+def long(streamed: bool = False) -> None:
+    """Emit a document holding a long string, in pieces or whole."""
+    emit_json(LONG_VALUE, long_strings=streamed)
+
+
 @app.command()
 def stream(count: int = 2) -> None:
     """Emit COUNT JSON lines and some chrome."""
@@ -403,3 +412,9 @@ def test_streaming_tool_into_closed_pipe_exits_141(tmp_path: Path) -> None:
         os.close(write_end)
     assert proc.stderr == ""
     assert proc.returncode == 141
+
+
+def test_emit_json_with_long_strings_writes_the_same_document() -> None:
+    whole, pieces = run(["long"]), run(["long", "--streamed"])
+    assert (whole.code, pieces.code) == (0, 0)
+    assert pieces.out == whole.out == jsonio.dumps(LONG_VALUE, indent=True).decode() + "\n"

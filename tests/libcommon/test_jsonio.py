@@ -90,3 +90,27 @@ def test_dumps_and_dumps_line() -> None:
     assert line.count(b"\n") == 1  # the embedded newline is escaped
     assert jsonio.loads(line) == {"type": "x", "text": "a\nb"}
     assert jsonio.loads('{"s": "str input"}') == {"s": "str input"}
+
+
+LONG_DOCUMENT = {
+    "head": 'a\x00é😀"\\' * (jsonio.SLICE_CHARS // 3),
+    "nested": [{"tail": "😀" * (jsonio.SLICE_CHARS + 1), "n": 1}, "short", None],
+    "empty": "",
+    "exactly": "x" * jsonio.SLICE_CHARS,
+}
+
+
+@pytest.mark.parametrize("indent", [False, True])
+def test_iter_dumps_writes_what_dumps_writes(indent: bool) -> None:
+    pieces = list(jsonio.iter_dumps(LONG_DOCUMENT, indent=indent))
+    assert b"".join(pieces) == jsonio.dumps(LONG_DOCUMENT, indent=indent)
+    # The long strings went out a slice at a time: no piece holds one whole.
+    assert max(len(piece) for piece in pieces) < 6 * jsonio.SLICE_CHARS
+
+
+def test_iter_dumps_whole_when_its_nonce_is_in_a_short_string(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(jsonio.os, "urandom", lambda n: b"\x00" * n)
+    document = {"long": "y" * (jsonio.SLICE_CHARS + 1), "short": "0000000000000000:0"}
+    assert list(jsonio.iter_dumps(document)) == [jsonio.dumps(document)]

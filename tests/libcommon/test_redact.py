@@ -12,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from libcommon.redact import REDACTED, redact, redact_value
+from libcommon import redact as redact_module
+from libcommon.redact import (
+    REDACTED,
+    STREAM_CONTEXT_LINES,
+    STREAM_HOLD_CHARS,
+    StreamRedactor,
+    redact,
+    redact_value,
+)
 
 ALNUM = "Q7xK2mP9vR4tL8nB3cD6fG1hJ5wZ0yS"  # 32 mixed characters
 
@@ -283,3 +291,153 @@ FRAGMENTS = [
 def test_redact_is_idempotent_on_generated_text(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
+
+
+# --- the gates: a pattern runs only over text holding one of its needles -----------------
+
+
+def test_re_folds_no_other_character_to_an_ascii_letter() -> None:
+    """The case-blind needles are looked for in ``_words`` of the text, which spells as
+    ASCII letters exactly the characters Python's re matches to them."""
+    import re
+    import sys
+
+    letter = re.compile(r"(?i)[a-z]")
+    folding = [chr(c) for c in range(128, sys.maxunicode + 1) if letter.fullmatch(chr(c))]
+    assert folding == ["\u0130", "\u0131", "\u017f", "\u212a"]
+    for char in folding:
+        assert redact_module._words(char).isascii()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *FRAGMENTS,
+                "Authorİzation: ",
+                "cooKie:",
+                "paſſword=",
+                "apı_key: ",
+                "x-api-\u212aey: ",
+                "basıc ",
+                "TOKEN ",
+                "[REDACTED:github-token] ",
+                "é",
+                "\udc80",
+            ]
+        ),
+        max_size=14,
+    ).map("".join)
+)
+def test_gates_change_nothing(text: str) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact_module, "_holds", lambda text, needles: True)
+        ungated = redact(text)
+    assert redact(text) == ungated
+
+
+# --- streaming: pieces redacted as the whole is ------------------------------------------
+
+PEM_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY * 3}-----END RSA PRIVATE KEY-----"
+STREAM_SAMPLES = {
+    "anthropic": f"key {ANTHROPIC} here\n",
+    "github": f"export GH={GITHUB_PAT_CLASSIC}\n",
+    "glued": f"x{ANTHROPIC}\n",
+    "pem": f"before\n{PEM_KEY}\nafter\n",
+    "unterminated-pem": f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}",
+    "header": f"Authorization:\n\n  Bearer {OPAQUE}\n",
+    "assignment-across-lines": f"DB_PASSWORD =\n\n   {OPAQUE}\n",
+    "scheme-token-across-lines": f"token\n{OPAQUE}\n",
+    "url": f"git clone https://deploy:{OPAQUE}@example.com/r.git\n",
+    "quoted": 'PASSWORD="correct horse battery staple" next\n',
+    "jwt": f"{JWT}\n",
+    # A separator on a line of its own: the match spans three lines.
+    "separator-alone": f"token  \n=\n{OPAQUE}\n",
+    # A bearer match changes the next line, which decides the assignment after it.
+    "passes-in-a-chain": f"FOO_TOKEN=token  \nPASSWORD=x\nFOO_TOKEN=\n{OPAQUE} \n",
+    # What follows a key block on its line meets the block's marker, as in the whole.
+    "after-a-key": f"FOO_TOKEN=sk-{PEM_KEY}sk-\n",
+}
+
+
+STREAM_FRAGMENTS = [
+    *FRAGMENTS,
+    *["\n", "\n\n", " \n", PEM_KEY, "-----BEGIN RSA PRIVATE KEY-----\n"],
+    *["token", "Authorization", "cookie", "bearer", "PASSWORD", "api_key", "=", ":", ";"],
+    *["abc123def456ghi", "[REDACTED:private-key]", "https://u:p@h/", ANTHROPIC],
+]
+
+
+def streamed(text: str, cuts: list[int]) -> str:
+    redactor = StreamRedactor()
+    out, previous = [], 0
+    for cut in [*cuts, len(text)]:
+        out.append(redactor.feed(text[previous:cut]))
+        previous = cut
+    return "".join(out) + redactor.finish()
+
+
+# Enough lines on each side that the secret's lines are released before the end.
+PADDING = "".join(f"line {i}\n" for i in range(STREAM_CONTEXT_LINES + 2))
+
+
+@pytest.mark.parametrize("sample", STREAM_SAMPLES.values(), ids=STREAM_SAMPLES.keys())
+def test_a_piece_boundary_at_every_offset_of_a_secret(sample: str) -> None:
+    text = f"{PADDING}{sample}{PADDING}"
+    whole = redact(text)
+    start = len(PADDING)
+    for cut in range(start, start + len(sample) + 1):
+        redactor = StreamRedactor()
+        released = redactor.feed(text[:cut]) + redactor.feed(text[cut:])
+        assert released.startswith("line 0\n")  # lines go out before the end
+        assert released + redactor.finish() == whole, cut
+
+
+@pytest.mark.parametrize("sample", STREAM_SAMPLES.values(), ids=STREAM_SAMPLES.keys())
+def test_a_secret_fed_one_character_at_a_time(sample: str) -> None:
+    text = f"{PADDING}{sample}{PADDING}" * 2
+    assert streamed(text, list(range(1, len(text)))) == redact(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(STREAM_FRAGMENTS), max_size=24).map("".join),
+    st.lists(st.integers(min_value=0, max_value=2000), max_size=6),
+)
+def test_streaming_equals_redacting_the_whole(text: str, cuts: list[int]) -> None:
+    assert streamed(text, sorted(cut % (len(text) + 1) for cut in cuts)) == redact(text)
+
+
+def test_a_line_is_released_once_enough_lines_after_it_agree() -> None:
+    redactor = StreamRedactor()
+    lines = [f"line {i}\n" for i in range(STREAM_CONTEXT_LINES + 2)]
+    assert redactor.feed("".join(lines[:STREAM_CONTEXT_LINES])) == ""
+    assert redactor.feed(lines[STREAM_CONTEXT_LINES]) == lines[0]
+    assert redactor.feed(f"{lines[-1]}{ANTHROPIC}") == lines[1]
+    assert redactor.finish() == "".join(lines[2:]) + "[REDACTED:anthropic-key]"
+
+
+def test_a_private_key_longer_than_what_is_held_back_leaves_nothing() -> None:
+    body = "".join(f"{ALNUM}{i:08d}\n" for i in range(2 * STREAM_HOLD_CHARS // 40))
+    key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}-----END OPENSSH PRIVATE KEY-----"
+    text = f"before\n{key}\nafter\n"
+    out = streamed(text, list(range(0, len(text), 4096)))
+    assert out == redact(text) == "before\n[REDACTED:private-key]\nafter\n"
+
+
+def test_a_line_longer_than_the_window_is_released_in_bounded_pieces() -> None:
+    redactor = StreamRedactor()
+    piece = "x" * 32 * 1024
+    fed = released = 0
+    for _ in range(64):
+        fed += len(piece)
+        released += len(redactor.feed(piece))
+        assert fed - released <= 2 * STREAM_HOLD_CHARS + len(piece)
+    assert released + len(redactor.finish()) == fed
+
+
+def test_a_token_longer_than_the_window_leaves_no_part_of_it() -> None:
+    token = "sk-" + "ant-" + "A" * (3 * STREAM_HOLD_CHARS)
+    out = streamed(f"start\n{token} rest of line\nnext line\n", list(range(0, 10**6, 65536)))
+    assert out == "start\n[REDACTED:anthropic-key]\nnext line\n"

@@ -1,27 +1,39 @@
 """Bounded output capture: the head and the tail of a stream, and an optional spill.
 
-However much a child prints, a stream holds at most ``head_cap + 2 * tail_cap``
-bytes in memory. The bytes are decoded once, when the run is over. The spill
-keeps the combined output (both streams, in arrival order) in a file, up to
-``SPILL_MAX_BYTES``, and is kept only when a stream was truncated: otherwise the
-head already holds everything.
+However much a child prints, a stream holds at most ``head_cap + tail_cap`` bytes
+in memory: the head fills once, the tail is a ring overwritten in place. The bytes
+are decoded once, when the run is over, and let go as they are decoded. The spill
+keeps the combined output (both streams, in arrival order) in a file, redacted on
+its way there, up to ``SPILL_MAX_BYTES``; it is kept only when a stream was
+truncated: otherwise the head already holds everything.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from libcommon.atomic import fsync_dir
+from libcommon.redact import StreamRedactor
 
 DEFAULT_MAX_OUTPUT_BYTES = 128 * 1024
 MIN_MAX_OUTPUT_BYTES = 1024
 MAX_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 SPILL_MAX_BYTES = 64 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
+# The documented bound on what a run holds beyond the interpreter's own memory, per
+# stream, as a multiple of its cap: the bytes are held once, then decoded once, and a
+# string takes 1 byte a character for ASCII and Latin-1 text but 4 once it holds one
+# 4-byte character (an emoji; binary output). tests/exec/test_output_memory.py measures it.
+MEMORY_PER_STREAM_TEXT = 2
+MEMORY_PER_STREAM_ANY = 5
+
+StreamName = Literal["stdout", "stderr"]
 
 
 @dataclass
@@ -31,39 +43,63 @@ class HeadTail:
     head_cap: int
     tail_cap: int
     head: bytearray = field(default_factory=bytearray)
-    tail: bytearray = field(default_factory=bytearray)
+    # The last bytes, in order until the ring is full; then ``start`` is the oldest.
+    ring: bytearray = field(default_factory=bytearray)
+    start: int = 0
     total: int = 0
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        view = memoryview(chunk)
         room = self.head_cap - len(self.head)
         if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk or self.tail_cap == 0:
+            self.head += view[:room]
+            view = view[room:]
+        if not view or self.tail_cap == 0:
             return
-        self.tail += chunk
-        # Trim in batches so a flood of small chunks is not quadratic.
-        if len(self.tail) > 2 * self.tail_cap:
-            del self.tail[: len(self.tail) - self.tail_cap]
+        if len(view) >= self.tail_cap:
+            self.ring[:] = view[-self.tail_cap :]
+            self.start = 0
+            return
+        room = self.tail_cap - len(self.ring)
+        if room > 0:
+            self.ring += view[:room]
+            view = view[room:]
+        if not view:
+            return
+        # Full: overwrite the oldest bytes, wrapping around the end.
+        first = min(len(view), self.tail_cap - self.start)
+        self.ring[self.start : self.start + first] = view[:first]
+        self.ring[: len(view) - first] = view[first:]
+        self.start = (self.start + len(view)) % self.tail_cap
 
     @property
     def truncated(self) -> bool:
-        return self.total > len(self.head) + min(len(self.tail), self.tail_cap)
+        return self.total > self.head_cap + self.tail_cap
 
-    def decoded(self) -> tuple[str, str]:
-        tail = bytes(self.tail[-self.tail_cap :]) if self.tail_cap else b""
-        if self.truncated:
-            tail = _skip_partial_character(tail)
-        return self.head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
+    def tail_bytes(self) -> bytes:
+        """The kept end of the stream, oldest byte first."""
+        with memoryview(self.ring) as view:
+            return b"".join((view[self.start :], view[: self.start]))
+
+    def decode(self) -> tuple[str, str]:
+        """The head and the tail as text, decoded once; the bytes are let go as it goes."""
+        head = self.head.decode("utf-8", "replace")
+        self.head = bytearray()
+        tail = self.tail_bytes()
+        self.ring = bytearray()
+        self.start = 0
+        skip = _partial_character(tail) if self.truncated else 0
+        with memoryview(tail) as view:
+            return head, str(view[skip:], "utf-8", "replace")
 
 
-def _skip_partial_character(data: bytes) -> bytes:
-    """Drop UTF-8 continuation bytes cut off at the start of the tail."""
+def _partial_character(data: bytes) -> int:
+    """How many UTF-8 continuation bytes, cut off from their lead, open the tail."""
     start = 0
     while start < min(len(data), 3) and data[start] & 0xC0 == 0x80:
         start += 1
-    return data[start:]
+    return start
 
 
 def split_caps(max_bytes: int, keep_end: bool) -> tuple[int, int]:
@@ -72,8 +108,31 @@ def split_caps(max_bytes: int, keep_end: bool) -> tuple[int, int]:
     return head, max_bytes - head
 
 
+class _RedactedStream:
+    """One stream's bytes, redacted: text round-trips, undecodable bytes included."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self._redactor = StreamRedactor()
+
+    def feed(self, chunk: bytes) -> bytes:
+        return _encode(self._redactor.feed(self._decoder.decode(chunk)))
+
+    def finish(self) -> bytes:
+        text = self._redactor.feed(self._decoder.decode(b"", final=True))
+        return _encode(text + self._redactor.finish())
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
 class Spill:
-    """The combined output on disk, named by its sha256 once complete."""
+    """The combined output on disk, redacted, named by the sha256 of what it holds.
+
+    Each stream is redacted on its own, so a secret split across reads is whole again
+    before it is judged; the two streams are interleaved as their lines are released.
+    """
 
     def __init__(self, directory: Path, limit: int = SPILL_MAX_BYTES) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -83,23 +142,33 @@ class Spill:
         self._file = os.fdopen(fd, "wb")
         self._tmp = Path(name)
         self._hash = hashlib.sha256()
+        self._streams: dict[StreamName, _RedactedStream] = {
+            "stdout": _RedactedStream(),
+            "stderr": _RedactedStream(),
+        }
         self.written = 0
         self.complete = True
 
-    def feed(self, chunk: bytes) -> None:
-        room = self.limit - self.written
-        if room <= 0:
+    def feed(self, stream: StreamName, chunk: bytes) -> None:
+        if self.written >= self.limit:
+            # Full: what is left is not redacted, for it is not kept.
             self.complete = self.complete and not chunk
             return
-        if len(chunk) > room:
-            chunk = chunk[:room]
+        self._write(self._streams[stream].feed(chunk))
+
+    def _write(self, data: bytes) -> None:
+        room = self.limit - self.written
+        if len(data) > room:
+            data = data[:room]
             self.complete = False
-        self._file.write(chunk)
-        self._hash.update(chunk)
-        self.written += len(chunk)
+        self._file.write(data)
+        self._hash.update(data)
+        self.written += len(data)
 
     def keep(self) -> Path:
         """Publish the spill as ``<directory>/<sha256>`` (atomically) and return its path."""
+        for stream in self._streams.values():
+            self._write(stream.finish())
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()

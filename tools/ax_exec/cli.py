@@ -102,7 +102,9 @@ def run_command(
     ] = False,
     spill: Annotated[
         bool,
-        typer.Option("--spill", help="Keep truncated output in full under the state root."),
+        typer.Option(
+            "--spill", help="Keep truncated output in full, redacted, under the state root."
+        ),
     ] = False,
     deny_env: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -183,7 +185,7 @@ def _run_spec(spec: ExecSpec, live: bool) -> int:
             on_output=_live_printer() if live else None,
             environ=cliapp.env().environ,
         )
-    cliapp.emit_json(outcome.to_json())
+    cliapp.emit_json(outcome.to_json(), long_strings=True)
     if outcome.error:
         cliapp.chrome(f"ax-exec: {outcome.termination}: {outcome.error}")
     return outcome.shell_status

@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from ax_exec.capture import READ_CHUNK_BYTES, HeadTail, Spill, split_caps
+from ax_exec.capture import READ_CHUNK_BYTES, HeadTail, Spill, StreamName, split_caps
 from ax_exec.environment import RUN_MARKER, clean_environment
 from ax_exec.models import (
     ExecOutcome,
@@ -50,7 +49,6 @@ TRACK_INTERVAL_S = 0.5
 READY_READS = 16
 SHELL = "bash"
 
-StreamName = Literal["stdout", "stderr"]
 OutputHook = Callable[[StreamName, bytes], None]
 AbortHook = threading.Event | Callable[[], bool]
 
@@ -85,7 +83,7 @@ class _Capture:
     def feed(self, name: StreamName, chunk: bytes) -> None:
         (self.stdout if name == "stdout" else self.stderr).feed(chunk)
         if self.spill is not None:
-            self.spill.feed(chunk)
+            self.spill.feed(name, chunk)
         if self.on_output is not None:
             self.on_output(name, chunk)
 
@@ -119,7 +117,7 @@ def _signal_name(returncode: int | None) -> str | None:
 
 
 def _stream(capture: HeadTail) -> StreamCapture:
-    head, tail = capture.decoded()
+    head, tail = capture.decode()
     return StreamCapture(head=head, tail=tail, bytes=capture.total, truncated=capture.truncated)
 
 
