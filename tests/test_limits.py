@@ -174,6 +174,8 @@ def test_mcp_limits() -> None:
     from ax_mcp import jsonrpc, server
 
     assert jsonrpc.MAX_MESSAGE_BYTES == 1024 * 1024
+    assert jsonrpc.ID_SCAN_KEY_BYTES == 16
+    assert jsonrpc.ID_SCAN_VALUE_BYTES == 1024
     assert server.SUPPORTED_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 
