@@ -176,6 +176,7 @@ def test_mcp_limits() -> None:
     assert jsonrpc.MAX_MESSAGE_BYTES == 1024 * 1024
     assert jsonrpc.ID_SCAN_KEY_BYTES == 16
     assert jsonrpc.ID_SCAN_VALUE_BYTES == 1024
+    assert jsonrpc.ID_SCAN_MAX_STEPS == 500_000
     assert server.SUPPORTED_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 

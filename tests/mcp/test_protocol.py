@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from ax_mcp import jsonrpc
 from ax_mcp.jsonrpc import ID_SCAN_VALUE_BYTES, MAX_MESSAGE_BYTES, IdScanner
 from ax_mcp.server import SUPPORTED_VERSIONS, Server, Tool
 from libcommon import jsonio
@@ -227,6 +228,8 @@ NAMES = st.sampled_from(["id", "params", "ID", "i", "d", 'i"d']) | st.text(max_s
         (b'["id",1]', None),
         (b'{"id":"' + b"z" * (ID_SCAN_VALUE_BYTES + 1) + b'"}', None),
         (b'{"id":4,"m":"' + PAD, 4),
+        (b'{"p":["a]b{c",{"x":"\\"]}\\\\"},[[]]],"q":{"id":0},"id":9}', 9),
+        (b'{"p":[' + b'{"a":"]","b":[1,{"id":2}]},' * 1000 + b'0],\n"id":10}', 10),
     ],
 )
 def test_the_id_of_an_oversized_message_is_its_top_level_member(
@@ -255,6 +258,14 @@ def test_the_scan_agrees_with_a_full_parse(members: dict[str, Any], cut: int) ->
     if isinstance(value, str) and len(jsonio.dumps(value)) > ID_SCAN_VALUE_BYTES:
         expected = None
     assert scan(*[raw[i : i + cut] for i in range(0, len(raw), cut)]) == expected
+
+
+def test_the_scan_gives_up_after_its_step_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = b'{"p":' + b"[" * 300 + b"]" * 300 + b',"id":1}'
+    assert scan(message) == 1
+    monkeypatch.setattr(jsonrpc, "ID_SCAN_MAX_STEPS", 500)
+    assert scan(message) is None
+    assert scan(b'{"id":1,"p":' + b"[" * 300 + b"]" * 300 + b"}") == 1
 
 
 def test_an_oversized_request_is_answered_with_its_id(ready: Server) -> None:
