@@ -145,7 +145,7 @@ def open_regular(dir_fd: int, name: str, relative: str) -> int | None:
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
     if kind != stat.S_IFREG:
         os.close(fd)
-        what = "a folder" if kind == stat.S_IFDIR else "not a regular file"
+        what = "a directory, not a file" if kind == stat.S_IFDIR else "not a regular file"
         raise UnsafePath(relative, f"it is {what}")
     return fd
 
@@ -160,7 +160,7 @@ def entry_mode(dir_fd: int, name: str, relative: str) -> int | None:
         target = os.readlink(name, dir_fd=dir_fd)
         raise UnsafePath(relative, f"it is a symbolic link (to {target})")
     if stat.S_ISDIR(info.st_mode):
-        raise UnsafePath(relative, "it is a folder")
+        raise UnsafePath(relative, "it is a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafePath(relative, "it is not a regular file")
     return stat.S_IMODE(info.st_mode)

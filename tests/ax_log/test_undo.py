@@ -156,7 +156,7 @@ def test_paths_outside_the_workspace_are_refused(layout: StateLayout, tmp_path: 
         with pytest.raises(UsageError, match="not a file inside the workspace"):
             snapshot_paths(layout, "s", [raw])
     (layout.workspace / "dir").mkdir()
-    with pytest.raises(UsageError, match="it is a folder"):
+    with pytest.raises(UsageError, match="is a directory"):
         snapshot_paths(layout, "s", ["dir"])
     os.mkfifo(layout.workspace / "fifo")
     with pytest.raises(UsageError, match="not a regular file"):

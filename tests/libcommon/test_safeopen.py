@@ -95,7 +95,7 @@ def test_paths_that_are_not_plain_relative_paths_are_refused(tmp_path: Path, rel
 def test_folders_and_special_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "dir").mkdir()
     os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(UnsafePath, match="it is a folder"):
+    with pytest.raises(UnsafePath, match="is a directory"):
         write_bytes(tmp_path, "dir", b"x", 0o644)
     with pytest.raises(UnsafePath, match="not a regular file"):
         write_bytes(tmp_path, "fifo", b"x", 0o644)
