@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, AnyStr
 
 import orjson
 
@@ -111,11 +111,38 @@ def parse_line(raw: bytes, number: int, offset: int, session_id: str) -> LogLine
     return LogLine(number, offset, len(raw), True, record)
 
 
-def oversized(number: int, offset: int, size: int, complete: bool) -> LogLine:
-    """A line over the cap: counted, never parsed (nor held)."""
-    what = "line" if complete else "incomplete trailing line"
-    problem = f"{what} of {size} bytes is longer than the {LINE_MAX_BYTES}-byte cap of a log line"
-    return LogLine(number, offset, size, complete, None, problem)
+@dataclass(frozen=True)
+class Overlong:
+    """A line longer than LINE_MAX_BYTES: its length (newline included), never its text."""
+
+    size: int
+    complete: bool
+
+    def problem(self) -> str:
+        what = "line" if self.complete else "incomplete trailing line"
+        return (
+            f"{what} of {self.size} bytes is longer than the {LINE_MAX_BYTES}-byte cap "
+            "of a log line"
+        )
+
+
+def capped_lines(handle: IO[AnyStr]) -> Iterator[AnyStr | Overlong]:
+    """Each line of ``handle`` (its newline kept), or ``Overlong`` for one over the cap.
+
+    At most ``LINE_MAX_BYTES`` + 1 units of one line are ever held: the rest of
+    a longer line is read in ``READ_CHUNK_BYTES`` pieces and only counted.
+    """
+    while raw := handle.readline(LINE_MAX_BYTES + 1):
+        if len(raw) <= LINE_MAX_BYTES:
+            yield raw
+            continue
+        newline = b"\n" if isinstance(raw, bytes) else "\n"
+        size, complete = len(raw), raw.endswith(newline)
+        del raw
+        while not complete and (rest := handle.readline(READ_CHUNK_BYTES)):
+            size += len(rest)
+            complete = rest.endswith(newline)
+        yield Overlong(size, complete)
 
 
 def iter_lines(
@@ -123,26 +150,19 @@ def iter_lines(
 ) -> Iterator[LogLine]:
     """Every line from ``offset`` on, parsed; blank lines count as problems too.
 
-    At most ``LINE_MAX_BYTES`` + 1 bytes of one line are ever held: the rest of
-    a longer line is read in ``READ_CHUNK_BYTES`` pieces and only counted.
+    Read through ``capped_lines``: a line over the cap is a problem, never held.
     """
     fd = open_state_file(path, os.O_RDONLY)
     with open(fd, "rb") as handle:
         handle.seek(offset)
         number = first_line
-        while raw := handle.readline(LINE_MAX_BYTES + 1):
-            size = len(raw)
-            if size <= LINE_MAX_BYTES:
-                line = parse_line(raw, number, offset, session_id)
+        for raw in capped_lines(handle):
+            if isinstance(raw, Overlong):
+                line = LogLine(number, offset, raw.size, raw.complete, None, raw.problem())
             else:
-                complete = raw.endswith(b"\n")
-                raw = b""
-                while not complete and (rest := handle.readline(READ_CHUNK_BYTES)):
-                    size += len(rest)
-                    complete = rest.endswith(b"\n")
-                line = oversized(number, offset, size, complete)
+                line = parse_line(raw, number, offset, session_id)
             yield line
-            offset += size
+            offset += line.size
             number += 1
 
 
