@@ -71,6 +71,13 @@ def split_relative(relative: str) -> list[str]:
     return parts
 
 
+def _link_target(dir_fd: int, name: str) -> str:
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return "somewhere that changed since"
+
+
 def _refusal(dir_fd: int, name: str, where: str, relative: str) -> UnsafePath:
     """Why the entry ``name`` could not be opened as a folder: a link, or not a folder."""
     try:
@@ -78,7 +85,7 @@ def _refusal(dir_fd: int, name: str, where: str, relative: str) -> UnsafePath:
     except OSError:
         return UnsafePath(relative, f"{where} changed while it was opened")
     if stat.S_ISLNK(info.st_mode):
-        target = os.readlink(name, dir_fd=dir_fd)
+        target = _link_target(dir_fd, name)
         return UnsafePath(relative, f"{where} is a symbolic link (to {target}), not a folder")
     return UnsafePath(relative, f"{where} is not a folder")
 
@@ -139,7 +146,7 @@ def open_regular(dir_fd: int, name: str, relative: str) -> int | None:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            target = os.readlink(name, dir_fd=dir_fd)
+            target = _link_target(dir_fd, name)
             raise UnsafePath(relative, f"it is a symbolic link (to {target})") from None
         raise
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
@@ -157,7 +164,7 @@ def entry_mode(dir_fd: int, name: str, relative: str) -> int | None:
     except FileNotFoundError:
         return None
     if stat.S_ISLNK(info.st_mode):
-        target = os.readlink(name, dir_fd=dir_fd)
+        target = _link_target(dir_fd, name)
         raise UnsafePath(relative, f"it is a symbolic link (to {target})")
     if stat.S_ISDIR(info.st_mode):
         raise UnsafePath(relative, "it is a directory, not a file")
