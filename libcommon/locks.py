@@ -23,6 +23,7 @@ from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_json
 from libcommon.errors import CorruptStore, Fenced
 from libcommon.procfs import read_proc
+from libcommon.safeopen import open_state_file
 
 LOCK_TIMEOUT_S = 30.0
 FLOCK_POLL_MIN_S = 0.0002
@@ -60,6 +61,7 @@ def flock_lock(
     """Hold an exclusive ``flock`` on ``path`` (created if missing); yields its fd.
 
     The same lock ``file_lock`` takes, without filelock's overhead, for hot paths.
+    A symbolic link in the lock file's place is refused, never followed.
     The file is left in place on release, as filelock leaves it, so waiters and
     later takers lock the same inode. A wait polls with a short exponential
     backoff and is reported as Fenced (naming ``what``, with ``hint``) after ``timeout``.
@@ -67,13 +69,13 @@ def flock_lock(
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = open_state_file(path, os.O_RDWR | os.O_CREAT)
         try:
             _flock_until(
                 fd, deadline, f"could not take the {what} {path} within {timeout:g}s", hint
             )
             # Replaced or removed while we waited: a lock on the old inode guards nothing.
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
                 break
         except FileNotFoundError:
             pass

@@ -6,7 +6,7 @@ docs together. Each tool adds its own section as its caps land.
 
 from __future__ import annotations
 
-from libcommon import cliapp, locks, paths
+from libcommon import atomic, cliapp, locks, paths
 
 
 def test_libcommon_limits() -> None:
@@ -16,6 +16,7 @@ def test_libcommon_limits() -> None:
     assert locks.LOCK_TIMEOUT_S == 30.0
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
     assert paths.SLUG_HASH_CHARS == 12
+    assert atomic.TMP_NAME_KEEP_CHARS == 40
     assert paths.SESSION_ID_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
     assert paths.RESERVED_ID_SUFFIXES == (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
     assert jsonio.SLICE_CHARS == 64 * 1024
@@ -185,6 +186,9 @@ def test_mcp_limits() -> None:
     from ax_mcp import jsonrpc, server
 
     assert jsonrpc.MAX_MESSAGE_BYTES == 1024 * 1024
+    assert jsonrpc.ID_SCAN_KEY_BYTES == 16
+    assert jsonrpc.ID_SCAN_VALUE_BYTES == 1024
+    assert jsonrpc.ID_SCAN_MAX_STEPS == 500_000
     assert server.SUPPORTED_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 
@@ -216,6 +220,10 @@ def test_ax_log_limits() -> None:
     assert writer.TAIL_READ_CHUNK == 64 * 1024
     assert writer.BATCH_MAX_EVENTS == 10_000
     assert reader.FOLLOW_POLL_S == 0.2
+    assert reader.LINE_MAX_BYTES == 16 * 1024 * 1024
+    assert reader.LINE_MAX_BYTES == intake.INPUT_MAX_BYTES
+    assert reader.READ_CHUNK_BYTES == 1024 * 1024
+    assert writer.WIDEST_SEQ == 10**18
     assert intake.INPUT_MAX_BYTES == 16 * 1024 * 1024
     assert snapshots.COPY_CHUNK_BYTES == 1024 * 1024
     assert revert.RESTORED_FILE_MODE == 0o644

@@ -206,3 +206,18 @@ def test_cli_undo_of_unknown_session(layout: StateLayout, run_cli) -> None:
     result = run_cli(main, ["undo", "--session", "nobody", "--all", "-C", str(layout.workspace)])
     assert result.exit_code == 1
     assert "no event log for session nobody" in result.stderr
+
+
+def test_a_file_removed_with_its_folders_comes_back_with_them(layout: StateLayout) -> None:
+    ws = layout.workspace
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "f.txt").write_bytes(b"original")
+    (ws / "a" / "b" / "f.txt").chmod(0o600)
+    shots = snapshot_paths(layout, "s", ["a/b/f.txt"])
+    (ws / "a" / "b" / "f.txt").unlink()
+    (ws / "a" / "b").rmdir()
+    (ws / "a").rmdir()
+    record_mutations(layout, "s", ["a/b/f.txt"], None, {"a/b/f.txt": shots[0]})
+    assert undo(layout, "s", everything=True).ok
+    assert (ws / "a" / "b" / "f.txt").read_bytes() == b"original"
+    assert (ws / "a" / "b" / "f.txt").stat().st_mode & 0o777 == 0o644

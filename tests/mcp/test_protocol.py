@@ -11,9 +11,12 @@ import io
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from ax_mcp.jsonrpc import MAX_MESSAGE_BYTES
+from ax_mcp import jsonrpc
+from ax_mcp.jsonrpc import ID_SCAN_VALUE_BYTES, MAX_MESSAGE_BYTES, IdScanner
 from ax_mcp.server import SUPPORTED_VERSIONS, Server, Tool
 from libcommon import jsonio
 from libcommon.contracts import Contract
@@ -191,3 +194,86 @@ def test_every_reply_is_written_before_stdin_closes_mid_message(server: Server) 
     replies = [jsonio.loads(raw) for raw in out.getvalue().splitlines()]
     assert [r.get("id") for r in replies] == [1, 2, None]
     assert replies[2]["error"]["code"] == -32700
+
+
+def scan(*pieces: bytes) -> Any:
+    scanner = IdScanner()
+    for piece in pieces:
+        scanner.feed(piece)
+    return scanner.found
+
+
+PAD = b"x" * (2 * MAX_MESSAGE_BYTES)
+NAMES = st.sampled_from(["id", "params", "ID", "i", "d", 'i"d']) | st.text(max_size=6)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"method":"m","params":{"p":"' + PAD + b'"}}', 7),
+        # The TypeScript SDK writes the id after the params.
+        (b'{"method":"m","params":{"p":"' + PAD + b'"},"jsonrpc":"2.0","id":"req-9"}', "req-9"),
+        (b'{"params":{"id":1,"deep":[{"id":2}]},"id":3}', 3),
+        (b'{"params":{"id":1}}', None),
+        (b'{"text":"\\"id\\": 5","other":"x\\\\","id" : -12 }', -12),
+        (b'{"\\u0069d":"escaped name"}', "escaped name"),
+        (b'{"id":"a \\"quoted\\" id"}', 'a "quoted" id'),
+        (b'{"id":true}', None),
+        (b'{"id":null}', None),
+        (b'{"id":1.5}', None),
+        (b'{"id":{"x":1},"y":2}', None),
+        (b'{"id":[1]}', None),
+        (b'{"id":1,"id":2}', 2),
+        (b'  \n{"idx":1,"xid":2,"i":3}', None),
+        (b'["id",1]', None),
+        (b'{"id":"' + b"z" * (ID_SCAN_VALUE_BYTES + 1) + b'"}', None),
+        (b'{"id":4,"m":"' + PAD, 4),
+        (b'{"p":["a]b{c",{"x":"\\"]}\\\\"},[[]]],"q":{"id":0},"id":9}', 9),
+        (b'{"p":[' + b'{"a":"]","b":[1,{"id":2}]},' * 1000 + b'0],\n"id":10}', 10),
+    ],
+)
+def test_the_id_of_an_oversized_message_is_its_top_level_member(
+    message: bytes, expected: Any
+) -> None:
+    assert scan(message) == expected
+    # However the line arrives in pieces, the answer is the same.
+    assert scan(*[message[i : i + 7] for i in range(0, min(len(message), 4096), 7)]) == (
+        scan(message[:4096])
+    )
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAMES, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(members=st.dictionaries(NAMES, JSON_VALUES, max_size=6), cut=st.integers(1, 64))
+def test_the_scan_agrees_with_a_full_parse(members: dict[str, Any], cut: int) -> None:
+    raw = jsonio.dumps(members)
+    value = members.get("id")
+    expected = value if isinstance(value, str | int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and len(jsonio.dumps(value)) > ID_SCAN_VALUE_BYTES:
+        expected = None
+    assert scan(*[raw[i : i + cut] for i in range(0, len(raw), cut)]) == expected
+
+
+def test_the_scan_gives_up_after_its_step_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = b'{"p":' + b"[" * 300 + b"]" * 300 + b',"id":1}'
+    assert scan(message) == 1
+    monkeypatch.setattr(jsonrpc, "ID_SCAN_MAX_STEPS", 500)
+    assert scan(message) is None
+    assert scan(b'{"id":1,"p":' + b"[" * 300 + b"]" * 300 + b"}") == 1
+
+
+def test_an_oversized_request_is_answered_with_its_id(ready: Server) -> None:
+    huge = b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"'
+    huge += PAD + b'"}},"id":41}\n'
+    out = io.BytesIO()
+    ready.serve(io.BytesIO(huge + request("ping", rid=42) + b"\n"), out)
+    replies = [jsonio.loads(raw) for raw in out.getvalue().splitlines()]
+    assert replies[0]["id"] == 41
+    assert replies[0]["error"]["code"] == -32600
+    assert replies[1] == {"jsonrpc": "2.0", "id": 42, "result": {}}

@@ -22,7 +22,7 @@ from libcommon.paths import state_layout
 Scenario = Callable[[ClientSession], Awaitable[Any]]
 
 
-def run_session(workspace: Path, scenario: Scenario) -> Any:
+def run_session(workspace: Path, scenario: Scenario, timeout: float = 60) -> Any:
     params = StdioServerParameters(
         command=tool_path("mcp"),
         args=["-C", str(workspace)],
@@ -33,7 +33,7 @@ def run_session(workspace: Path, scenario: Scenario) -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert init.server_info.name == "ax-mcp"
-            return await asyncio.wait_for(scenario(session), timeout=60)
+            return await asyncio.wait_for(scenario(session), timeout=timeout)
 
     return asyncio.run(go())
 
@@ -128,6 +128,23 @@ def test_an_unknown_tool_is_a_protocol_error(workspace: Path) -> None:
 
     error = run_session(workspace, scenario)
     assert "unknown tool" in str(error)
+
+
+def test_an_oversized_request_gets_its_error_instead_of_a_hang(workspace: Path) -> None:
+    from mcp import MCPError
+
+    from ax_mcp.jsonrpc import MAX_MESSAGE_BYTES
+
+    async def scenario(session: ClientSession) -> tuple[Any, Any]:
+        with pytest.raises(MCPError) as caught:
+            await call(session, "policy_check_path", {"path": "x" * (MAX_MESSAGE_BYTES + 10)})
+        after = await call(session, "policy_check_path", {"path": "README.md"})
+        return caught.value, after
+
+    # Without its id the error never reaches the waiting call, and this times out.
+    error, after = run_session(workspace, scenario, timeout=20)
+    assert f"message larger than {MAX_MESSAGE_BYTES} bytes" in str(error)
+    assert after.is_error is False
 
 
 def tiny_python_project(workspace: Path, passing: bool) -> None:

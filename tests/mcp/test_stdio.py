@@ -97,3 +97,23 @@ def test_check_path_of_an_unresolvable_path_is_an_answer_not_a_failure(workspace
         assert facts["valid"] is False and facts["ok"] is False
         assert facts["invalidReason"].startswith("it cannot be resolved: ")
     assert len(replies) == 1 + len(paths)
+
+
+def test_an_oversized_request_is_answered_with_its_id_wherever_it_is(workspace: Path) -> None:
+    from ax_mcp.jsonrpc import MAX_MESSAGE_BYTES
+
+    pad = b"a" * (3 * MAX_MESSAGE_BYTES)
+    # Python's SDK writes the id first; the TypeScript SDK writes it after the params.
+    first = b'{"jsonrpc":"2.0","id":"py-1","method":"tools/call","params":{"x":"' + pad + b'"}}\n'
+    last = (
+        b'{"method":"tools/call","params":{"x":"' + pad + b'","id":"no"},"jsonrpc":"2.0","id":7}\n'
+    )
+    replies, stderr, code = exchange(workspace, INIT + first + last + msg(8, "ping"))
+    assert code == 0
+    assert "Traceback" not in stderr
+    assert [r.get("id") for r in replies] == [1, "py-1", 7, 8]
+    assert replies[1]["error"] == replies[2]["error"]
+    assert replies[1]["error"] == {
+        "code": -32600,
+        "message": f"message larger than {MAX_MESSAGE_BYTES} bytes",
+    }

@@ -13,7 +13,7 @@ import ax_slate.jsonl as jsonl_module
 from ax_slate import RecordRequest, read_trail, record, save_output
 from ax_slate.cli import main
 from ax_slate.trail import ARGS_DIGEST_MAX_CHARS, OUTCOME_MAX_CHARS
-from libcommon.errors import CorruptStore, UsageError
+from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
 
@@ -177,3 +177,21 @@ def test_save_output_is_redacted(layout: StateLayout) -> None:
     assert path.parent == layout.session_dir("s1") / "outputs"
     assert "ghp_" not in path.read_text()
     assert path.read_text().endswith("\nbody")
+
+
+@pytest.mark.parametrize("name", ["trail.jsonl", "trail.jsonl.partial", "trail.lock"])
+def test_a_linked_trail_file_is_refused_and_nothing_written_through_it(
+    layout: StateLayout, tmp_path: Path, name: str
+) -> None:
+    rec(layout)
+    folder = layout.session_dir("s1")
+    if name == "trail.jsonl.partial":
+        with (folder / "trail.jsonl").open("ab") as handle:
+            handle.write(b'{"step": 2')
+    outside = tmp_path / "outside.txt"
+    link = folder / name
+    link.unlink(missing_ok=True)
+    link.symlink_to(outside)
+    with pytest.raises(OperationFailed, match="is a symbolic link"):
+        rec(layout)
+    assert not outside.exists()

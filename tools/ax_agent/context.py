@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from libcommon import delimiters
 from libcommon.paths import is_within
 
 if TYPE_CHECKING:
@@ -44,10 +44,11 @@ _GIT_ENV_DROPPED = (
     "GIT_PAGER",
 )
 # The markers the system prompt wraps injected documents in; a document holding one
-# could close its region early, so runs of them are defused.
+# could close its region early, so runs of them and the markers' words are defused.
 DELIMITER_OPEN = "<<<"
 DELIMITER_CLOSE = ">>>"
-_DELIMITERS = re.compile(r"<{3,}|>{3,}")
+MARKER_WORDS = "project-instructions"
+_MARKERS = delimiters.phrase_pattern([MARKER_WORDS])
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,8 @@ class Instructions:
 
 
 def neutralise(text: str) -> str:
-    """Break every run of the harness's delimiter characters so it cannot close a region."""
-    return _DELIMITERS.sub(lambda match: " ".join(match.group(0)), text)
+    """``text`` made unable to pass for (or close with) the instruction region's markers."""
+    return delimiters.neutralise(text, _MARKERS)
 
 
 def load_instructions(workspace: Path) -> Instructions:
@@ -226,8 +227,8 @@ def load_instructions(workspace: Path) -> Instructions:
         )
         cut = f"\n[{name} was cut at {INSTRUCTIONS_MAX_BYTES} bytes]" if truncated else ""
         parts.append(
-            f"{DELIMITER_OPEN}project-instructions file={name}{DELIMITER_CLOSE}\n"
-            f"{text}{cut}\n{DELIMITER_OPEN}end project-instructions{DELIMITER_CLOSE}"
+            f"{DELIMITER_OPEN}{MARKER_WORDS} file={name}{DELIMITER_CLOSE}\n"
+            f"{text}{cut}\n{DELIMITER_OPEN}end {MARKER_WORDS}{DELIMITER_CLOSE}"
         )
     return Instructions("\n\n".join(parts), documents)
 

@@ -46,7 +46,15 @@ if TYPE_CHECKING:
     )
     from ax_log.locate import latest_session, require_log, session_logs
     from ax_log.models import SessionRow, VerifyProblem, VerifyResult
-    from ax_log.reader import Problem, Record, follow_events, read_events, type_matches
+    from ax_log.reader import (
+        Overlong,
+        Problem,
+        Record,
+        capped_lines,
+        follow_events,
+        read_events,
+        type_matches,
+    )
     from ax_log.revert import UndoOutcome, pending_mutations, undo
     from ax_log.sessions import list_sessions
     from ax_log.snapshots import (
@@ -97,7 +105,15 @@ _EXPORTS = {
         "register",
     ],
     "ax_log.models": ["SessionRow", "VerifyProblem", "VerifyResult"],
-    "ax_log.reader": ["Problem", "Record", "follow_events", "read_events", "type_matches"],
+    "ax_log.reader": [
+        "Overlong",
+        "Problem",
+        "Record",
+        "capped_lines",
+        "follow_events",
+        "read_events",
+        "type_matches",
+    ],
     "ax_log.locate": ["latest_session", "require_log", "session_logs"],
     "ax_log.sessions": ["list_sessions"],
     "ax_log.verify": ["verify_session"],
@@ -131,6 +147,7 @@ __all__ = [
     "EventBody",
     "FileMutated",
     "LogRecovered",
+    "Overlong",
     "PolicyDecision",
     "PreviewFailed",
     "PreviewReady",
@@ -152,6 +169,7 @@ __all__ = [
     "VerifyResult",
     "append_events",
     "body_fields",
+    "capped_lines",
     "follow_events",
     "hash_file",
     "latest_session",

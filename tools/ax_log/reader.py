@@ -5,22 +5,34 @@ reader (for reports and listings) skips bad lines and reports each one. Both
 refuse a log written with a newer schema version, and both leave a trailing
 line without its newline alone: it is either a write in progress or the
 remains of a killed writer, which the next append moves aside.
+
+A line longer than ``LINE_MAX_BYTES`` (which the writer never writes) is a bad
+line like any other: it is read in ``READ_CHUNK_BYTES`` pieces and counted,
+never held whole, so a planted 200 MB line costs the reader about the cap in
+memory, not the line. A symbolic link in a log's place is refused.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, AnyStr
 
 import orjson
 
 from ax_log.envelope import SCHEMA_VERSION
 from libcommon.errors import CorruptStore, Unsupported
+from libcommon.safeopen import open_state_file
 
 FOLLOW_POLL_S = 0.2
+# The longest line (its newline included) the writer writes and a reader parses: the
+# largest request an ax tool accepts. Events are kilobytes; the largest a session writes
+# (a write_file of at most 10 MiB, recorded as its request) fits with room for escapes.
+LINE_MAX_BYTES = 16 * 1024 * 1024
+READ_CHUNK_BYTES = 1024 * 1024
 
 Record = dict[str, Any]
 
@@ -38,16 +50,23 @@ class Problem:
 
 @dataclass(frozen=True)
 class LogLine:
+    """One line of a log: where it starts, how long it is, and what it holds."""
+
     number: int
     offset: int
-    raw: bytes
+    size: int
+    complete: bool
     record: Record | None
     problem: str | None = None
     newer: bool = False
 
     @property
     def partial(self) -> bool:
-        return not self.raw.endswith(b"\n")
+        return not self.complete
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
 
 
 def envelope_problem(record: Any, session_id: str) -> tuple[str | None, bool]:
@@ -77,28 +96,73 @@ def envelope_problem(record: Any, session_id: str) -> tuple[str | None, bool]:
 
 
 def parse_line(raw: bytes, number: int, offset: int, session_id: str) -> LogLine:
-    if not raw.endswith(b"\n"):
-        return LogLine(number, offset, raw, None, "incomplete trailing line (no newline)")
+    complete = raw.endswith(b"\n")
+    if not complete:
+        return LogLine(
+            number, offset, len(raw), False, None, "incomplete trailing line (no newline)"
+        )
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return LogLine(number, offset, raw, None, f"not valid JSON ({exc})")
+        return LogLine(number, offset, len(raw), True, None, f"not valid JSON ({exc})")
     problem, newer = envelope_problem(record, session_id)
     if problem is not None:
-        return LogLine(number, offset, raw, None, problem, newer)
-    return LogLine(number, offset, raw, record)
+        return LogLine(number, offset, len(raw), True, None, problem, newer)
+    return LogLine(number, offset, len(raw), True, record)
+
+
+@dataclass(frozen=True)
+class Overlong:
+    """A line longer than LINE_MAX_BYTES: its length (newline included), never its text."""
+
+    size: int
+    complete: bool
+
+    def problem(self) -> str:
+        what = "line" if self.complete else "incomplete trailing line"
+        return (
+            f"{what} of {self.size} bytes is longer than the {LINE_MAX_BYTES}-byte cap "
+            "of a log line"
+        )
+
+
+def capped_lines(handle: IO[AnyStr]) -> Iterator[AnyStr | Overlong]:
+    """Each line of ``handle`` (its newline kept), or ``Overlong`` for one over the cap.
+
+    At most ``LINE_MAX_BYTES`` + 1 units of one line are ever held: the rest of
+    a longer line is read in ``READ_CHUNK_BYTES`` pieces and only counted.
+    """
+    while raw := handle.readline(LINE_MAX_BYTES + 1):
+        if len(raw) <= LINE_MAX_BYTES:
+            yield raw
+            continue
+        newline = b"\n" if isinstance(raw, bytes) else "\n"
+        size, complete = len(raw), raw.endswith(newline)
+        del raw
+        while not complete and (rest := handle.readline(READ_CHUNK_BYTES)):
+            size += len(rest)
+            complete = rest.endswith(newline)
+        yield Overlong(size, complete)
 
 
 def iter_lines(
     path: Path, session_id: str, offset: int = 0, first_line: int = 1
 ) -> Iterator[LogLine]:
-    """Every line from ``offset`` on, parsed; blank lines count as problems too."""
-    with path.open("rb") as handle:
+    """Every line from ``offset`` on, parsed; blank lines count as problems too.
+
+    Read through ``capped_lines``: a line over the cap is a problem, never held.
+    """
+    fd = open_state_file(path, os.O_RDONLY)
+    with open(fd, "rb") as handle:
         handle.seek(offset)
         number = first_line
-        for raw in handle:
-            yield parse_line(raw, number, offset, session_id)
-            offset += len(raw)
+        for raw in capped_lines(handle):
+            if isinstance(raw, Overlong):
+                line = LogLine(number, offset, raw.size, raw.complete, None, raw.problem())
+            else:
+                line = parse_line(raw, number, offset, session_id)
+            yield line
+            offset += line.size
             number += 1
 
 
@@ -135,9 +199,9 @@ class EventReader:
         self.fragment = 0
         for line in iter_lines(self.path, self.session_id, self.offset, self.next_line):
             if line.partial:
-                self.fragment = len(line.raw)
+                self.fragment = line.size
                 return
-            self.offset = line.offset + len(line.raw)
+            self.offset = line.end
             self.next_line = line.number + 1
             if line.newer:
                 raise refuse_newer(self.path, line)
@@ -215,11 +279,14 @@ def type_matches(event_type: str, prefix: str) -> bool:
 
 
 def first_record(path: Path) -> Record | None:
-    """The first line of a log, parsed, or None when it is empty or unreadable."""
+    """The first line of a log, parsed, or None when it is empty, unreadable or over the cap."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.readline()
+        fd = open_state_file(path, os.O_RDONLY)
     except FileNotFoundError:
+        return None
+    with open(fd, "rb") as handle:
+        raw = handle.readline(LINE_MAX_BYTES + 1)
+    if len(raw) > LINE_MAX_BYTES:
         return None
     try:
         value = orjson.loads(raw)

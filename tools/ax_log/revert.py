@@ -9,18 +9,27 @@ never rewritten, so already-reverted mutations are read from earlier
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ax_log.events import UndoApplied, UndoRefusal
 from ax_log.reader import Record, read_events
-from ax_log.snapshots import hash_file, load_object, workspace_path
+from ax_log.snapshots import hash_stream, load_object
 from ax_log.writer import append_events, log_path
-from libcommon.atomic import atomic_write_bytes
+from libcommon.atomic import write_at
 from libcommon.errors import AxError, OperationFailed
-from libcommon.locks import file_lock
+from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
+from libcommon.safeopen import (
+    UnsafePath,
+    entry_mode,
+    open_parent,
+    open_regular,
+    remove_empty_folder,
+)
 
 RESTORED_FILE_MODE = 0o644
 
@@ -90,7 +99,7 @@ class UndoOutcome:
 def undo(layout: StateLayout, session_id: str, everything: bool) -> UndoOutcome:
     """Revert the last action (or all) and append ``undo.applied``."""
     lock = layout.sessions_dir / f".{log_path(layout, session_id).stem}.undo.lock"
-    with file_lock(lock):
+    with flock_lock(lock, what="undo lock"):
         targets = select(pending_mutations(layout, session_id), everything)
         paths: list[str] = []
         reverted: dict[int, str] = {}
@@ -114,39 +123,61 @@ def undo(layout: StateLayout, session_id: str, everything: bool) -> UndoOutcome:
 
 
 def _revert(layout: StateLayout, mutation: Mutation) -> str | None:
-    """Put one file back; the reason it was refused, or None when it was reverted."""
+    """Put one file back; the reason it was refused, or None when it was reverted.
+
+    The recorded path is walked from the workspace root without following a
+    link (libcommon.safeopen), and the check of the current bytes and the write
+    or removal act on the same open folder, so a folder swapped for a symlink
+    (to ``.git`` or anywhere) is refused instead of written through.
+    """
+    root = layout.workspace
     try:
-        target, _ = workspace_path(layout, mutation.path)
-        current = hash_file(target)
-    except AxError as exc:
-        return exc.message
-    if current != mutation.post:
-        return (
-            f"drifted: the file holds {_describe(current)}, "
-            f"but the change left {_describe(mutation.post)}"
-        )
-    if mutation.pre is None:
-        target.unlink(missing_ok=True)
-        _remove_empty_dirs(layout, mutation.created_dirs)
+        with open_parent(root, mutation.path) as (folder, name):
+            current, mode = _current(folder, name, mutation.path)
+            if current != mutation.post:
+                return (
+                    f"drifted: the file holds {_describe(current)}, "
+                    f"but the change left {_describe(mutation.post)}"
+                )
+            if mutation.pre is None:
+                if folder is not None and current is not None:
+                    os.unlink(name, dir_fd=folder)
+                _remove_empty_dirs(root, mutation.created_dirs)
+                return None
+            data = load_object(layout, mutation.pre)
+            if folder is not None:
+                write_at(folder, name, data, RESTORED_FILE_MODE if mode is None else mode)
+                return None
+        # The change removed the folders too: make them again, still never through a link.
+        with open_parent(root, mutation.path, create=True) as (folder, name):
+            assert folder is not None  # create=True makes every folder on the way
+            if entry_mode(folder, name, mutation.path) is not None:
+                return "drifted: a file appeared at this path while undo was restoring it"
+            write_at(folder, name, data, RESTORED_FILE_MODE)
         return None
-    try:
-        data = load_object(layout, mutation.pre)
+    except UnsafePath as exc:
+        return exc.reason
     except OperationFailed as exc:
         return exc.message
-    mode = RESTORED_FILE_MODE
-    if current is not None:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    atomic_write_bytes(target, data, mode)
-    return None
+    except OSError as exc:
+        return f"could not be written: {exc.strerror or exc}"
 
 
-def _remove_empty_dirs(layout: StateLayout, created: tuple[str, ...]) -> None:
+def _current(folder: int | None, name: str, relative: str) -> tuple[str | None, int | None]:
+    """The sha256 and permission bits of the file now there, or (None, None) if there is none."""
+    fd = None if folder is None else open_regular(folder, name, relative)
+    if fd is None:
+        return None, None
+    with os.fdopen(fd, "rb") as handle:
+        return hash_stream(handle), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+
+
+def _remove_empty_dirs(root: Path, created: tuple[str, ...]) -> None:
     for relative in created:
         try:
-            directory, _ = workspace_path(layout, relative)
-            directory.rmdir()
+            remove_empty_folder(root, relative)
         except (AxError, OSError):
-            # Not empty (someone else put files there), already gone, or no longer ours.
+            # A folder on the way is now a link, or no longer ours: it is left alone.
             continue
 
 

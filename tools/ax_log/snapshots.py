@@ -4,7 +4,10 @@
 change and appends ``snapshot.stored``; ``record_mutations`` hashes the bytes
 after the change, pairs them with the path's latest snapshot and appends
 ``file.mutated``. Paths are recorded relative to the workspace and must stay
-inside it, symlinks resolved.
+inside it, symlinks resolved, and out of ``.git`` and ``.ax``: undo never writes
+there, so a change there could never be undone. The bytes are then read by
+walking that recorded path without following a link (libcommon.safeopen), the
+same walk undo makes.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ax_log.events import FileMutated, SnapshotStored
 from ax_log.reader import Record, read_events
@@ -23,6 +27,7 @@ from ax_log.writer import append_events, log_path
 from libcommon.atomic import fsync_dir
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.paths import StateLayout, is_within, resolve_lenient
+from libcommon.safeopen import UnsafePath, open_parent, open_regular, protected_name
 
 COPY_CHUNK_BYTES = 1024 * 1024
 
@@ -45,18 +50,47 @@ def workspace_path(layout: StateLayout, raw: str | os.PathLike[str]) -> tuple[Pa
             f"path {os.fspath(raw)!r} is not a file inside the workspace {layout.workspace}",
             hint="snapshots and undo only cover files inside the workspace",
         )
-    return resolved, resolved.relative_to(layout.workspace).as_posix()
+    relative = resolved.relative_to(layout.workspace).as_posix()
+    found = protected_name(relative.split("/"))
+    if found is not None:
+        raise UsageError(
+            f"path {os.fspath(raw)!r} is inside a {found} folder ({relative})",
+            hint=f"undo never writes inside {found}, so ax-log does not snapshot it",
+        )
+    return resolved, relative
 
 
 def hash_file(path: Path) -> str | None:
     """The sha256 of a regular file's bytes, or None when nothing is there."""
     if not _is_regular_file(path):
         return None
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(COPY_CHUNK_BYTES):
-            digest.update(chunk)
+        return hash_stream(handle)
+
+
+def hash_stream(handle: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    while chunk := handle.read(COPY_CHUNK_BYTES):
+        digest.update(chunk)
     return digest.hexdigest()
+
+
+@contextmanager
+def open_recorded(layout: StateLayout, relative: str) -> Iterator[IO[bytes] | None]:
+    """The workspace file at a recorded path, walked without following a link; None if absent.
+
+    A link, a folder or anything but a regular file there is refused (UsageError).
+    """
+    try:
+        with open_parent(layout.workspace, relative) as (folder, name):
+            fd = None if folder is None else open_regular(folder, name, relative)
+    except UnsafePath as exc:
+        raise UsageError(exc.message, hint="snapshots and undo only cover regular files") from None
+    if fd is None:
+        yield None
+        return
+    with os.fdopen(fd, "rb") as handle:
+        yield handle
 
 
 def _is_regular_file(path: Path) -> bool:
@@ -76,12 +110,15 @@ def _is_regular_file(path: Path) -> bool:
 
 
 def store_file(layout: StateLayout, path: Path) -> str | None:
-    """Copy a file into the object store (hashing as it streams); None if it does not exist."""
+    """Copy a file into the object store (hashing as it streams); None if it does not exist.
+
+    ``path`` is a resolved path inside the workspace (see ``workspace_path``).
+    """
     objects = layout.objects_dir
     objects.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not _is_regular_file(path):
-        return None
-    with path.open("rb") as source:
+    with open_recorded(layout, path.relative_to(layout.workspace).as_posix()) as source:
+        if source is None:
+            return None
         fd, tmp_name = tempfile.mkstemp(prefix=".incoming.", dir=objects)
         try:
             digest = hashlib.sha256()
@@ -207,7 +244,7 @@ def mutation_events(
         raise UsageError("name at least one changed path")
     known = latest_snapshots(layout, session_id) if snapshots is None else dict(snapshots)
     events = []
-    for resolved, relative in resolved_paths:
+    for _resolved, relative in resolved_paths:
         snapshot = known.get(relative)
         if snapshot is None:
             raise UsageError(
@@ -217,12 +254,14 @@ def mutation_events(
         created = [
             item for item in snapshot.get("absentDirs", []) if (layout.workspace / item).is_dir()
         ]
+        with open_recorded(layout, relative) as handle:
+            post = None if handle is None else hash_stream(handle)
         events.append(
             FileMutated(
                 call_id=call_id,
                 path=relative,
                 pre=snapshot["sha256"],
-                post=hash_file(resolved),
+                post=post,
                 created_dirs=created,
             )
         )

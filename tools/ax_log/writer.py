@@ -31,19 +31,24 @@ import orjson
 
 from ax_log.envelope import SCHEMA_VERSION
 from ax_log.events import EventBody, LogRecovered, body_fields, parse_body
-from ax_log.reader import Record, iter_lines, parse_line, refuse_newer
+from ax_log.reader import LINE_MAX_BYTES, Record, iter_lines, parse_line, refuse_newer
 from libcommon import clock, jsonio
 from libcommon.atomic import fsync_dir
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 from libcommon.redact import redact_value
+from libcommon.safeopen import open_state_file
 
 APPEND_LOCK_TIMEOUT_S = 30.0
 INDEX_RECORD_BYTES = 160
 TAIL_READ_CHUNK = 64 * 1024
 TAIL_FIRST_READ = 4 * 1024
 BATCH_MAX_EVENTS = 10_000
+# A seq and a timestamp as wide as a log can ever write: line sizes are measured with them
+# (without reading the clock, which tests step deterministically).
+WIDEST_SEQ = 10**18
+WIDEST_TS = "0000-00-00T00:00:00.000Z"
 # Types only the log itself may write: a forged one would misreport a recovery.
 WRITTEN_BY_THE_LOG = frozenset({"log.recovered"})
 
@@ -94,26 +99,49 @@ def append_events(
     if len(bodies) > BATCH_MAX_EVENTS:
         raise UsageError(f"a batch holds at most {BATCH_MAX_EVENTS} events, not {len(bodies)}")
     fields = [_redacted(body) for body in bodies]
+    for number, item in enumerate(fields, 1):
+        _check_line_size(session_id, item, number)
     log = log_path(layout, session_id)
     log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with append_lock(_index_of(log)) as index_fd:
-        created = not log.exists()
-        fd = os.open(log, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        created = not os.path.lexists(log)
+        fd = open_state_file(log, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
             if created:
                 fsync_dir(log.parent)
             last_seq, recovered = _prepare(log, fd, index_fd, session_id)
-            if recovered is not None:
-                last_seq = _write_batch(fd, [_envelope(session_id, last_seq + 1, recovered)])
+            first = [] if recovered is None else [_envelope(session_id, last_seq + 1, recovered)]
             records = [
-                _envelope(session_id, last_seq + offset, body)
+                _envelope(session_id, last_seq + len(first) + offset, body)
                 for offset, body in enumerate(fields, 1)
             ]
-            last_seq = _write_batch(fd, records)
+            last_seq = _write_batch(fd, [*first, *records])
             _write_index(index_fd, os.fstat(fd), last_seq)
         finally:
             os.close(fd)
     return records
+
+
+def _check_line_size(session_id: str, fields: Mapping[str, Any], number: int) -> None:
+    """Refuse an event whose line would be longer than any reader parses.
+
+    Measured with the widest seq a log can reach, so the line actually written
+    (same fields, same timestamp width) is never longer than the one measured.
+    """
+    widest = {
+        "v": SCHEMA_VERSION,
+        "seq": WIDEST_SEQ,
+        "ts": WIDEST_TS,
+        "session": session_id,
+        **fields,
+    }
+    size = len(jsonio.dumps_line(widest))
+    if size > LINE_MAX_BYTES:
+        raise UsageError(
+            f"event {number} would be a log line of about {size} bytes; a line holds at most "
+            f"{LINE_MAX_BYTES}",
+            hint="keep large payloads out of events (store a file and log its path or hash)",
+        )
 
 
 def _redacted(body: EventBody) -> dict[str, Any]:
@@ -136,10 +164,7 @@ def _write_batch(fd: int, records: list[Record]) -> int:
     data = b"".join(jsonio.dumps_line(record) for record in records)
     before = os.fstat(fd).st_size
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        _write_all(fd, data)
         os.fdatasync(fd)
     except OSError as exc:
         # Leave no half batch behind: the log ends where it ended before this call.
@@ -237,6 +262,9 @@ def _last_line_seq(fd: int, size: int, session_id: str) -> int | None:
         # Searched from the end: the cost is the last line's length, not the chunk's.
         if start == 0 or tail.rfind(b"\n", 0, len(tail) - 1) >= 0:
             break
+        if len(tail) > LINE_MAX_BYTES:
+            # No sound line is this long: let the full scan name the problem.
+            return None
     if not tail.endswith(b"\n"):
         return None
     line = tail[tail.rfind(b"\n", 0, len(tail) - 1) + 1 :]
@@ -259,7 +287,7 @@ def _scan(log: Path, session_id: str) -> tuple[int, int]:
         if seq != last_seq + 1:
             raise _corrupt(log, line.number, f"seq {seq} follows seq {last_seq}")
         last_seq = seq
-        clean_end = line.offset + len(line.raw)
+        clean_end = line.end
     return last_seq, clean_end
 
 
@@ -270,16 +298,25 @@ def _corrupt(log: Path, line: int, problem: str) -> CorruptStore:
 
 
 def _move_fragment_aside(log: Path, fd: int, clean_end: int, size: int) -> dict[str, Any]:
-    """Append the bytes after the last complete line to ``<log>.partial``, then cut them off."""
-    fragment = os.pread(fd, size - clean_end, clean_end)
+    """Append the bytes after the last complete line to ``<log>.partial``, then cut them off.
+
+    Copied in bounded chunks: a fragment may be as long as anything planted in the log.
+    """
     target = partial_path(log)
-    created = not target.exists()
-    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    created = not os.path.lexists(target)
+    out = open_state_file(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    digest = hashlib.sha256()
     try:
+        position = clean_end
+        while position < size:
+            chunk = os.pread(fd, min(TAIL_READ_CHUNK * 16, size - position), position)
+            if not chunk:
+                break
+            digest.update(chunk)
+            _write_all(out, chunk)
+            position += len(chunk)
         # A newline after each fragment keeps fragments from running together.
-        data = memoryview(fragment + b"\n")
-        while data:
-            data = data[os.write(out, data) :]
+        _write_all(out, b"\n")
         os.fsync(out)
     finally:
         os.close(out)
@@ -292,7 +329,13 @@ def _move_fragment_aside(log: Path, fd: int, clean_end: int, size: int) -> dict[
         LogRecovered(
             partial_file=target.name,
             offset=clean_end,
-            bytes=len(fragment),
-            sha256=hashlib.sha256(fragment).hexdigest(),
+            bytes=position - clean_end,
+            sha256=digest.hexdigest(),
         )
     )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -74,7 +74,7 @@ class Server:
             if reply is not None:
                 jsonrpc.write(stdout, reply)
 
-    def handle_line(self, line: bytes | None) -> dict[str, Any] | None:
+    def handle_line(self, line: bytes | jsonrpc.Oversized) -> dict[str, Any] | None:
         decoded = jsonrpc.decode(line)
         if decoded is None:
             return None

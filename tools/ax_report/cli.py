@@ -46,6 +46,7 @@ def report(
     del version
     if ctx.invoked_subcommand is not None:
         return None
+    from ax_log import capped_lines
     from ax_report.build import build_report, render_json
     from ax_report.intake import read_jsonl
     from ax_report.sources import session_events
@@ -59,8 +60,9 @@ def report(
             hint="pipe events in (ax-log events --session S | ax-report) or pass --session ID",
         )
     else:
-        # Bytes when the stream has them: orjson parses them without a decode step.
-        events = read_jsonl(getattr(env().stdin, "buffer", env().stdin))
+        # Bytes when the stream has them: orjson parses them without a decode step. No
+        # line is held past the log's line cap, however long it is.
+        events = read_jsonl(capped_lines(getattr(env().stdin, "buffer", env().stdin)))
     document, markdown = build_report(events, section)
     out = env().stdout
     out.write(render_json(document) if json_output else markdown)

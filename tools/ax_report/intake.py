@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from ax_log import Overlong
+
 SCHEMA_VERSION = 1
 # How much of an unreadable line is quoted back in a problem message.
 QUOTE_CHARS = 80
@@ -142,13 +144,18 @@ def event_problem(event: Any) -> str | None:
     return None
 
 
-def read_jsonl(stream: Iterable[str | bytes]) -> Iterator[Event | InvalidLine]:
+def read_jsonl(stream: Iterable[str | bytes | Overlong]) -> Iterator[Event | InvalidLine]:
     """One item per input line: the parsed object, or an InvalidLine saying why not.
 
     A blank line is an item too, so the n-th item is the n-th line and a
-    problem's line number points into the input.
+    problem's line number points into the input. A stream read through
+    ``ax_log.capped_lines`` gives an ``Overlong`` for a line over the log's
+    line cap, which is reported, never parsed.
     """
     for number, raw in enumerate(stream, start=1):
+        if isinstance(raw, Overlong):
+            yield InvalidLine(number, raw.problem())
+            continue
         if not raw.strip():
             yield InvalidLine(number, "blank line")
             continue

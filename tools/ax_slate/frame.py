@@ -4,14 +4,16 @@ It holds the Anchors, the Course, the newest Trail lines that fit a token
 budget, and every Note. All of it sits inside one delimited untrusted-data
 section: the trail digests and notes came from tool calls and from the model,
 so a note that reads like an instruction must reach the model as data. Text
-that imitates the delimiters is neutralised so it cannot close the section.
+that imitates the delimiters is neutralised (libcommon.delimiters: every run of
+three or more angle brackets is softened, every spelling of the markers' words
+removed) so it cannot close the section.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from libcommon import jsonio
+from libcommon import delimiters, jsonio
 from libcommon.errors import CorruptStore
 from libcommon.paths import StateLayout
 
@@ -23,11 +25,12 @@ from .trail import iter_newest
 FRAME_TRAIL_TOKENS = 2_500
 DATA_BEGIN = "<<<BEGIN UNTRUSTED SLATE DATA>>>"
 DATA_END = "<<<END UNTRUSTED SLATE DATA>>>"
+_MARKER_WORDS = delimiters.phrase_pattern(["UNTRUSTED SLATE DATA"])
 
 
 def neutralise(text: str) -> str:
-    """Break any run that could pass for a harness delimiter."""
-    return text.replace("<<<", "‹<<").replace(">>>", ">>›")
+    """``text`` made unable to pass for (or close with) the section's markers."""
+    return delimiters.neutralise(text, _MARKER_WORDS)
 
 
 def _indent(text: str) -> str:

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from libcommon.safeopen import open_state_file
+
 TAIL_CHUNK_BYTES = 8_192
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """Append one complete line (the caller holds the file's lock)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    """Append one complete line (the caller holds the file's lock); a link there is refused."""
+    fd = open_state_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
     finally:
@@ -33,10 +35,10 @@ def last_line(path: Path) -> bytes | None:
     line and nothing is dropped. The caller holds the file's lock.
     """
     try:
-        handle = path.open("r+b")
+        fd = open_state_file(path, os.O_RDWR)
     except FileNotFoundError:
         return None
-    with handle:
+    with open(fd, "r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
             return None
@@ -77,8 +79,8 @@ def _set_aside_partial(path: Path, handle: BinaryIO, size: int) -> int:
         position = start
     handle.seek(keep)
     partial = handle.read(size - keep)
-    fd = os.open(
-        path.with_name(path.name + ".partial"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+    fd = open_state_file(
+        path.with_name(path.name + ".partial"), os.O_WRONLY | os.O_APPEND | os.O_CREAT
     )
     try:
         os.write(fd, partial + b"\n")
@@ -94,10 +96,10 @@ def _set_aside_partial(path: Path, handle: BinaryIO, size: int) -> int:
 def lines_newest_first(path: Path) -> Iterator[bytes]:
     """Every non-blank line of the file, last line first."""
     try:
-        handle = path.open("rb")
+        fd = open_state_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return
-    with handle:
+    with open(fd, "rb") as handle:
         position = handle.seek(0, os.SEEK_END)
         carry = b""
         while position > 0:

@@ -70,7 +70,9 @@ class Harness:
         raw: dict[str, Any],
         *,
         abort: threading.Event | None = None,
+        decision: Decision | None = None,
     ) -> ToolResult:
+        """Run ``tool``; ``decision`` may be one taken earlier, before the workspace changed."""
         tool_input = tool.input_model.model_validate(raw)
         self.step += 1
         ctx = ToolContext(
@@ -79,7 +81,7 @@ class Harness:
             call_id=f"call-{self.step}",
             step=self.step,
             seam=self.seam,
-            decision=self.decide(tool, tool_input),
+            decision=decision or self.decide(tool, tool_input),
             abort=abort or threading.Event(),
             environ=self.environ,
         )

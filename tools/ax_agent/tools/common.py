@@ -5,21 +5,24 @@ that leads outside it, unless it only reads and the policy decision for this
 very call already named that resolved path (a person approved a read outside
 the workspace). Writes and a command's folder never leave the workspace.
 The policy validated the path it was shown; the tool must not follow a path
-the policy never saw, such as a symlink swapped in after the decision.
+the policy never saw, such as a symlink swapped in after the decision: a write
+goes only to the resolved path the decision named, and it is made by walking
+that path from the workspace root without following a link
+(libcommon.safeopen), so a folder swapped for a link after the check is
+refused rather than written through, and nothing lands in ``.git`` or ``.ax``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import ConfigDict
 
-from libcommon.atomic import atomic_write_bytes
+from libcommon import safeopen
 from libcommon.contracts import Contract
 from libcommon.errors import AxError
 from libcommon.paths import is_within
@@ -95,7 +98,8 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
     """The real path ``raw`` names (relative to the workspace), or Refused.
 
     A path outside the workspace is followed only by a read, and only when the
-    decision for this call validated that very path and did not deny it.
+    decision for this call validated that very path and did not deny it. A
+    write must still lead where the decision said it did.
     """
     if not raw:
         raise Refused("the path is empty; give a path relative to the workspace root")
@@ -103,7 +107,15 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
         raise Refused("the path contains a NUL character")
     ws = workspace_root(ctx)
     target = Path(os.path.realpath(ws / raw))
-    if is_within(target, ws) or (not write and _read_seen_by_policy(target, ctx)):
+    if is_within(target, ws):
+        if write and target != ws and not _write_decided(target, ctx):
+            raise Refused(
+                f"{raw!r} now leads to {shown(target, ctx)}, not to the path the policy "
+                "decided on: a folder on the way changed since the decision (a symbolic "
+                "link?), so nothing was written"
+            )
+        return target
+    if not write and _read_seen_by_policy(target, ctx):
         return target
     via_link = is_within(Path(os.path.normpath(ws / raw)), ws)
     how = "through a symlink " if via_link else ""
@@ -111,6 +123,10 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
         f"{raw!r} leads {how}to {target}, outside the workspace {ws}; "
         "ax's file tools work inside the workspace (paths are relative to its root)"
     )
+
+
+def _write_decided(target: Path, ctx: ToolContext) -> bool:
+    return any(facts.write and facts.resolved == str(target) for facts in ctx.decision.paths)
 
 
 def _read_seen_by_policy(target: Path, ctx: ToolContext) -> bool:
@@ -156,16 +172,17 @@ def clip_line(text: str, limit: int) -> str:
     return text[:limit] + f" … [line cut: {len(text)} characters]"
 
 
-def write_atomically(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` (already resolved) atomically, creating its folders.
+def write_atomically(path: Path, data: bytes, ctx: ToolContext) -> bool:
+    """Write ``data`` to ``path`` (resolved by ``resolve``) atomically, creating its folders.
 
     An existing file keeps its permission bits. Returns whether the file was new.
     """
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        created = False
-    except FileNotFoundError:
-        mode = NEW_FILE_MODE
-        created = True
-    atomic_write_bytes(path, data, mode)
-    return created
+    relative = path.relative_to(workspace_root(ctx)).as_posix()
+    return safeopen.write_bytes(workspace_root(ctx), relative, data, NEW_FILE_MODE)
+
+
+def read_for_edit(path: Path, limit: int, ctx: ToolContext) -> bytes | None:
+    """At most ``limit`` + 1 bytes of the file ``path`` (resolved by ``resolve``), walked
+    the way ``write_atomically`` will walk it; None when it does not exist."""
+    relative = path.relative_to(workspace_root(ctx)).as_posix()
+    return safeopen.read_bytes(workspace_root(ctx), relative, limit)

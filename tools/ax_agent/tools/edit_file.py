@@ -17,7 +17,17 @@ from pydantic import Field
 from ax_policy import ToolFacts
 
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, clip_line, count, guarded, resolve, shown, write_atomically
+from .common import (
+    Refused,
+    ToolInput,
+    clip_line,
+    count,
+    guarded,
+    read_for_edit,
+    resolve,
+    shown,
+    write_atomically,
+)
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 # Windows compared with difflib after the cheap shared-line ranking.
@@ -61,12 +71,13 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
         raise Refused("old_string and new_string are the same; there is nothing to change")
     if path.is_dir():
         raise Refused(f"{name} is a folder, not a file")
-    if not path.exists():
+    data = read_for_edit(path, EDIT_MAX_BYTES, ctx)
+    if data is None:
         raise Refused(f"{name} does not exist; create it with write_file")
-    data = path.read_bytes()
     if len(data) > EDIT_MAX_BYTES:
         raise Refused(
-            f"{name} is {len(data)} bytes; edit_file edits files of at most {EDIT_MAX_BYTES}"
+            f"{name} is more than {EDIT_MAX_BYTES} bytes; edit_file edits files of at most "
+            f"{EDIT_MAX_BYTES}"
         )
     if b"\0" in data:
         raise Refused(f"{name} is a binary file; edit_file edits text")
@@ -83,7 +94,7 @@ def run(request: EditFileInput, ctx: ToolContext) -> ToolResult:
         raise Refused(_several(name, text, old, occurrences))
     first = text.index(old)
     updated = text.replace(old, new) if request.replace_all else text.replace(old, new, 1)
-    write_atomically(path, updated.encode("utf-8", "surrogateescape"))
+    write_atomically(path, updated.encode("utf-8", "surrogateescape"), ctx)
     replaced = occurrences if request.replace_all else 1
     summary = f"edited {name}: replaced {count(replaced, 'occurrence')}"
     snippet = _snippet(updated, first, len(new))

@@ -30,7 +30,7 @@ def run(request: WriteFileInput, ctx: ToolContext) -> ToolResult:
         raise Refused(
             f"the content is {len(data)} bytes; write_file writes at most {WRITE_MAX_BYTES}"
         )
-    created = write_atomically(path, data)
+    created = write_atomically(path, data, ctx)
     lines = request.content.count("\n") + (0 if request.content.endswith("\n") else 1)
     lines = lines if request.content else 0
     verb = "created" if created else "replaced"
