@@ -203,7 +203,10 @@ def probe(json_output: cliapp.JsonOption = False) -> None:
     if report.uid is not None:
         # Confinement differs by user (root drops capabilities, others enter a user namespace).
         who = "root" if report.uid == 0 else "not root"
-        out.write(f"probed as: uid {report.uid} ({who}); what follows holds for commands run by that user\n")
+        out.write(
+            f"probed as: uid {report.uid} ({who}); what follows holds for commands "
+            "run by that user\n"
+        )
     for backend in report.backends:
         facts = ["available" if backend.available else "unavailable"]
         facts.append("enforced" if backend.enforced else "not enforced")
