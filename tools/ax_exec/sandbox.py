@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ax_exec.launcher import (
+    AT_FDCWD,
     CLONE_NEWUSER,
     KNOWN_ABI,
     MIN_ENFORCED_ABI,
@@ -148,7 +149,7 @@ _CALL_ARGS: dict[str, tuple[int, ...]] = {
     "io_uring_enter": (-1, 0, 0, 0, 0, 0),
     "io_uring_register": (-1, 0, 0, 0),
     "mknod": (0, stat.S_IFCHR | 0o600, 0),
-    "mknodat": (-100, 0, stat.S_IFCHR | 0o600, 0),
+    "mknodat": (AT_FDCWD, 0, stat.S_IFCHR | 0o600, 0),
     # CLONE_FS with CLONE_NEWUSER is invalid: a clone that is let through fails.
     "clone": (CLONE_NEWUSER | 0x200 | 0x10000, 0, 0, 0, 0),
     "clone3": (0, 0),
@@ -422,7 +423,7 @@ def _file_handle(path: Path) -> str | None:
     buffer = ctypes.create_string_buffer(8 + max_handle)
     ctypes.memmove(buffer, max_handle.to_bytes(4, sys.byteorder), 4)
     mount_id = ctypes.c_int()
-    result = libc.name_to_handle_at(-100, os.fsencode(path), buffer, ctypes.byref(mount_id), 0)
+    result = libc.name_to_handle_at(AT_FDCWD, os.fsencode(path), buffer, ctypes.byref(mount_id), 0)
     if result != 0:
         return None
     size = int.from_bytes(buffer.raw[:4], sys.byteorder)
@@ -437,14 +438,21 @@ def _probe_tree(profile: SandboxProfile, base: Path) -> dict[str, Path]:
         "outside": root / "outside",
     }
     ws = paths["workspace"]
-    for folder in (ws / ".git", ws / ".ax", ws / "vendor" / "lib" / ".git", ws / "wt"):
+    for folder in (
+        ws / ".git",
+        ws / ".ax",
+        ws / "vendor" / "lib" / ".git",
+        ws / "wt",
+        ws / "modules" / "wt",
+    ):
         folder.mkdir(parents=True)
     paths["scratch"].mkdir()
     paths["outside"].mkdir()
     (ws / ".git" / "config").write_text("[core]\n")
     (ws / "vendor" / "lib" / ".git" / "config").write_text("[core]\n")
-    (ws / ".git" / "worktrees" / "wt").mkdir(parents=True)
-    (ws / "wt" / ".git").write_text("gitdir: ../.git/worktrees/wt\n")
+    # A gitfile naming a git directory elsewhere in the workspace, as a submodule's does.
+    (ws / "modules" / "wt" / "config").write_text("[core]\n")
+    (ws / "wt" / ".git").write_text("gitdir: ../modules/wt\n")
     meta = paths["outside"] / "meta"
     meta.write_text("probe")
     meta.chmod(0o644)
@@ -468,6 +476,7 @@ def _plan(profile: SandboxProfile, paths: dict[str, Path], sleeper: int) -> dict
             "axNew": str(ws / ".ax" / "f"),
             "nestedGit": str(ws / "vendor" / "lib" / ".git" / "config"),
             "gitFile": str(ws / "wt" / ".git"),
+            "gitFileDir": str(ws / "modules" / "wt" / "config"),
         },
         "metadata": {
             "path": str(meta),
