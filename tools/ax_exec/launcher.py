@@ -40,6 +40,7 @@ import socket
 import stat
 import struct
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 # Syscall numbers of the Landlock calls; the same on every architecture that uses
@@ -445,18 +446,30 @@ def find_protected(root: str, names: list[str], limit: int = MAX_SCAN_ENTRIES) -
                 found.extend(_protected_targets(entry, root))
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(entry.path)
+    # Parents first, and nothing inside what is already bound (a submodule's git
+    # directory under .git/modules is covered by .git).
     unique: list[str] = []
+    kept: set[str] = set()
     for path in sorted(set(found)):
-        if not any(_within(path, kept) for kept in unique):
-            unique.append(path)
-    if len(unique) > MAX_PROTECTED_PATHS:
-        raise SetupError(
-            "protect",
-            f"the workspace {root} holds {len(unique)} .git and .ax, more than the "
-            f"{MAX_PROTECTED_PATHS} the sandbox binds read-only "
-            "(launcher.MAX_PROTECTED_PATHS); run in a smaller workspace or without the sandbox",
-        )
+        if any(parent in kept for parent in _parents(path, root)):
+            continue
+        if len(unique) == MAX_PROTECTED_PATHS:
+            raise SetupError(
+                "protect",
+                f"the workspace {root} holds more than {MAX_PROTECTED_PATHS} .git and .ax, "
+                "more than the sandbox binds read-only (launcher.MAX_PROTECTED_PATHS); run "
+                "in a smaller workspace or without the sandbox",
+            )
+        unique.append(path)
+        kept.add(path)
     return unique
+
+
+def _parents(path: str, root: str) -> Iterator[str]:
+    """``path`` and every folder above it up to ``root``."""
+    while _within(path, root) and path != root:
+        yield path
+        path = os.path.dirname(path)
 
 
 def _protected_targets(entry: os.DirEntry[str], root: str) -> list[str]:
