@@ -8,7 +8,8 @@ Before each workspace-write command the launcher walks the workspace for every
 library and for generated trees of FILES empty files (default 50,000; 50 per
 folder, 20 folders per level), it prints the walk's best-of-5 time and the
 median wall time of ``run_managed(["true"], sandbox="workspace-write")`` there,
-next to the same command in an empty workspace.
+next to the same command in an empty workspace (or, over the cap, how long the
+walk took to refuse).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from ax_exec import ExecSpec, run_managed
-from ax_exec.launcher import MAX_SCAN_ENTRIES, find_protected
+from ax_exec.launcher import MAX_SCAN_ENTRIES, SetupError, find_protected
 
 ROUNDS = 5
 
@@ -49,7 +50,12 @@ def measure(label: str, root: Path) -> None:
     walks = []
     for _ in range(ROUNDS):
         started = time.perf_counter()
-        find_protected(str(root), [".git", ".ax"])
+        try:
+            find_protected(str(root), [".git", ".ax"])
+        except SetupError:
+            refused = time.perf_counter() - started
+            print(f"{label:28} over the cap: refused after {refused * 1000:8.1f} ms")
+            return
         walks.append(time.perf_counter() - started)
     spec = ExecSpec(argv=["true"], sandbox="workspace-write", workspace=str(root), cwd=str(root))
     runs = []
