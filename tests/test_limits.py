@@ -103,6 +103,9 @@ def test_exec_limits() -> None:
     assert sandbox.PROBE_TIMEOUT_S == 10.0
     assert launcher.MIN_ENFORCED_ABI == 3
     assert launcher.KNOWN_ABI == 7
+    assert launcher.MAX_SCAN_ENTRIES == 1_000_000
+    assert launcher.MAX_PROTECTED_PATHS == 1024
+    assert launcher.MAX_GITFILE_BYTES == 4096
     assert environment.DEFAULT_DENY_PATTERNS == (
         "*KEY*",
         "*SECRET*",

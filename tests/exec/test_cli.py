@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -128,6 +129,8 @@ def test_probe_json_and_text(run_cli: CliRunner) -> None:
     text = run_cli(main, ["probe"])
     assert text.exit_code == 0
     assert text.stdout.startswith(f"selected: {report['selected']}\n")
+    assert report["uid"] == os.geteuid()
+    assert f"probed as: uid {os.geteuid()} (" in text.stdout
     assert "none: available, not enforced" in text.stdout
 
 

@@ -202,6 +202,13 @@ def probe(json_output: cliapp.JsonOption = False) -> None:
         return
     out = cliapp.env().stdout
     out.write(f"selected: {report.selected}\n")
+    if report.uid is not None:
+        # Confinement differs by user (root drops capabilities, others enter a user namespace).
+        who = "root" if report.uid == 0 else "not root"
+        out.write(
+            f"probed as: uid {report.uid} ({who}); what follows holds for commands "
+            "run by that user\n"
+        )
     for backend in report.backends:
         facts = ["available" if backend.available else "unavailable"]
         facts.append("enforced" if backend.enforced else "not enforced")

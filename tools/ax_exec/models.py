@@ -71,6 +71,9 @@ class SandboxStatus(Contract):
     enforced: bool
     abi: int | None = None
     network: NetworkMethod = "none"
+    # Every mount but the writable roots read-only in a private mount namespace (what
+    # confines chmod, chown, utime and setxattr outside them).
+    read_only_mounts: bool = False
     confines: list[str] = Field(default_factory=list)
     does_not_confine: list[str] = Field(default_factory=list)
     reason: str | None = None
@@ -134,4 +137,6 @@ class BackendReport(Contract):
 
 class SandboxProbe(Contract):
     selected: BackendName
+    # The effective uid the probe ran as: what it found holds for that user.
+    uid: int | None = None
     backends: list[BackendReport]
