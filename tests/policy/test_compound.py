@@ -357,6 +357,10 @@ RUN_AS_REVIEWED = [
     "true || echo never; false || echo then && echo last",
     "echo a | grep a | wc -c; echo 'tab: ok'",
     "bash -c 'echo inner && echo \"two words\"' && echo outer",
+    # Single quotes keep $, backticks, backslashes and ! as they are; double quotes keep a
+    # backslash before a character it does not escape.
+    "grep -c 'x$' README.md && echo '`id` $(id) \\n !x' \"a\\nb\\.c\\ d\"",
+    "bash -c 'echo \"p\\tq\" '\"'\"'$x'\"'\"'' && echo '\"$\"'",
 ]
 
 STUBBED = ("cat", "echo", "false", "grep", "ls", "pwd", "sort", "true", "wc")

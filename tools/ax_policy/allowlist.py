@@ -164,9 +164,7 @@ _GREP = ExecutableSpec(
     follows_links=_f("-R --dereference-recursive"),
 )
 
-_MATCHERS = _f(
-    "-E -F -G -P --extended-regexp --fixed-strings --basic-regexp --perl-regexp"
-)
+_MATCHERS = _f("-E -F -G -P --extended-regexp --fixed-strings --basic-regexp --perl-regexp")
 _GREP_SCRIPT = dataclasses.replace(_GREP, flags=_GREP.flags - _MATCHERS, runs=("grep",))
 
 # Executables whose review is custom code (their grammar is not flags + operands).

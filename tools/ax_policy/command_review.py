@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,12 +50,14 @@ from .allowlist import (
     ValueKind,
 )
 from .breaker import wipe_reason
+from .globs import Budget, expand
 from .pathcheck import PathFinding, PathRules, check_path
 
 if TYPE_CHECKING:
     from .models import CommandReview
 from .compound import (
     MAX_SHELL_NESTING,
+    SHELLS,
     cd_operand,
     reads_startup_files,
     shell_call,
@@ -279,12 +282,12 @@ def _relative(path: Path, workspace: Path) -> str:
 
 def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
     argv = [word.text for word in words]
+    if any(word.glob for word in words):
+        return _review_globbed(words, ctx)
     try:
         call = shell_call(words)
     except NotSimple as refusal:
         return _ask(refusal.reason, argv)
-    if any(word.glob for word in words):
-        return _ask("globs are not reviewed yet", argv)
     if call is None:
         return _review_simple(words, ctx)
     if nesting >= MAX_SHELL_NESTING:
@@ -343,6 +346,107 @@ def _combine(parts: list[Part], reviews: list[Review]) -> Review:
             *(f"{name}: {reason}" for review, name in named for reason in review.reasons),
         ],
     )
+
+
+def _review_globbed(words: list[Word], ctx: _Context) -> Review:
+    """A simple command with glob words: reviewed as the argv the shell will build.
+
+    Each glob is expanded as bash would (``globs``), with and without dotglob, and
+    the resulting argv reviewed. bash sorts the matches by the locale's collation,
+    which the review does not know, so the argv is also reviewed with each match
+    of each glob moved to the glob's first place (every rotation): when no match
+    looks like an option or another special word, where a word lands decides its
+    role (a flag's value, the pattern, a file) and nothing else does, so every
+    match is then proven in every role the shell's order may give it.
+    """
+    argv = [word.text for word in words]
+    first = words[0]
+    if first.glob:
+        return _ask(f"the command name {first.text} is a glob", argv)
+    if first.text in SHELLS:
+        return _ask(f"a glob in the words of {first.text} (its script and options)", argv)
+    if ctx.startup is not None:
+        return _ask(
+            f"{ctx.startup} runs startup files first, which may set shell options that change "
+            "what a glob matches (nullglob, failglob, nocaseglob, dotglob, globstar, extglob); "
+            "globs are proven only where no startup file runs",
+            argv,
+        )
+    variants: list[list[list[str]]] = []
+    for dotglob in (False, True):
+        budget = Budget()
+        try:
+            expanded = [
+                expand(word.text, ctx.cwd, ctx.workspace, dotglob=dotglob, budget=budget)
+                if word.glob
+                else [word.text]
+                for word in words
+            ]
+        except NotSimple as refusal:
+            return _ask(refusal.reason, argv)
+        if expanded not in variants:
+            variants.append(expanded)
+    base: Review | None = None
+    for expanded in variants:
+        review = _review_expansion(words, expanded, ctx)
+        if review.verdict != "read-only":
+            return review
+        base = base or review
+    assert base is not None
+    names = sum(len(group) for word, group in zip(words, variants[0], strict=True) if word.glob)
+    return Review(
+        verdict="read-only",
+        reasons=[
+            *base.reasons,
+            f"its globs expand inside the workspace to {names} name(s), with and without "
+            "dotglob, each proven in every place the shell's sort order may put it",
+        ],
+        executable=base.executable,
+        argv=base.argv,
+    )
+
+
+# The first characters that can change how the allowlisted executables read a word
+# (options -x, head/tail's +N, strings' @FILE, find's ( ) ! ,): a match starting with
+# one of them could change the role of the words after it, so where the shell's
+# order puts it would matter.
+_SPECIAL_START = re.compile(r"[-+@()!,]")
+
+
+def _review_expansion(words: list[Word], expanded: list[list[str]], ctx: _Context) -> Review:
+    """One expansion of a command's globs, in byte order and in every rotation."""
+    flat = [text for group in expanded for text in group]
+    shown = f" (as the shell expands it: {shlex.join(flat)})"
+    review = _review_simple([Word(text, quoted=False) for text in flat], ctx)
+    if review.verdict != "read-only":
+        reasons = [review.reasons[0] + shown, *review.reasons[1:]]
+        return dataclasses.replace(review, reasons=reasons)
+    for word, group in zip(words, expanded, strict=True):
+        odd = [text for text in group if word.glob and _SPECIAL_START.match(text)]
+        if odd and group != [word.text]:
+            return _ask(
+                f"the glob {word.text} matches {odd[0]!r}, which the command could read as an "
+                "option or a special word, and where the shell puts it depends on the locale's "
+                "sort order",
+                flat,
+            )
+    for position, (word, group) in enumerate(zip(words, expanded, strict=True)):
+        for turn in range(1, len(group) if word.glob else 0):
+            rotated = [*expanded[:position], group[turn:] + group[:turn], *expanded[position + 1 :]]
+            args = [text for part in rotated for text in part][1:]
+            problems = check_arguments(words[0].text, args, ctx.paths)
+            if problems:
+                return Review(
+                    verdict="ask",
+                    reasons=[
+                        f"with the matches of {word.text} in another order "
+                        f"({' '.join(group[turn:] + group[:turn])}): {problems[0]}",
+                        *problems[1:],
+                    ],
+                    executable=review.executable,
+                    argv=flat,
+                )
+    return review
 
 
 def _review_simple(words: list[Word], ctx: _Context) -> Review:
