@@ -3,16 +3,23 @@
 Two sets are measured. The current set is the safe-command cases of Codex's current
 is_safe_command.rs (corpus_codex.txt). The wider set adds every other POSIX command
 Codex's tests treat as safe or read-only, across files and older versions
-(corpus_codex_wide.txt): what Codex asserts safe, what its bash parser accepts as a
-plain sequence, and what parse_command classifies as a read, search or listing.
+(corpus_codex_wide.txt), each with its claim: what Codex asserts safe ("asserted"),
+what its bash parser accepts as a plain sequence ("parsed"), and what parse_command
+summarises as a read, search or listing ("classified": read-only intent, not a safety
+assertion).
 
-On each set ax must prove at least ``CODEX_SAFE_SHARE`` of the safe cases whose
-programs are installed here, say in the corpus why it refuses each other one, and
-prove none of the unsafe cases. A safe assertion that Codex's current tests reverse
-(``superseded``) is reported apart and not counted. An argv case is reviewed as
-``ax-policy review-command -- ARGV...`` builds it, ``shlex.join(argv)``, and a shell
-wrapper (``bash -lc SCRIPT``) also as SCRIPT on its own; a string case as the string.
-Cases run in a workspace holding every file and folder the cases name.
+ax must prove at least ``CODEX_SAFE_SHARE`` of the current set, and of the wider set's
+cases Codex asserts safe or parses as plain; of the cases it only classifies as
+read-only, at least ``CODEX_INTENT_SHARE`` (what models try in order to read includes
+git, pagers, interpreters and awk, which ax never proves). Every case it does not prove
+names its reason in the corpus, and it proves none of the unsafe cases. Cases whose
+programs are not installed here are left out of the shares; a safe assertion that
+Codex's current tests reverse (``superseded``) is reported apart and not counted.
+
+An argv case is reviewed as ``ax-policy review-command -- ARGV...`` builds it,
+``shlex.join(argv)``, and a shell wrapper (``bash -lc SCRIPT``) also as SCRIPT on its
+own; a string case as the string. Cases run in a workspace holding every file and
+folder the cases name.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from ax_policy.shellwords import NotSimple, split_sequence
 
 HERE = Path(__file__).parent
 CODEX_SAFE_SHARE = 0.85
+CODEX_INTENT_SHARE = 0.70
 ROW_KEYS = {"expect", "claim", "source", "commit", "test", "argv", "command", "ax", "superseded"}
 CLAIMS = {"asserted", "parsed", "classified"}
 # Shell builtins a case may name: nothing on PATH runs for them.
@@ -171,7 +179,8 @@ def measure(rows: list[dict[str, Any]], ws: Path, path: str) -> Share:
             share.proven.append(shown(row))
         else:
             assert "ax" in row, (shown(row), [review.reasons for review in reviews])
-            assert all(review.verdict == "ask" for review in reviews), shown(row)
+            # A wrapper may ask where its script alone is proven (startup files run first).
+            assert all(review.verdict != "deny" for review in reviews), shown(row)
             share.refused.append(shown(row))
     return share
 
@@ -206,17 +215,25 @@ def test_no_codex_unsafe_case_is_read_only(
             assert review.reasons and all(reason.strip() for reason in review.reasons)
 
 
-def report(label: str, share: Share) -> None:
+def report(label: str, share: Share, floor: float) -> None:
     print(f"\n{share.line(label)}\n  refused on purpose: {'; '.join(share.refused) or 'none'}")
-    assert len(share.proven) >= CODEX_SAFE_SHARE * share.counted, share.line(label)
+    assert len(share.proven) >= floor * share.counted, share.line(label)
 
 
 def test_codex_current_safe_cases_are_proven(codex_ws: Path, system_path: str) -> None:
     share = measure(CURRENT, codex_ws, system_path)
     if len(share.missing) > 1:
         pytest.skip(f"too many of the programs are not installed to measure: {share.missing}")
-    report("Codex current safe cases", share)
+    report("Codex current safe cases", share, CODEX_SAFE_SHARE)
 
 
 def test_codex_wider_safe_cases_are_proven(codex_ws: Path, system_path: str) -> None:
-    report("Codex wider read-only cases", measure(WIDE, codex_ws, system_path))
+    claims = [row for row in WIDE if row.get("claim", "asserted") in ("asserted", "parsed")]
+    report("Codex wider safe cases", measure(claims, codex_ws, system_path), CODEX_SAFE_SHARE)
+
+
+def test_codex_read_only_intent_is_mostly_proven(codex_ws: Path, system_path: str) -> None:
+    intent = [row for row in WIDE if row.get("claim") == "classified"]
+    report("Codex read-only intent", measure(intent, codex_ws, system_path), CODEX_INTENT_SHARE)
+    union = measure(WIDE, codex_ws, system_path)
+    print(union.line("Codex wider set, all claims"))
