@@ -175,6 +175,7 @@ def test_the_commands_after_cd_are_reviewed_where_they_may_run(
         ("cd src/.. && cat .env", "climbs with .."),
         ("cd /etc && cat passwd", "outside"),
         ("cd escape && cat passwd", "outside"),
+        ("cd .git && cat config", ".git"),
         ("cd - && ls", "previous folder"),
         ("cd -- - && ls", "previous folder"),
         ("cd -e src && ls", "2 operands"),

@@ -413,6 +413,7 @@ def test_widened_forms_are_proven(command: str, project: Path, system_path: str)
         ("sed -n -e 's/a/b/w out' README.md", "sed -n [-e] <line>"),
         ("jq -n '$ENV'", "$ENV"),
         ("jq -n '$ENV.HOME'", "$ENV"),
+        ("jq -n '$ ENV.HOME'", "$ ENV"),
     ],
 )
 def test_widened_forms_still_ask(

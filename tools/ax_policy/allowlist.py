@@ -468,10 +468,11 @@ SPECS: Mapping[str, ExecutableSpec] = {
 READ_ONLY_EXECUTABLES = frozenset(SPECS) | CUSTOM
 
 # Words a pattern operand may not contain: jq's filter language can read the
-# environment and load modules from outside the workspace.
+# environment ($ENV, also written `$ ENV`, and env) and load modules from outside
+# the workspace.
 PATTERN_GUARDS: Mapping[str, re.Pattern[str]] = {
     "jq": re.compile(
-        r"\$ENV\b|\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin"
+        r"\$\s*ENV\b|\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin"
         r"|get_jq_origin|input_filename|debug|stderr|halt_error)\b"
     ),
 }

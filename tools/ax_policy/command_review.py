@@ -231,6 +231,9 @@ def _review_cd(
             return _ask(f"cd {operand}: {finding.invalid_reason}", argv), places
         if not finding.inside_workspace:
             return _ask(f"cd {operand}: {finding.containment_reason}", argv), places
+        if finding.protected:
+            # Commands are never started in a protected folder (see the engine's cwd rule).
+            return _ask(f"cd {operand}: {finding.protected_reason}", argv), places
         target = Path(finding.resolved or "")
         # No such folder: cd fails there and changes nothing.
         if target.is_dir():
