@@ -32,9 +32,11 @@ tests/policy/test_grammar.py:
 
 Left out on purpose: ``git`` (its config, pager, hooks and fsmonitor can run
 code), interpreters, pagers and editors (shell escapes), ``env``/``printenv``
-(secrets), ``xargs``/``tee``/``awk`` (run or write), and every flag that writes
-a file, runs a program, reads a list of files or arguments from a file, follows
-links out of the workspace (``-L``) or never ends (``tail -f``).
+(secrets), ``xargs``/``tee``/``awk`` (run or write), ``yes`` (never ends), and
+every flag that writes a file, runs a program, reads a list of files or
+arguments from a file, follows links (``-L``; grep -R and rg -L are the
+exception, ``follows_links``: the review walks what they follow) or never ends
+(``tail -f``).
 """
 
 from __future__ import annotations

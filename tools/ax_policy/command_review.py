@@ -2,16 +2,19 @@
 
 ``review_command`` answers ``read-only`` only when every one of these holds:
 the string is one simple command, or a sequence of them joined only by
-``| && || ;``, with nothing a shell would expand (``shellwords``); and every
-command of it is proven: it does not start with an assignment; its executable
-is a bare name on the curated allowlist (``allowlist``) that PATH resolves to
-a real file under a system directory and not inside the workspace; every flag
-is on that executable's own allowlist, read the way that binary's own parser
-reads its words (``allowlist`` names the grammars); and every path argument
-resolves inside the workspace to a file with one name, is not a device and is
-not secret-named, including what diff would open inside the folders it
-compares. A command that hands a script to a shell (``bash -lc SCRIPT``, see
-``compound``) is proven when its script is, reviewed as a string of its own.
+``| && || ;``, with nothing a shell would expand but globs (``shellwords``);
+and every command of it is proven, in every folder it may run in (a ``cd``
+moves the commands after it, see ``compound``): it does not start with an
+assignment; its executable is a bare name on the curated allowlist
+(``allowlist``) that PATH resolves to a real file under a system directory and
+not inside the workspace; every flag is on that executable's own allowlist,
+read the way that binary's own parser reads its words (``allowlist`` names the
+grammars), with its globs expanded as the shell will expand them (``globs``);
+and every path argument resolves inside the workspace to a file with one name,
+is not a device and is not secret-named, including what diff would open inside
+the folders it compares and the links grep -R and rg -L follow. A command that
+hands a script to a shell (``bash -lc SCRIPT``, see ``compound``) is proven
+when its script is, reviewed as a string of its own.
 The circuit breaker (``breaker``) runs first, on the string and on every
 script opened, and turns wipes of the workspace,
 home or root into ``deny``. Anything else is ``ask``.
