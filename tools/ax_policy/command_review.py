@@ -347,8 +347,8 @@ def _combine(parts: list[Part], reviews: list[Review]) -> Review:
     return Review(
         verdict="read-only",
         reasons=[
-            f"{total} commands joined only by {operators}, with no redirection, substitution, "
-            "glob or background job, and every one is proven read-only",
+            f"{total} commands joined only by {operators}, with no redirection, substitution "
+            "or background job, and every one is proven read-only",
             *(f"{name}: {reason}" for review, name in named for reason in review.reasons),
         ],
     )
