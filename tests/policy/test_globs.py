@@ -325,3 +325,30 @@ def test_bash_runs_the_argv_the_review_proved(
     )
     ran = json.loads(log.read_text().splitlines()[-1])
     assert (Path(ran[0]), ran[1:]) == (Path(os.path.realpath(tree / where)), proven.argv)
+
+
+def test_a_login_file_can_change_what_a_glob_matches(
+    tree: Path, system_path: str, tmp_path: Path
+) -> None:
+    """Why globs ask inside wrappers that read startup files: here .bash_profile turns on
+    dotglob and nocaseglob, and `bash -lc 'cat b*'` reads .env and B.txt."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bash_profile").write_text("shopt -s dotglob nocaseglob\n")
+    (tree / ".env").write_text("TOKEN=x\n")
+    bash = shutil.which("bash", path=system_path)
+    assert bash is not None
+    ran = subprocess.run(
+        [bash, "-lc", "printf '%s\\n' * b*"],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "LC_ALL": "C"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert ".env" in ran and "B.txt" in ran
+    assert "B.txt" not in expand("b*", tree, tree, dotglob=False, budget=Budget())
+    status, reasons = verdict("bash -lc 'cat b*'", tree, system_path, home=home)
+    assert status == "ask" and "startup files" in reasons[0], reasons
+    # Without the wrapper (as ax-exec runs a string) the same glob is proven.
+    assert verdict("cat b*", tree, system_path, home=home)[0] == "read-only"

@@ -392,13 +392,13 @@ def _review_globbed(words: list[Word], ctx: _Context) -> Review:
             return _ask(refusal.reason, argv)
         if expanded not in variants:
             variants.append(expanded)
-    base: Review | None = None
+    proven: list[Review] = []
     for expanded in variants:
         review = _review_expansion(words, expanded, ctx)
         if review.verdict != "read-only":
             return review
-        base = base or review
-    assert base is not None
+        proven.append(review)
+    base = proven[0]
     names = sum(len(group) for word, group in zip(words, variants[0], strict=True) if word.glob)
     return Review(
         verdict="read-only",
