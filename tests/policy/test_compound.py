@@ -305,6 +305,22 @@ def test_login_files_inside_the_workspace_make_a_login_shell_ask(
     assert status == "ask" and "resolves into the workspace" in reasons[0]
 
 
+def test_zsh_expands_a_word_starting_with_equals(project: Path, system_path: str) -> None:
+    zsh = shutil.which("zsh", path=system_path)
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    seen = subprocess.run(
+        [zsh, "-f", "-c", "echo =ls"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert os.path.isabs(seen) and seen.endswith("/ls")
+    home = project.parent
+    status, reasons = verdict("zsh -c 'cat =ls'", project, system_path, home=home)
+    assert status == "ask" and "EQUALS" in reasons[0], reasons
+    # bash and dash keep the word as it is.
+    assert verdict("sh -c 'cat =ls'", project, system_path, home=home)[0] == "read-only"
+    assert verdict("cat =ls", project, system_path, home=home)[0] == "read-only"
+
+
 def test_zsh_reads_zshenv_even_without_login(project: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

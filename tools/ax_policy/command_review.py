@@ -166,6 +166,8 @@ class _Context:
     # The shell wrapper whose startup files run before this string (it and
     # everything nested in it), or None: they may change how globs and cd work.
     startup: str | None = None
+    # The shell that reads this string: bash at the top (ax-exec), else the wrapper's.
+    shell: str = "bash"
 
     def at(self, cwd: Path) -> _Context:
         """The same review from another folder."""
@@ -288,6 +290,14 @@ def _relative(path: Path, workspace: Path) -> str:
 
 def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
     argv = [word.text for word in words]
+    if ctx.shell == "zsh":
+        equals = next((word.text for word in words if word.text.startswith("=")), None)
+        if equals is not None:
+            return _ask(
+                f"zsh replaces the word {equals} with the path of the command it names "
+                "(EQUALS), a file outside the workspace",
+                argv,
+            )
     if any(word.glob for word in words):
         return _review_globbed(words, ctx)
     try:
@@ -305,7 +315,8 @@ def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
     if startup is not None:
         return Review(verdict="ask", reasons=[startup], executable=executable, argv=argv)
     startup = ctx.startup or (call.spelled if reads_startup_files(call) else None)
-    inner = _review_string(call.script, dataclasses.replace(ctx, startup=startup), nesting + 1)
+    inner_ctx = dataclasses.replace(ctx, startup=startup, shell=call.shell)
+    inner = _review_string(call.script, inner_ctx, nesting + 1)
     if inner.verdict != "read-only":
         reasons = [f"the script of {call.spelled}: {reason}" for reason in inner.reasons]
         return Review(verdict=inner.verdict, reasons=reasons, executable=executable, argv=argv)
