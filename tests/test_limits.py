@@ -122,6 +122,7 @@ def test_policy_limits() -> None:
         compound,
         config,
         engine,
+        globs,
         models,
         pathcheck,
         shellwords,
@@ -135,6 +136,9 @@ def test_policy_limits() -> None:
     assert pathcheck.MAX_PATH_CHARS == 4096
     assert pathcheck.MAX_REASON_PATH_CHARS == 200
     assert command_review.MAX_FOLDER_WALK_ENTRIES == 10_000
+    assert command_review.MAX_SEQUENCE_FOLDERS == 8
+    assert globs.MAX_GLOB_MATCHES == 256
+    assert globs.MAX_GLOB_SCAN_ENTRIES == 10_000
     assert config.MAX_CONFIG_BYTES == 64 * 1024
     assert stores.MAX_STORE_BYTES == 4 * 1024 * 1024
     assert models.MAX_PATTERNS_PER_LIST == 256

@@ -6,17 +6,16 @@
    (DESIGN.md budget: within 1.5x).
 2. decide() per call for a read, a write and a read-only command (budget: well under 2 ms).
 3. The everyday corpus share proven read-only on this machine.
-4. The Codex-derived share: Codex's own safe-command test cases (tests/policy/corpus_codex.txt)
-   that ax proves read-only, among those whose programs are installed here (goal: 85%), and
-   how many of Codex's unsafe cases ax proves (goal: none).
+4. The Codex-derived shares (tests/policy/corpus_codex.txt, corpus_codex_wide.txt): of the
+   safe-command cases of Codex's current tests, of every command its tests assert safe or
+   parse as plain (goal: 85% each), of what its parse_command classifies as a read, search
+   or listing (read-only intent, goal 70%), among those whose programs are installed here;
+   and how many of Codex's unsafe cases ax proves (goal: none).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -123,6 +122,8 @@ def main() -> None:
             ("command with a pipe (asks)", run, {"command": "cat README.md | sh"}),
             ("command grep -rn TODO src | wc -l", run, {"command": "grep -rn TODO src | wc -l"}),
             ("command bash -lc 'ls src && pwd'", run, {"command": "bash -lc 'ls src && pwd'"}),
+            ("command cat src/*.py (a glob)", run, {"command": "cat src/*.py"}),
+            ("command cd src && cat app.py", run, {"command": "cd src && cat app.py"}),
         ]:
             print(f"  {label:36s} {per_call_us(tool, arg, ctx):8.1f} us")
 
@@ -138,7 +139,7 @@ def main() -> None:
         print(
             f"everyday corpus: {proven}/{len(lines)} proven read-only ({proven / len(lines):.0%})"
         )
-        codex_share(ws, env["PATH"])
+        codex_share(env["PATH"])
 
 
 def corpus_lines(name: str) -> list[str]:
@@ -146,26 +147,34 @@ def corpus_lines(name: str) -> list[str]:
     return [line for line in corpus.read_text().splitlines() if line and not line.startswith("##")]
 
 
-def codex_share(ws: Path, path_env: str) -> None:
-    """Codex's cases in the argv form, as ``ax-policy review-command -- ARGV...`` reviews them."""
-    rows = [json.loads(line) for line in corpus_lines("corpus_codex.txt")]
-    safe = [row["argv"] for row in rows if row["expect"] == "safe"]
-    unsafe = [row["argv"] for row in rows if row["expect"] == "unsafe"]
-    installed = [argv for argv in safe if shutil.which(argv[0], path=path_env)]
-    proven = sum(
-        review_command(shlex.join(argv), ws, path_env=path_env).verdict == "read-only"
-        for argv in installed
-    )
-    wrong = sum(
-        review_command(shlex.join(argv), ws, path_env=path_env).verdict == "read-only"
-        for argv in unsafe
-    )
-    missing = [shlex.join(argv) for argv in safe if argv not in installed]
-    print(
-        f"Codex safe cases: {proven}/{len(installed)} proven read-only "
-        f"({proven / len(installed):.0%}; goal 85%; not installed here: "
-        f"{', '.join(missing) or 'none'}); Codex unsafe cases proven: {wrong}/{len(unsafe)}"
-    )
+def codex_share(path_env: str) -> None:
+    """Codex's cases as tests/policy/test_codex_corpus.py measures them, in a workspace
+    holding every file and folder they name."""
+    sys.path.insert(0, str(ROOT / "tests" / "policy"))
+    import test_codex_corpus as codex
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = codex.make_codex_workspace(Path(tmp) / "codex")
+        safe_claims = [row for row in codex.WIDE if row.get("claim", "asserted") != "classified"]
+        intent = [row for row in codex.WIDE if row.get("claim") == "classified"]
+        for label, rows, goal in [
+            ("Codex current safe cases", codex.CURRENT, codex.CODEX_SAFE_SHARE),
+            ("Codex wider safe cases (asserted, parsed)", safe_claims, codex.CODEX_SAFE_SHARE),
+            ("Codex read-only intent (classified)", intent, codex.CODEX_INTENT_SHARE),
+            ("Codex wider set, all claims", codex.WIDE, None),
+        ]:
+            share = codex.measure(rows, ws, path_env)
+            wanted = f"; goal {goal:.0%}" if goal is not None else ""
+            print(f"{share.line(label)}{wanted}")
+        unsafe = [row for row in codex.WIDE if row["expect"] == "unsafe"]
+        proven = sum(
+            any(
+                review_command(form, ws, path_env=path_env).verdict == "read-only"
+                for form in codex.forms(row)
+            )
+            for row in unsafe
+        )
+        print(f"Codex unsafe cases proven: {proven}/{len(unsafe)} (goal: none)")
 
 
 if __name__ == "__main__":

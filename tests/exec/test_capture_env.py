@@ -152,6 +152,29 @@ def test_the_floor_survives_even_a_pattern_that_matches_it() -> None:
     assert clean.removed == ["PATHFINDER"]
 
 
+def test_variables_a_shell_reads_as_code_or_options_are_removed() -> None:
+    parent = {
+        name: "x"
+        for name in (
+            "BASH_ENV",
+            "ENV",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "PS4",
+            "PROMPT_COMMAND",
+            "ZDOTDIR",
+            "GLOBIGNORE",
+            "CDPATH",
+            "cdpath",
+            "BASH_FUNC_ls%%",
+            "BASH_FUNC_cd%%",
+        )
+    }
+    clean = clean_environment({**parent, "PATH": "/bin", "BASHFUL": "y", "ENVIRONMENT": "z"})
+    assert clean.variables == {"PATH": "/bin", "BASHFUL": "y", "ENVIRONMENT": "z"}
+    assert clean.removed == sorted(parent)
+
+
 def test_overrides_are_set_after_filtering() -> None:
     clean = clean_environment({"A_TOKEN": "x"}, overrides={"CI_TOKEN": "given"})
     assert clean.variables == {"CI_TOKEN": "given"}

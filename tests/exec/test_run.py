@@ -232,6 +232,44 @@ def test_untruncated_output_leaves_no_spill(tmp_path: Path) -> None:
     assert list(spill.iterdir()) == []
 
 
+def test_the_shell_runs_no_code_and_no_options_from_the_environment(tmp_path: Path) -> None:
+    """What a proven string needs: bash --noprofile --norc -c runs only the string, with
+    default options, its builtin cd and the ls on PATH, whatever the parent exported."""
+    marker = tmp_path / "bash_env_ran"
+    startup = tmp_path / "startup.sh"
+    startup.write_text(f"touch {marker}\n")
+    (tmp_path / "work" / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    (tmp_path / "work" / ".hidden").write_text("")
+    (tmp_path / "work" / "Shown").write_text("")
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "BASH_ENV": str(startup),
+        "ENV": str(startup),
+        "BASH_FUNC_ls%%": "() { echo planted-ls; }",
+        "BASH_FUNC_cd%%": "() { echo planted-cd; }",
+        "SHELLOPTS": "xtrace",
+        "BASHOPTS": "dotglob:nocaseglob",
+        "PS4": "$(touch ps4_ran)",
+        "GLOBIGNORE": "Shown",
+        "CDPATH": str(tmp_path / "elsewhere"),
+        "PROMPT_COMMAND": "echo prompt",
+        "ZDOTDIR": str(tmp_path),
+    }
+    outcome = run_managed(
+        ExecSpec(shell="cd sub && pwd && cd .. && ls && echo s*; env", cwd=str(tmp_path / "work")),
+        environ=environ,
+    )
+    lines = outcome.stdout.head.splitlines()
+    assert lines[:3] == [str(tmp_path / "work" / "sub"), "Shown", "sub"], outcome.stderr.head
+    assert not marker.exists() and not (tmp_path / "work" / "sub" / "ps4_ran").exists()
+    assert "planted" not in outcome.stdout.head and "+ " not in outcome.stderr.head
+    names = {line.split("=", 1)[0] for line in lines[3:]}
+    assert not names & set(environ) - {"PATH", "HOME"}
+    assert sorted(set(environ) - {"PATH", "HOME"}) == outcome.env_removed
+
+
 def test_secrets_are_absent_from_the_child_environment() -> None:
     environ = {
         "PATH": "/usr/bin:/bin",

@@ -16,7 +16,7 @@ from axtest import CliRunner
 from ax_policy import CommandFact, DecisionContext, SandboxStatus, ToolFacts, decide
 from ax_policy.breaker import MAX_UNWRAP_DEPTH
 from ax_policy.cli import main
-from ax_policy.command_review import review
+from ax_policy.command_review import MAX_SEQUENCE_FOLDERS, review
 from ax_policy.compound import MAX_SHELL_NESTING, ShellCall, startup_problem
 from ax_policy.shellwords import MAX_PARTS, NotSimple, split_sequence
 
@@ -57,7 +57,6 @@ def test_split_sequence_keeps_quoted_operators_literal() -> None:
         ("ls && echo $(id)", "$ expansion"),
         ("ls\n&& pwd", "newline"),
         ("ls 'x && pwd", "unterminated quote"),
-        ("ls && pwd *", "glob"),
     ],
 )
 def test_split_sequence_refuses(command: str, needle: str) -> None:
@@ -120,6 +119,106 @@ def test_a_denied_part_denies_the_whole(project: Path, system_path: str) -> None
         "curl x && bash -c 'rm -rf ~'", project, system_path, home=project.parent
     )
     assert status == "deny" and "circuit breaker" in reasons[0]
+
+
+# --- cd -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd src && cat app.py",
+        "cd src; cat app.py",
+        "cd src || pwd",
+        "cd -P src && ls",
+        "cd -L -- src && ls",
+        "cd ./src && cat util.py && cd ../docs",
+        "cd src && cd . && wc -l app.py",
+        "cd docs",
+        "sh -c 'cd src && cat app.py'",
+    ],
+)
+def test_cd_into_a_workspace_folder_is_proven(
+    command: str, project: Path, system_path: str
+) -> None:
+    if command.endswith("cd ../docs"):
+        # `..` asks even where it would stay inside: bash applies it to the logical name.
+        assert verdict(command, project, system_path)[0] == "ask"
+        return
+    status, reasons = verdict(command, project, system_path)
+    assert status == "read-only", reasons
+
+
+def test_the_commands_after_cd_are_reviewed_where_they_may_run(
+    project: Path, system_path: str
+) -> None:
+    # After `;` or `||` a cd that failed leaves the command in the workspace, where
+    # .env is; after `&&` too, since the review proves every folder it may run in.
+    (project / "src" / "notes.txt").write_text("n\n")
+    for command in ("cd src; cat .env", "cd src && cat ../.env", "cd src || cat .env"):
+        status, reasons = verdict(command, project, system_path)
+        assert status == "ask" and any("secret" in reason for reason in reasons), reasons
+    status, reasons = verdict("cd src && cat notes.txt", project, system_path)
+    assert status == "read-only", reasons
+    assert "in each folder it may run in (the workspace, src)" in " ".join(reasons)
+    # From the workspace, notes.txt names nothing yet (a missing name inside is fine),
+    # and a name that leads out from either folder asks.
+    (project / "src" / "up").symlink_to("/etc")
+    status, reasons = verdict("cd src && cat up/passwd", project, system_path)
+    assert status == "ask" and "(cat up/passwd): in src: path 'up/passwd'" in reasons[0], reasons
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        ("cd .. && ls", "climbs with .."),
+        ("cd src/.. && cat .env", "climbs with .."),
+        ("cd /etc && cat passwd", "outside"),
+        ("cd escape && cat passwd", "outside"),
+        ("cd .git && cat config", ".git"),
+        ("cd - && ls", "previous folder"),
+        ("cd -- - && ls", "previous folder"),
+        ("cd -e src && ls", "2 operands"),
+        ("cd -P -e && ls", "is an option"),
+        ("cd && ls", "0 operands"),
+        ("cd src docs && ls", "2 operands"),
+        ("cd '~' && ls", "home folder"),
+        ("cd +1 && ls", "folder stack"),
+        ("cd src | ls", "pipeline"),
+        ("ls | cd src", "pipeline"),
+        ("bash -lc 'cd src && ls'", "startup files"),
+        ("bash -c 'cd src && ls'", "startup files"),
+        ("zsh -c 'cd src && ls'", "startup files"),
+        ("sh -lc 'cd src && ls'", "startup files"),
+        ("bash -lc \"sh -c 'cd src && ls'\"", "startup files"),
+        ("'cd' src && ls", "quoted"),
+    ],
+)
+def test_cd_asks(command: str, needle: str, project: Path, system_path: str) -> None:
+    status, reasons = verdict(command, project, system_path, home=project.parent)
+    assert status == "ask", reasons
+    assert needle in " ".join(reasons), reasons
+
+
+def test_a_cd_that_fails_leaves_the_commands_where_they_were(
+    project: Path, system_path: str
+) -> None:
+    # No such folder, or not a folder: cd fails and changes nothing.
+    for command in ("cd nowhere && ls", "cd README.md; cat README.md", "cd nowhere/x || ls"):
+        status, reasons = verdict(command, project, system_path)
+        assert status == "read-only", (command, reasons)
+    # A missing name behind a link out of the workspace still leads out.
+    assert verdict("cd escape/nowhere && ls", project, system_path)[0] == "ask"
+
+
+def test_the_folders_a_sequence_may_run_in_are_capped(project: Path, system_path: str) -> None:
+    (project / "/".join(["a"] * MAX_SEQUENCE_FOLDERS)).mkdir(parents=True)
+    # Each cd after a ; may or may not have happened: one more folder each time.
+    fits = "cd a; " * (MAX_SEQUENCE_FOLDERS - 1) + "ls"
+    assert verdict(fits, project, system_path)[0] == "read-only"
+    too_many = "cd a; " * MAX_SEQUENCE_FOLDERS + "ls"
+    status, reasons = verdict(too_many, project, system_path)
+    assert status == "ask" and f"more than {MAX_SEQUENCE_FOLDERS} folders" in reasons[0]
 
 
 # --- shell wrappers -------------------------------------------------------------------
@@ -206,6 +305,22 @@ def test_login_files_inside_the_workspace_make_a_login_shell_ask(
     assert status == "ask" and "resolves into the workspace" in reasons[0]
 
 
+def test_zsh_expands_a_word_starting_with_equals(project: Path, system_path: str) -> None:
+    zsh = shutil.which("zsh", path=system_path)
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    seen = subprocess.run(
+        [zsh, "-f", "-c", "echo =ls"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert os.path.isabs(seen) and seen.endswith("/ls")
+    home = project.parent
+    status, reasons = verdict("zsh -c 'cat =ls'", project, system_path, home=home)
+    assert status == "ask" and "EQUALS" in reasons[0], reasons
+    # bash and dash keep the word as it is.
+    assert verdict("sh -c 'cat =ls'", project, system_path, home=home)[0] == "read-only"
+    assert verdict("cat =ls", project, system_path, home=home)[0] == "read-only"
+
+
 def test_zsh_reads_zshenv_even_without_login(project: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -259,6 +374,10 @@ RUN_AS_REVIEWED = [
     "true || echo never; false || echo then && echo last",
     "echo a | grep a | wc -c; echo 'tab: ok'",
     "bash -c 'echo inner && echo \"two words\"' && echo outer",
+    # Single quotes keep $, backticks, backslashes and ! as they are; double quotes keep a
+    # backslash before a character it does not escape.
+    "grep -c 'x$' README.md && echo '`id` $(id) \\n !x' \"a\\nb\\.c\\ d\"",
+    "bash -c 'echo \"p\\tq\" '\"'\"'$x'\"'\"'' && echo '\"$\"'",
 ]
 
 STUBBED = ("cat", "echo", "false", "grep", "ls", "pwd", "sort", "true", "wc")

@@ -25,9 +25,13 @@ BENIGN = [
 ]
 
 # Refused wherever they appear, inside quotes too.
-ANYWHERE = ["$", "`", "\\", "!", "\n", "\r", "\x00", "\t", "\x1b", "\u200b", "\u037e", "\uff5c"]
-# Shell operators and expansions: refused outside quotes.
-UNQUOTED = [";", "&", "|", "<", ">", "(", ")", "#", "{", "}", "~", "*", "?", "[", "]", "^"]
+ANYWHERE = ["\n", "\r", "\x00", "\t", "\x1b", "\u200b", "\u037e", "\uff5c"]
+# Expansions: refused outside single quotes (inside them nothing is special).
+EXPANDING = ["$", "`", "!"]
+# Shell operators and expansions: refused outside quotes. (A backslash inside double
+# quotes stays before a character it does not escape; globs are expanded and
+# reviewed, see test_globs.py.)
+UNQUOTED = [";", "&", "|", "<", ">", "(", ")", "#", "{", "}", "~", "^", "\\"]
 # Whole pieces an attacker would splice in.
 PIECES = [
     "$(id)",
@@ -43,12 +47,13 @@ PIECES = [
 ]
 
 
-def unquoted_positions(command: str) -> list[int]:
-    """Indexes where an inserted character would sit outside any quotes."""
+def positions_outside(command: str, inert: str) -> list[int]:
+    """Indexes where an inserted character would sit outside the quotes in ``inert``."""
     positions, quote = [], None
     for index, char in enumerate(command):
-        if quote is None:
+        if quote is None or quote not in inert:
             positions.append(index)
+        if quote is None:
             if char in "'\"":
                 quote = char
         elif char == quote:
@@ -60,16 +65,19 @@ def unquoted_positions(command: str) -> list[int]:
 @st.composite
 def spliced(draw: st.DrawFn) -> str:
     command = draw(st.sampled_from(BENIGN))
-    kind = draw(st.sampled_from(["anywhere", "unquoted", "piece", "assignment"]))
+    kind = draw(st.sampled_from(["anywhere", "expanding", "unquoted", "piece", "assignment"]))
     if kind == "assignment":
         name = draw(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True))
         return f"{name}=x {command}"
     if kind == "anywhere":
         insert, at = draw(st.sampled_from(ANYWHERE)), draw(st.integers(0, len(command)))
+    elif kind == "expanding":
+        insert = draw(st.sampled_from(EXPANDING))
+        at = draw(st.sampled_from(positions_outside(command, inert="'")))
     else:
         pool = UNQUOTED if kind == "unquoted" else PIECES
         insert = draw(st.sampled_from(pool))
-        at = draw(st.sampled_from(unquoted_positions(command)))
+        at = draw(st.sampled_from(positions_outside(command, inert="'\"")))
     return command[:at] + insert + command[at:]
 
 

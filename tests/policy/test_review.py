@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from ax_policy import review_command
 from ax_policy.breaker import split_commands, wipe_reason
+from ax_policy.command_review import MAX_FOLDER_WALK_ENTRIES
 from ax_policy.models import WorkspaceConfig
 from ax_policy.shellwords import NotSimple, split_words
 
@@ -92,8 +96,8 @@ def test_not_allowlisted(project: Path, system_path: str) -> None:
         ("find . -name", "needs a value"),
         ("find . -exec rm '{}' +", "-exec is not on its allowlist"),
         ("sed -n 1,20p", None),
-        ("sed 1,20p README.md", "sed -n <line>"),
-        ("sed -n /x/p README.md", "sed -n <line>"),
+        ("sed 1,20p README.md", "sed -n [-e] <line>"),
+        ("sed -n /x/p README.md", "sed -n [-e] <line>"),
         ("cat README.md /etc/hostname", "outside the workspace"),
         ("cat escape/passwd", "through a symlink"),
         ("grep -f /etc/passwd x src", "outside the workspace"),
@@ -145,7 +149,42 @@ def test_tokenizer_keeps_quoted_text_literal() -> None:
     with pytest.raises(NotSimple, match="unterminated"):
         split_words("cat 'x")
     with pytest.raises(NotSimple, match=r"\$ expansion"):
-        split_words("cat '$HOME'")
+        split_words('cat "$HOME"')
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        # Nothing is special inside single quotes, to any shell.
+        ("grep -n 'x$' a.txt", ["grep", "-n", "x$", "a.txt"]),
+        ("grep -c '\\(a\\)' a.txt", ["grep", "-c", "\\(a\\)", "a.txt"]),
+        ("echo 'hi!' '`id`' '$(id)'", ["echo", "hi!", "`id`", "$(id)"]),
+        # Inside double quotes a backslash stays before a character it does not escape.
+        ('printf "a\\nb"', ["printf", "a\\nb"]),
+        ('grep "\\." a.txt', ["grep", "\\.", "a.txt"]),
+    ],
+)
+def test_single_quotes_and_inert_backslashes_are_literal(command: str, words: list[str]) -> None:
+    assert [word.text for word in split_words(command)] == words
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        ('echo "$HOME"', "$ expansion"),
+        ('echo "`id`"', "backtick"),
+        ('echo "hi!"', "history"),
+        ('echo "a\\"b"', "backslash"),
+        ('echo "a\\\\b"', "backslash"),
+        ('echo "a\\$b"', "backslash"),
+        ("echo a\\ b", "backslash"),
+        ("echo $'x'", "$ expansion"),
+        ("echo !x", "history"),
+    ],
+)
+def test_what_a_shell_expands_outside_single_quotes_is_refused(command: str, needle: str) -> None:
+    with pytest.raises(NotSimple, match=re.escape(needle)):
+        split_words(command)
 
 
 @pytest.mark.parametrize(
@@ -269,3 +308,133 @@ def test_a_path_entry_the_system_refuses_is_skipped(project: Path, system_path: 
     # the shell skips it, and the search goes on.
     result = review("cat README.md", project, f"/{'x' * 300}:{system_path}")
     assert result.verdict == "read-only", result.reasons
+
+
+# --- grep -R and rg -L: every link below the searched folders ---------------------------
+
+
+@pytest.fixture
+def linked_tree(workspace: Path) -> Path:
+    """A clean repository whose only links stay inside it (and one loops back)."""
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    (workspace / "src" / "pkg" / "mod.py").write_text("TODO\n")
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "guide.md").write_text("TODO\n")
+    (workspace / "src" / "docs").symlink_to("../docs")
+    (workspace / "src" / "pkg" / "loop").symlink_to("..")
+    return workspace
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["grep -R TODO src", "grep -Rn TODO", "grep --dereference-recursive TODO .", "rg -L TODO src"],
+)
+def test_following_links_inside_the_workspace_is_proven(
+    command: str, linked_tree: Path, system_path: str
+) -> None:
+    result = review(command, linked_tree, system_path)
+    assert result.verdict == "read-only", result.reasons
+
+
+@pytest.mark.parametrize("command", ["grep -R TODO src", "grep -R TODO", "rg -L TODO src"])
+def test_a_link_out_below_the_searched_folder_asks(
+    command: str, linked_tree: Path, system_path: str
+) -> None:
+    # Deep inside, through a linked folder: grep -R and rg -L follow both.
+    (linked_tree / "docs" / "etc").symlink_to("/etc")
+    result = review(command, linked_tree, system_path)
+    assert result.verdict == "ask"
+    assert "follows the symlinks inside the folders it searches" in result.reasons[0]
+    assert "leads outside the workspace" in result.reasons[1]
+    # Without following (-r, rg without -L), links below the operands are not followed.
+    plain = command.replace("-R", "-r").replace(" -L", "")
+    assert review(plain, linked_tree, system_path).verdict == "read-only"
+
+
+def test_grep_dash_r_really_follows_the_links_the_review_walks(
+    linked_tree: Path, system_path: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TODO outside\n")
+    (linked_tree / "docs" / "out").symlink_to(outside)
+    grep = shutil.which("grep", path=system_path)
+    assert grep is not None
+    found = subprocess.run(
+        [grep, "-R", "TODO", "src"], cwd=linked_tree, capture_output=True, text=True, check=False
+    ).stdout
+    assert "TODO outside" in found
+    assert review("grep -R TODO src", linked_tree, system_path).verdict == "ask"
+
+
+def test_the_link_walk_is_capped(linked_tree: Path, system_path: str) -> None:
+    many = linked_tree / "src" / "many"
+    many.mkdir()
+    for index in range(MAX_FOLDER_WALK_ENTRIES):
+        (many / f"f{index}").touch()
+    result = review("grep -R TODO src", linked_tree, system_path)
+    assert result.verdict == "ask"
+    assert f"more than {MAX_FOLDER_WALK_ENTRIES} entries" in result.reasons[0]
+
+
+# --- executables and forms added for Codex's cases ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "egrep -R 'a|b' src",
+        "fgrep -l TODO src",
+        "printf 'x=%s\\n' 1",
+        'printf "\\n== %s ==\\n" README.md',
+        "printf -- '-%s' x",
+        "tr a-z A-Z",
+        "tr -d '\\r'",
+        "sed -n -e 1,5p README.md",
+        "sed -n --expression=1,5p README.md",
+        "jq '.a | select(. == $x)' package.json",
+        "grep -n 'def main()$' src/app.py",
+    ],
+)
+def test_widened_forms_are_proven(command: str, project: Path, system_path: str) -> None:
+    result = review(command, project, system_path)
+    assert result.verdict == "read-only", result.reasons
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        ("egrep -F x src", "egrep flag -F"),
+        ("fgrep -E x src", "fgrep flag -E"),
+        ("printf -v PATH x", "printf flag -v"),
+        ("tr a b README.md", "at most 2 operand"),
+        ("sed -n -e 1p -e 2p README.md", "sed flag -e"),
+        ("sed -e 1p -n README.md", "sed flag -n"),
+        ("sed -n -e 's/a/b/w out' README.md", "sed -n [-e] <line>"),
+        ("jq -n '$ENV'", "$ENV"),
+        ("jq -n '$ENV.HOME'", "$ENV"),
+        ("jq -n '$ ENV.HOME'", "$ ENV"),
+    ],
+)
+def test_widened_forms_still_ask(
+    command: str, needle: str, project: Path, system_path: str
+) -> None:
+    result = review(command, project, system_path)
+    assert result.verdict == "ask", command
+    assert any(needle in reason for reason in result.reasons), result.reasons
+
+
+def test_egrep_runs_grep_through_path(project: Path, system_path: str, tmp_path: Path) -> None:
+    # egrep is a script that runs `grep -E` through PATH: a grep planted first on PATH
+    # (here in the workspace, found through a relative entry) is what would run.
+    planted = project / "grep"
+    planted.write_text("#!/bin/sh\n")
+    planted.chmod(0o755)
+    egrep = shutil.which("egrep", path=system_path)
+    assert egrep is not None
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "egrep").symlink_to(egrep)
+    result = review("egrep x src", project, f"{tools}:.:{system_path}")
+    assert result.verdict == "ask"
+    assert "egrep runs grep through PATH" in result.reasons[0]

@@ -1,4 +1,4 @@
-"""The child's environment: the parent's, minus anything named like a secret.
+"""The child's environment: the parent's, minus anything named like a secret or shell code.
 
 A variable is removed when its name matches a deny pattern (case-insensitive
 shell globs; the defaults catch KEY, SECRET, TOKEN, PASSWORD and CREDENTIAL
@@ -6,6 +6,17 @@ anywhere in the name). A floor of variables that programs need to work is
 never removed, and proxy settings always pass so commands behind a proxy keep
 working. Values are not inspected: a proxy URL with embedded credentials passes
 as it is (documented in docs/ax-exec.md).
+
+The variables a shell reads as code or as options are removed too
+(``SHELL_CODE_VARIABLES`` and exported functions, ``BASH_FUNC_*``): a command
+ax-policy proved read-only runs as ``bash --noprofile --norc -c STRING``, and
+the proof holds only if that bash runs nothing the string does not show and
+expands it with default options. ``BASH_ENV`` names a file bash runs first,
+``BASH_FUNC_ls%%`` replaces ``ls``, ``SHELLOPTS``/``BASHOPTS`` turn on options
+such as ``xtrace`` (which expands ``PS4``), ``dotglob``, ``nocaseglob`` or
+``globstar``, ``GLOBIGNORE`` changes what a glob matches, ``CDPATH`` changes
+where ``cd`` goes, and ``ENV``, ``ZDOTDIR`` and ``PROMPT_COMMAND`` name code
+other shells (sh, zsh) or interactive ones run.
 """
 
 from __future__ import annotations
@@ -42,6 +53,21 @@ FLOOR: frozenset[str] = frozenset(
 PROXY_NAMES: frozenset[str] = frozenset(
     {"HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "ALL_PROXY", "NO_PROXY"}
 )
+SHELL_CODE_VARIABLES: frozenset[str] = frozenset(
+    {
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "ZDOTDIR",
+        "GLOBIGNORE",
+        "CDPATH",
+    }
+)
+# bash imports a function from every variable named BASH_FUNC_<name>%%.
+EXPORTED_FUNCTION_PREFIX = "BASH_FUNC_"
 # Marks every process of one run, so the tree scan can find descendants that
 # were re-parented or started their own session (see proctree.py).
 RUN_MARKER = "AX_EXEC_RUN"
@@ -63,6 +89,11 @@ def _denied(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(upper, pattern.upper()) for pattern in patterns)
 
 
+def _shell_code(name: str) -> bool:
+    upper = name.upper()
+    return upper in SHELL_CODE_VARIABLES or upper.startswith(EXPORTED_FUNCTION_PREFIX)
+
+
 def clean_environment(
     parent: Mapping[str, str],
     extra_patterns: Iterable[str] = (),
@@ -79,7 +110,7 @@ def clean_environment(
     for name, value in parent.items():
         if name == RUN_MARKER:
             continue
-        if not _kept_always(name) and _denied(name, patterns):
+        if _shell_code(name) or (not _kept_always(name) and _denied(name, patterns)):
             removed.append(name)
             continue
         variables[name] = value

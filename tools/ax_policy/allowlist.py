@@ -32,13 +32,16 @@ tests/policy/test_grammar.py:
 
 Left out on purpose: ``git`` (its config, pager, hooks and fsmonitor can run
 code), interpreters, pagers and editors (shell escapes), ``env``/``printenv``
-(secrets), ``xargs``/``tee``/``awk`` (run or write), and every flag that writes
-a file, runs a program, reads a list of files or arguments from a file, follows
-links out of the workspace (``-L``) or never ends (``tail -f``).
+(secrets), ``xargs``/``tee``/``awk`` (run or write), ``yes`` (never ends), and
+every flag that writes a file, runs a program, reads a list of files or
+arguments from a file, follows links (``-L``; grep -R and rg -L are the
+exception, ``follows_links``: the review walks what they follow) or never ends
+(``tail -f``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -104,6 +107,11 @@ class ExecutableSpec:
     # binutils: a word @FILE is replaced by the words written in FILE.
     response_files: bool = False
     folder_reads: FolderReads | None = None
+    # Flags that make it follow every symlink it meets while it recurses (grep -R,
+    # rg -L): the review then looks through the folders it searches.
+    follows_links: frozenset[str] = frozenset()
+    # Other programs it runs by their bare names through PATH (egrep runs grep).
+    runs: tuple[str, ...] = ()
 
 
 def _f(text: str) -> frozenset[str]:
@@ -131,6 +139,35 @@ _TAIL_OBSOLETE = ObsoleteCount(
 
 
 _SUMS = ExecutableSpec(flags=_f("-b -t -z --binary --text --tag --zero"))
+
+_GREP = ExecutableSpec(
+    flags=_f(
+        "-r -R -n -i -y -l -L -c -v -w -x -E -F -G -P -o -s -q -h -H -I -a -b -T -U -z -Z "
+        "--recursive --dereference-recursive --line-number --ignore-case --no-ignore-case "
+        "--files-with-matches --files-without-match --count --invert-match --word-regexp "
+        "--line-regexp "
+        "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --only-matching "
+        "--no-messages --quiet --silent --no-filename --with-filename --text --byte-offset "
+        "--initial-tab --null --null-data --line-buffered"
+    ),
+    valued={
+        **_v("count", "-A -B -C -m --after-context --before-context --context --max-count"),
+        **_v("text", "-e --regexp --include --exclude --exclude-dir --label"),
+        **_v("path", "-f --file"),
+        "--binary-files": frozenset({"binary", "text", "without-match"}),
+        "-d": frozenset({"read", "skip", "recurse"}),
+        "--directories": frozenset({"read", "skip", "recurse"}),
+        "-D": frozenset({"read", "skip"}),
+        "--devices": frozenset({"read", "skip"}),
+    },
+    optional=_v("when", "--color --colour"),
+    operands="pattern-paths",
+    pattern_flags=_f("-e --regexp -f --file"),
+    follows_links=_f("-R --dereference-recursive"),
+)
+
+_MATCHERS = _f("-E -F -G -P --extended-regexp --fixed-strings --basic-regexp --perl-regexp")
+_GREP_SCRIPT = dataclasses.replace(_GREP, flags=_GREP.flags - _MATCHERS, runs=("grep",))
 
 # Executables whose review is custom code (their grammar is not flags + operands).
 CUSTOM = frozenset({"find", "sed"})
@@ -180,35 +217,18 @@ SPECS: Mapping[str, ExecutableSpec] = {
     "wc": ExecutableSpec(
         flags=_f("-l -w -c -m -L --lines --words --bytes --chars --max-line-length")
     ),
-    # No -R (follows every symlink) and no --exclude-from/-f outside the workspace.
-    "grep": ExecutableSpec(
-        flags=_f(
-            "-r -n -i -y -l -L -c -v -w -x -E -F -G -P -o -s -q -h -H -I -a -b -T -U -z -Z "
-            "--recursive --line-number --ignore-case --no-ignore-case --files-with-matches "
-            "--files-without-match --count --invert-match --word-regexp --line-regexp "
-            "--extended-regexp --fixed-strings --basic-regexp --perl-regexp --only-matching "
-            "--no-messages --quiet --silent --no-filename --with-filename --text --byte-offset "
-            "--initial-tab --null --null-data --line-buffered"
-        ),
-        valued={
-            **_v("count", "-A -B -C -m --after-context --before-context --context --max-count"),
-            **_v("text", "-e --regexp --include --exclude --exclude-dir --label"),
-            **_v("path", "-f --file"),
-            "--binary-files": frozenset({"binary", "text", "without-match"}),
-            "-d": frozenset({"read", "skip", "recurse"}),
-            "--directories": frozenset({"read", "skip", "recurse"}),
-            "-D": frozenset({"read", "skip"}),
-            "--devices": frozenset({"read", "skip"}),
-        },
-        optional=_v("when", "--color --colour"),
-        operands="pattern-paths",
-        pattern_flags=_f("-e --regexp -f --file"),
-    ),
+    # -R follows every symlink it meets while recursing: the review walks the
+    # folders it searches (FollowedLinks). No --exclude-from, -f outside the workspace.
+    "grep": _GREP,
+    # GNU grep's egrep and fgrep are scripts that run `grep -E` / `grep -F` through PATH.
+    # The matcher is theirs: another one (-F, -E, -G, -P) makes grep refuse the command.
+    "egrep": _GREP_SCRIPT,
+    "fgrep": _GREP_SCRIPT,
     # No --pre/--pre-glob (run a program per file), -z/--search-zip (runs
-    # decompressors), -L/--follow.
+    # decompressors). -L/--follow follows every symlink: the review walks the folders.
     "rg": ExecutableSpec(
         flags=_f(
-            "-n -N -i -s -S -w -x -F -v -l -c -u -H -I -o -0 -q -P -U -a -b -p -. "
+            "-n -N -i -s -S -w -x -F -v -l -c -u -H -I -o -0 -q -P -U -a -b -p -. -L --follow "
             "--hidden --no-ignore --no-ignore-vcs --no-config --files --files-with-matches "
             "--files-without-match --count --count-matches --json --vimgrep --no-heading "
             "--heading --line-number --no-line-number --column --no-filename --with-filename "
@@ -229,6 +249,7 @@ SPECS: Mapping[str, ExecutableSpec] = {
         operands="pattern-paths",
         grammar="clap",
         pattern_flags=_f("-e --regexp -f --file --files --type-list"),
+        follows_links=_f("-L --follow"),
     ),
     "stat": ExecutableSpec(
         flags=_f("-L -f -t --dereference --file-system --terse"),
@@ -435,16 +456,26 @@ SPECS: Mapping[str, ExecutableSpec] = {
         operands="date-format",
     ),
     "which": ExecutableSpec(flags=_f("-a"), operands="text"),
+    # Only standard output: no options at all, so bash's `printf -v VAR` (which sets
+    # a variable, PATH included, for the commands after it) asks.
+    "printf": ExecutableSpec(operands="text"),
+    # Reads only standard input; its operands are character sets.
+    "tr": ExecutableSpec(
+        flags=_f("-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1"),
+        operands="text",
+        max_operands=2,
+    ),
 }
 
 READ_ONLY_EXECUTABLES = frozenset(SPECS) | CUSTOM
 
 # Words a pattern operand may not contain: jq's filter language can read the
-# environment and load modules from outside the workspace.
+# environment ($ENV, also written `$ ENV`, and env) and load modules from outside
+# the workspace.
 PATTERN_GUARDS: Mapping[str, re.Pattern[str]] = {
     "jq": re.compile(
-        r"\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin|get_jq_origin"
-        r"|input_filename|debug|stderr|halt_error)\b"
+        r"\$\s*ENV\b|\b(?:env|import|include|modulemeta|get_search_list|get_prog_origin"
+        r"|get_jq_origin|input_filename|debug|stderr|halt_error)\b"
     ),
 }
 

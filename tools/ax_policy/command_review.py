@@ -2,16 +2,19 @@
 
 ``review_command`` answers ``read-only`` only when every one of these holds:
 the string is one simple command, or a sequence of them joined only by
-``| && || ;``, with nothing a shell would expand (``shellwords``); and every
-command of it is proven: it does not start with an assignment; its executable
-is a bare name on the curated allowlist (``allowlist``) that PATH resolves to
-a real file under a system directory and not inside the workspace; every flag
-is on that executable's own allowlist, read the way that binary's own parser
-reads its words (``allowlist`` names the grammars); and every path argument
-resolves inside the workspace to a file with one name, is not a device and is
-not secret-named, including what diff would open inside the folders it
-compares. A command that hands a script to a shell (``bash -lc SCRIPT``, see
-``compound``) is proven when its script is, reviewed as a string of its own.
+``| && || ;``, with nothing a shell would expand but globs (``shellwords``);
+and every command of it is proven, in every folder it may run in (a ``cd``
+moves the commands after it, see ``compound``): it does not start with an
+assignment; its executable is a bare name on the curated allowlist
+(``allowlist``) that PATH resolves to a real file under a system directory and
+not inside the workspace; every flag is on that executable's own allowlist,
+read the way that binary's own parser reads its words (``allowlist`` names the
+grammars), with its globs expanded as the shell will expand them (``globs``);
+and every path argument resolves inside the workspace to a file with one name,
+is not a device and is not secret-named, including what diff would open inside
+the folders it compares and the links grep -R and rg -L follow. A command that
+hands a script to a shell (``bash -lc SCRIPT``, see ``compound``) is proven
+when its script is, reviewed as a string of its own.
 The circuit breaker (``breaker``) runs first, on the string and on every
 script opened, and turns wipes of the workspace,
 home or root into ``deny``. Anything else is ``ask``.
@@ -26,8 +29,10 @@ same answer as the ``CommandReview`` contract.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shlex
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,11 +53,19 @@ from .allowlist import (
     ValueKind,
 )
 from .breaker import wipe_reason
+from .globs import Budget, expand
 from .pathcheck import PathFinding, PathRules, check_path
 
 if TYPE_CHECKING:
     from .models import CommandReview
-from .compound import MAX_SHELL_NESTING, shell_call, startup_problem
+from .compound import (
+    MAX_SHELL_NESTING,
+    SHELLS,
+    cd_operand,
+    reads_startup_files,
+    shell_call,
+    startup_problem,
+)
 from .shellwords import NotSimple, Part, Word, split_sequence
 
 # Executables must resolve (after symlinks) to a file below one of these.
@@ -63,9 +76,12 @@ _COUNT = re.compile(r"^[+-]?[0-9]{1,18}[A-Za-z]{0,3}$")
 _SED_PRINT_RANGE = re.compile(r"^[0-9]{1,12}(?:,[0-9]{1,12})?p$")
 _WHEN = frozenset({"always", "never", "auto"})
 
-# How many entries the review looks through inside the folders diff compares;
-# beyond that it asks rather than prove links it has not seen.
+# How many entries the review looks through inside the folders diff compares
+# (or grep -R and rg -L search); beyond that it asks rather than prove links it
+# has not seen.
 MAX_FOLDER_WALK_ENTRIES = 10_000
+# How many folders the commands of one sequence may run in (each cd adds one).
+MAX_SEQUENCE_FOLDERS = 8
 
 
 @dataclass(frozen=True)
@@ -147,6 +163,16 @@ class _Context:
     home: Path
     search_path: str
     paths: _PathChecker
+    # The shell wrapper whose startup files run before this string (it and
+    # everything nested in it), or None: they may change how globs and cd work.
+    startup: str | None = None
+    # The shell that reads this string: bash at the top (ax-exec), else the wrapper's.
+    shell: str = "bash"
+
+    def at(self, cwd: Path) -> _Context:
+        """The same review from another folder."""
+        paths = _PathChecker(self.workspace, cwd, self.paths.config, self.paths.state_dir)
+        return dataclasses.replace(self, cwd=cwd, paths=paths)
 
 
 def _review_string(command: str, ctx: _Context, nesting: int) -> Review:
@@ -158,13 +184,122 @@ def _review_string(command: str, ctx: _Context, nesting: int) -> Review:
         parts = split_sequence(command)
     except NotSimple as refusal:
         return _ask(f"not a plain command or sequence: {refusal.reason}")
-    if len(parts) == 1:
+    if len(parts) == 1 and not _is_cd(parts[0].words):
         return _review_part(parts[0].words, ctx, nesting)
-    return _combine(parts, [_review_part(part.words, ctx, nesting) for part in parts])
+    # Where each command may run: a cd moves the commands after it, and one that
+    # fails leaves them where they were, so they are reviewed in every folder they
+    # may run in.
+    places = [ctx]
+    reviews: list[Review] = []
+    for index, part in enumerate(parts):
+        if _is_cd(part.words):
+            review, places = _review_cd(parts, index, places)
+        else:
+            review = _everywhere(places, part.words, nesting)
+        reviews.append(review)
+    if len(parts) == 1:
+        return reviews[0]
+    return _combine(parts, reviews)
+
+
+def _is_cd(words: list[Word]) -> bool:
+    return words[0].text == "cd" and not words[0].quoted
+
+
+def _review_cd(
+    parts: list[Part], index: int, places: list[_Context]
+) -> tuple[Review, list[_Context]]:
+    """``cd DIR``: proven when DIR is a folder inside the workspace from every place it may run."""
+    part = parts[index]
+    argv = [word.text for word in part.words]
+    if part.operator == "|" or (index > 0 and parts[index - 1].operator == "|"):
+        return _ask(
+            "cd in a pipeline runs in a subshell, or with lastpipe in the shell itself; "
+            "use && or ;",
+            argv,
+        ), places
+    try:
+        operand = cd_operand(part.words)
+    except NotSimple as refusal:
+        return _ask(refusal.reason, argv), places
+    targets: list[_Context] = []
+    for place in places:
+        if place.startup is not None:
+            return _ask(
+                f"{place.startup} runs startup files first, which may set CDPATH or replace "
+                "cd with a function that runs files from the folder it enters (rvm, autoenv); "
+                "cd is proven only where no startup file runs",
+                argv,
+            ), places
+        finding = place.paths.finding(operand)
+        if not finding.valid:
+            return _ask(f"cd {operand}: {finding.invalid_reason}", argv), places
+        if not finding.inside_workspace:
+            return _ask(f"cd {operand}: {finding.containment_reason}", argv), places
+        if finding.protected:
+            # Commands are never started in a protected folder (see the engine's cwd rule).
+            return _ask(f"cd {operand}: {finding.protected_reason}", argv), places
+        target = Path(finding.resolved or "")
+        # No such folder: cd fails there and changes nothing.
+        if target.is_dir():
+            targets.append(place.at(target))
+    after = list({place.cwd: place for place in [*places, *targets]}.values())
+    if len(after) > MAX_SEQUENCE_FOLDERS:
+        return _ask(
+            f"the commands after cd {operand} may run in more than {MAX_SEQUENCE_FOLDERS} "
+            "folders; the review does not follow that many",
+            argv,
+        ), places
+    shown = ", ".join(sorted({_relative(t.cwd, t.workspace) for t in targets}))
+    goes = f"goes to {shown} inside the workspace" if targets else "names no folder and fails"
+    return Review(
+        verdict="read-only",
+        reasons=[
+            f"cd {operand} {goes} (bash's own cd: no startup file runs); the commands after "
+            "it are reviewed there and, should it fail, where they were"
+        ],
+        argv=argv,
+    ), after
+
+
+def _everywhere(places: list[_Context], words: list[Word], nesting: int) -> Review:
+    """One command reviewed in each folder it may run in; the strictest answer wins."""
+    reviews = [_review_part(words, place, nesting) for place in places]
+    if len(reviews) == 1:
+        return reviews[0]
+    for verdict in ("deny", "ask"):
+        reasons = [
+            f"in {_relative(place.cwd, place.workspace)}: {reason}"
+            for place, review in zip(places, reviews, strict=True)
+            if review.verdict == verdict
+            for reason in review.reasons
+        ]
+        if reasons:
+            return Review(verdict=verdict, reasons=reasons, argv=reviews[0].argv)
+    where = ", ".join(_relative(place.cwd, place.workspace) for place in places)
+    return Review(
+        verdict="read-only",
+        reasons=[f"in each folder it may run in ({where}): {reviews[0].reasons[0]}"],
+        argv=reviews[0].argv,
+    )
+
+
+def _relative(path: Path, workspace: Path) -> str:
+    return "the workspace" if path == workspace else os.path.relpath(path, workspace)
 
 
 def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
     argv = [word.text for word in words]
+    if ctx.shell == "zsh":
+        equals = next((word.text for word in words if word.text.startswith("=")), None)
+        if equals is not None:
+            return _ask(
+                f"zsh replaces the word {equals} with the path of the command it names "
+                "(EQUALS), a file outside the workspace",
+                argv,
+            )
+    if any(word.glob for word in words):
+        return _review_globbed(words, ctx)
     try:
         call = shell_call(words)
     except NotSimple as refusal:
@@ -179,7 +314,9 @@ def _review_part(words: list[Word], ctx: _Context, nesting: int) -> Review:
     startup = startup_problem(call, ctx.workspace, ctx.home)
     if startup is not None:
         return Review(verdict="ask", reasons=[startup], executable=executable, argv=argv)
-    inner = _review_string(call.script, ctx, nesting + 1)
+    startup = ctx.startup or (call.spelled if reads_startup_files(call) else None)
+    inner_ctx = dataclasses.replace(ctx, startup=startup, shell=call.shell)
+    inner = _review_string(call.script, inner_ctx, nesting + 1)
     if inner.verdict != "read-only":
         reasons = [f"the script of {call.spelled}: {reason}" for reason in inner.reasons]
         return Review(verdict=inner.verdict, reasons=reasons, executable=executable, argv=argv)
@@ -221,11 +358,112 @@ def _combine(parts: list[Part], reviews: list[Review]) -> Review:
     return Review(
         verdict="read-only",
         reasons=[
-            f"{total} commands joined only by {operators}, with no redirection, substitution, "
-            "glob or background job, and every one is proven read-only",
+            f"{total} commands joined only by {operators}, with no redirection, substitution "
+            "or background job, and every one is proven read-only",
             *(f"{name}: {reason}" for review, name in named for reason in review.reasons),
         ],
     )
+
+
+def _review_globbed(words: list[Word], ctx: _Context) -> Review:
+    """A simple command with glob words: reviewed as the argv the shell will build.
+
+    Each glob is expanded as bash would (``globs``), with and without dotglob, and
+    the resulting argv reviewed. bash sorts the matches by the locale's collation,
+    which the review does not know, so the argv is also reviewed with each match
+    of each glob moved to the glob's first place (every rotation): when no match
+    looks like an option or another special word, where a word lands decides its
+    role (a flag's value, the pattern, a file) and nothing else does, so every
+    match is then proven in every role the shell's order may give it.
+    """
+    argv = [word.text for word in words]
+    first = words[0]
+    if first.glob:
+        return _ask(f"the command name {first.text} is a glob", argv)
+    if first.text in SHELLS:
+        return _ask(f"a glob in the words of {first.text} (its script and options)", argv)
+    if ctx.startup is not None:
+        return _ask(
+            f"{ctx.startup} runs startup files first, which may set shell options that change "
+            "what a glob matches (nullglob, failglob, nocaseglob, dotglob, globstar, extglob); "
+            "globs are proven only where no startup file runs",
+            argv,
+        )
+    variants: list[list[list[str]]] = []
+    for dotglob in (False, True):
+        budget = Budget()
+        try:
+            expanded = [
+                expand(word.text, ctx.cwd, ctx.workspace, dotglob=dotglob, budget=budget)
+                if word.glob
+                else [word.text]
+                for word in words
+            ]
+        except NotSimple as refusal:
+            return _ask(refusal.reason, argv)
+        if expanded not in variants:
+            variants.append(expanded)
+    proven: list[Review] = []
+    for expanded in variants:
+        review = _review_expansion(words, expanded, ctx)
+        if review.verdict != "read-only":
+            return review
+        proven.append(review)
+    base = proven[0]
+    names = sum(len(group) for word, group in zip(words, variants[0], strict=True) if word.glob)
+    return Review(
+        verdict="read-only",
+        reasons=[
+            *base.reasons,
+            f"its globs expand inside the workspace to {names} name(s), with and without "
+            "dotglob, each proven in every place the shell's sort order may put it",
+        ],
+        executable=base.executable,
+        argv=base.argv,
+    )
+
+
+# The first characters that can change how the allowlisted executables read a word
+# (options -x, head/tail's +N, strings' @FILE, find's ( ) ! ,): a match starting with
+# one of them could change the role of the words after it, so where the shell's
+# order puts it would matter.
+_SPECIAL_START = re.compile(r"[-+@()!,]")
+
+
+def _review_expansion(words: list[Word], expanded: list[list[str]], ctx: _Context) -> Review:
+    """One expansion of a command's globs, in byte order and in every rotation."""
+    flat = [text for group in expanded for text in group]
+    shown = f" (as the shell expands it: {shlex.join(flat)})"
+    review = _review_simple([Word(text, quoted=False) for text in flat], ctx)
+    if review.verdict != "read-only":
+        reasons = [review.reasons[0] + shown, *review.reasons[1:]]
+        return dataclasses.replace(review, reasons=reasons)
+    for word, group in zip(words, expanded, strict=True):
+        odd = [text for text in group if word.glob and _SPECIAL_START.match(text)]
+        if odd and group != [word.text]:
+            return _ask(
+                f"the glob {word.text} matches {odd[0]!r}, which the command could read as an "
+                "option or a special word, and where the shell puts it depends on the locale's "
+                "sort order",
+                flat,
+            )
+    for position, (word, group) in enumerate(zip(words, expanded, strict=True)):
+        for turn in range(1, len(group) if word.glob else 0):
+            rotated = [*expanded[:position], group[turn:] + group[:turn], *expanded[position + 1 :]]
+            args = [text for part in rotated for text in part][1:]
+            problems = check_arguments(words[0].text, args, ctx.paths)
+            if problems:
+                return Review(
+                    verdict="ask",
+                    reasons=[
+                        f"with the matches of {word.text} in another order "
+                        f"({' '.join(group[turn:] + group[:turn])}): {problems[0]}",
+                        *problems[1:],
+                    ],
+                    executable=review.executable,
+                    argv=flat,
+                )
+    return review
 
 
 def _review_simple(words: list[Word], ctx: _Context) -> Review:
@@ -249,6 +487,11 @@ def _review_simple(words: list[Word], ctx: _Context) -> Review:
     executable, problem = resolve_executable(name, ctx.workspace, ctx.cwd, ctx.search_path)
     if executable is None:
         return _ask(problem or f"{name} could not be resolved", argv)
+    spec = SPECS.get(name)
+    for runs in spec.runs if spec is not None else ():
+        found, problem = resolve_executable(runs, ctx.workspace, ctx.cwd, ctx.search_path)
+        if found is None:
+            return _ask(f"{name} runs {runs} through PATH: {problem}", argv)
 
     problems = check_arguments(name, argv[1:], ctx.paths)
     if problems:
@@ -311,6 +554,7 @@ class _PathChecker:
         self.cwd = cwd
         self.config = config
         self.state_dir = state_dir
+        self._seen: dict[str, list[str]] = {}
 
     def finding(self, raw: str) -> PathFinding:
         return check_path(
@@ -318,6 +562,13 @@ class _PathChecker:
         )
 
     def __call__(self, raw: str) -> list[str]:
+        # A glob's matches are reviewed in several orders: each name is checked once.
+        known = self._seen.get(raw)
+        if known is None:
+            known = self._seen[raw] = self._problems(raw)
+        return list(known)
+
+    def _problems(self, raw: str) -> list[str]:
         facts = self.finding(raw)
         if not facts.valid:
             return [f"path {raw!r}: {facts.invalid_reason}"]
@@ -394,6 +645,8 @@ def _check_flags_and_operands(
             problems += _check_operands(name, spec, posix, words.pattern_before_operand, paths)
     if spec.folder_reads is not None and not problems:
         problems += _folder_problems(name, spec.folder_reads, words, paths)
+    if words.seen & spec.follows_links and not problems:
+        problems += _followed_link_problems(name, spec, words, paths)
     return list(dict.fromkeys(problems))
 
 
@@ -588,7 +841,7 @@ def _folder_problems(
     folders = [_folder(paths.finding(operand)) for operand in operands]
     first, second = folders
     if first is not None and second is not None:
-        walk = _FolderWalk(name, paths, recursive=recursive, follow=follow)
+        walk = _FolderWalk(name, paths, "compares", recursive=recursive, follow=follow)
         return walk.problems(first) or walk.problems(second)
     for folder, other in ((first, operands[1]), (second, operands[0])):
         if folder is not None:
@@ -605,14 +858,53 @@ def _folder(finding: PathFinding) -> Path | None:
     return resolved if resolved.is_dir() else None
 
 
-class _FolderWalk:
-    """Looks through compared folders for entries diff would follow out of the workspace."""
+def _followed_link_problems(
+    name: str, spec: ExecutableSpec, words: _Words, paths: _PathChecker
+) -> list[str]:
+    """What grep -R or rg -L would reach through the symlinks inside the folders it searches.
 
-    def __init__(self, name: str, paths: _PathChecker, *, recursive: bool, follow: bool) -> None:
+    Both follow every link they meet while recursing, so each link below the
+    searched folders is checked like a path argument, and followed into the
+    folder it names. Files are not: a recursive search reads them without the
+    flag too (see docs/ax-policy.md, Security).
+    """
+    operands = words.operands
+    if spec.operands == "pattern-paths" and not (words.seen & spec.pattern_flags):
+        operands = operands[1:]
+    walk = _FolderWalk(name, paths, "searches", recursive=True, follow=True, files=False)
+    # With no path operand both search the folder they run in.
+    for operand in operands or ["."]:
+        folder = _folder(paths.finding(operand))
+        if folder is not None and folder not in walk.visited:
+            found = walk.problems(folder)
+            if found:
+                return found
+    return []
+
+
+class _FolderWalk:
+    """Looks through the folders a command reads for entries it would follow out of the workspace.
+
+    diff compares the files inside folder operands (``files``: a hard-linked file
+    or a device there is checked too); grep -R and rg -L only follow links.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        paths: _PathChecker,
+        verb: str,
+        *,
+        recursive: bool,
+        follow: bool,
+        files: bool = True,
+    ) -> None:
         self.name = name
         self.paths = paths
+        self.verb = verb
         self.recursive = recursive
         self.follow = follow
+        self.files = files
         self.budget = MAX_FOLDER_WALK_ENTRIES
         self.visited: set[Path] = set()
 
@@ -627,7 +919,7 @@ class _FolderWalk:
                         self.budget -= 1
                         if self.budget < 0:
                             return [
-                                f"{self.name} compares folders holding more than "
+                                f"{self.name} {self.verb} folders holding more than "
                                 f"{MAX_FOLDER_WALK_ENTRIES} entries; the review does not look "
                                 "through that many for links leading out"
                             ]
@@ -644,7 +936,10 @@ class _FolderWalk:
                 return []
             found = self.paths(self._shown(entry))
             if found:
-                return [f"{self.name} follows the symlinks inside the folders it compares", *found]
+                return [
+                    f"{self.name} follows the symlinks inside the folders it {self.verb}",
+                    *found,
+                ]
             target = Path(os.path.realpath(entry.path))
             if self.recursive and target.is_dir() and target not in self.visited:
                 self.visited.add(target)
@@ -653,6 +948,8 @@ class _FolderWalk:
         if entry.is_dir(follow_symlinks=False):
             if self.recursive:
                 pending.append(Path(entry.path))
+            return []
+        if not self.files:
             return []
         info = entry.stat(follow_symlinks=False)
         if info.st_nlink > 1 or not stat.S_ISREG(info.st_mode):
@@ -699,23 +996,35 @@ def _check_find(args: Sequence[str], paths: _PathChecker) -> list[str]:
 
 
 def _check_sed(args: Sequence[str], paths: _PathChecker) -> list[str]:
-    quiet = False
+    quiet = given = False
     script: str | None = None
     files: list[str] = []
-    for arg in args:
-        if arg in ("-n", "--quiet", "--silent") and script is None:
-            # After the script, POSIXLY_CORRECT would make it a file name.
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        # Options only before the first operand: after it, POSIXLY_CORRECT makes
+        # them file names.
+        before = script is None and not files
+        if arg in ("-n", "--quiet", "--silent") and before:
             quiet = True
+        elif arg in ("-e", "--expression") and before and not given and index < len(args):
+            # The script given by -e: every operand is then a file.
+            script, given = args[index], True
+            index += 1
+        elif arg.startswith("--expression=") and before and not given:
+            script, given = arg.partition("=")[2], True
         elif arg.startswith("-") and arg != "-":
             return [
-                f"sed flag {arg} is not allowed here: sed is reviewed only as sed -n <range>p FILE"
+                f"sed flag {arg} is not allowed here: sed is reviewed only as "
+                "sed -n [-e] <range>p FILE"
             ]
         elif script is None:
             script = arg
         else:
             files.append(arg)
     if not quiet or script is None or not _SED_PRINT_RANGE.match(script):
-        return ["sed is reviewed only as sed -n <line>[,<line>]p FILE..."]
+        return ["sed is reviewed only as sed -n [-e] <line>[,<line>]p FILE..."]
     problems: list[str] = []
     for name in files:
         problems += paths(name)

@@ -1,4 +1,4 @@
-"""Shell wrappers in a reviewed command: ``bash -lc SCRIPT`` and its kin.
+"""Shell wrappers (``bash -lc SCRIPT`` and its kin) and ``cd`` in a reviewed command.
 
 A command often arrives as an argv that hands a script to a shell
 (``bash -lc "ls && pwd"``, the form Codex and others send). The review proves
@@ -20,6 +20,20 @@ write only inside the workspace. So a wrapper that reads startup files asks
 when ``/etc`` or the home folder is inside the workspace, or when one of the
 home's startup files resolves into it (a dotfiles repository linked into the
 home and opened as the workspace).
+
+The same startup files can change how the script itself is read: set options
+(``nullglob``, ``failglob``, ``nocaseglob``, ``dotglob``, ``globstar``,
+``extglob``), ``CDPATH``, or define functions named like commands (rvm and
+autoenv replace ``cd`` with one that runs files from the folder it enters).
+So inside a wrapper that reads startup files (``reads_startup_files``), and in
+everything nested in it, globs and ``cd`` ask.
+
+``cd DIR`` is the one builtin a sequence may use: it changes the folder of the
+commands after it. ``cd_operand`` accepts it only as ``cd [-L|-P]... [--] DIR``
+with exactly one operand that is not ``-`` (the previous folder), does not start
+with ``~`` or ``+`` (the home folder, zsh's folder stack), has no ``..``
+component and is not a glob; the review then checks that DIR is a folder inside
+the workspace.
 """
 
 from __future__ import annotations
@@ -89,6 +103,41 @@ def shell_call(words: list[Word]) -> ShellCall | None:
     if len(words) > 3:
         raise NotSimple(f"words after the script of {shell} {flag} become its $0, $1, …; {shape}")
     return ShellCall(shell=shell, login=flag == "-lc", script=words[2].text)
+
+
+def reads_startup_files(call: ShellCall) -> bool:
+    """Whether ``call`` runs startup files from the home folder before its script."""
+    return bool(_HOME_FILES[(call.shell, call.login)])
+
+
+_CD_OPTIONS = frozenset({"-L", "-P"})
+
+
+def cd_operand(words: list[Word]) -> str:
+    """The folder ``cd`` is given in ``words``; NotSimple when it is not the one reviewed shape."""
+    args = words[1:]
+    index = 0
+    while index < len(args) and args[index].text in _CD_OPTIONS and not args[index].quoted:
+        index += 1
+    ended = index < len(args) and args[index].text == "--"
+    operands = args[index + 1 :] if ended else args[index:]
+    shape = "only cd [-L|-P] [--] DIR with one folder is reviewed"
+    if len(operands) != 1:
+        raise NotSimple(f"cd is given {len(operands)} operands; {shape}")
+    operand = operands[0]
+    text = operand.text
+    if operand.glob:
+        raise NotSimple(f"cd is given the glob {text!r}; {shape}")
+    if text == "-" or (text.startswith("-") and not ended):
+        raise NotSimple(f"cd {text} goes to the previous folder or is an option; {shape}")
+    if not text or text[0] in "~+":
+        raise NotSimple(f"cd {text!r} names the home folder, a folder stack entry or nothing")
+    if ".." in text.split("/"):
+        raise NotSimple(
+            f"cd {text} climbs with .., which bash applies to the logical folder name before "
+            "links; name the folder from where the command starts"
+        )
+    return text
 
 
 def startup_problem(call: ShellCall, workspace: Path, home: Path) -> str | None:

@@ -1,12 +1,23 @@
 """A strict tokenizer for the read-only proof.
 
-It accepts only a small, quote-aware subset of POSIX shell words: letters,
-digits and ``_ . / = , : + @ % -`` outside quotes, and single or double quotes
-around other printable ASCII. Everything a shell would expand or interpret
-(``$``, backticks, backslashes, ``!``, operators, globs, braces, ``~``, ``#``)
-is refused with the reason, so whatever this returns is exactly the argv a
-shell would build from the same string. Because ``$``, backtick and backslash
-are refused everywhere, double quotes behave exactly like single quotes here.
+It accepts only a small, quote-aware subset of POSIX shell words, so that
+whatever it returns is exactly the argv a shell builds from the same string:
+
+- outside quotes: letters, digits and ``_ . / = , : + @ % -``, and the glob
+  characters ``* ? [ ]`` (a word holding them is marked ``glob``; the review
+  expands it as the shell would, see ``globs``, and a glob word may not also
+  hold quoted text);
+- inside single quotes: any printable ASCII but the closing quote. Nothing is
+  special there to any shell (``$``, backticks, backslashes, ``!`` included);
+- inside double quotes: any printable ASCII but ``$``, backticks and ``!``
+  (expansions, and history expansion in an interactive shell); a backslash
+  only where the shell keeps it as it is: before a character other than a
+  dollar sign, a backtick, a double quote, a backslash or a newline.
+
+Everything else a shell would expand or interpret (``$``, backticks,
+backslashes and ``!`` outside quotes, operators, braces, ``~``, ``#``) is
+refused with the reason, and so are control characters and every non-ASCII
+character, quoted or not.
 
 ``split_sequence`` adds exactly four operators on top of that, outside quotes:
 ``|``, ``&&``, ``||`` and ``;`` between simple commands. Each command between
@@ -25,14 +36,18 @@ MAX_WORDS = 256
 MAX_PARTS = 16
 
 _UNQUOTED_OK = frozenset(string.ascii_letters + string.digits + "_./=,:+@%-")
+GLOB_CHARS = frozenset("*?[]")
 
-# Refused even inside quotes: each still means something to a shell in some context.
-_REFUSED_ANYWHERE = {
+# Refused outside quotes and inside double quotes (a backslash there only before
+# the characters it escapes); inside single quotes each is a plain character.
+_EXPANDING = {
     "$": "a $ expansion (variables, $(...) or arithmetic)",
     "`": "a backtick command substitution",
     "\\": "a backslash escape",
     "!": "a ! (history expansion or negation)",
 }
+# What a backslash escapes inside double quotes; before anything else it stays.
+_DOUBLE_QUOTE_ESCAPED = frozenset('$`"\\\n')
 
 _UNQUOTED_MEANING = {
     ";": "command chaining (;)",
@@ -46,10 +61,6 @@ _UNQUOTED_MEANING = {
     "}": "a brace expansion or group (})",
     "#": "a comment (#)",
     "~": "a tilde expansion (~)",
-    "*": "an unquoted glob (*)",
-    "?": "an unquoted glob (?)",
-    "[": "an unquoted glob ([)",
-    "]": "an unquoted glob (])",
     "^": "a ^ (a pipe in old shells, history substitution in bash)",
 }
 
@@ -66,6 +77,8 @@ class NotSimple(Exception):
 class Word:
     text: str
     quoted: bool
+    # Unquoted * ? [ ] in it: the shell replaces it with the names it matches.
+    glob: bool = False
 
 
 def describe_char(char: str) -> str:
@@ -81,7 +94,7 @@ def describe_char(char: str) -> str:
             f"a non-ASCII character U+{code:04X} (look-alike letters and "
             "invisible characters are never reviewed as safe)"
         )
-    return _REFUSED_ANYWHERE.get(char) or _UNQUOTED_MEANING.get(char) or f"the character {char!r}"
+    return _EXPANDING.get(char) or _UNQUOTED_MEANING.get(char) or f"the character {char!r}"
 
 
 def _check_characters(command: str) -> None:
@@ -89,8 +102,19 @@ def _check_characters(command: str) -> None:
         raise NotSimple(f"the command is longer than {MAX_COMMAND_CHARS} characters")
     for char in command:
         code = ord(char)
-        if code < 0x20 or code >= 0x7F or char in _REFUSED_ANYWHERE:
+        if code < 0x20 or code >= 0x7F:
             raise NotSimple(f"it contains {describe_char(char)}")
+
+
+def _in_double_quotes(command: str, index: int) -> None:
+    """Refuse what a shell expands at ``command[index]`` inside double quotes."""
+    char = command[index]
+    if char == "\\":
+        following = command[index + 1] if index + 1 < len(command) else ""
+        if following in _DOUBLE_QUOTE_ESCAPED:
+            raise NotSimple(f"it contains {describe_char(char)} inside double quotes")
+    elif char in _EXPANDING:
+        raise NotSimple(f"it contains {describe_char(char)} inside double quotes")
 
 
 def split_words(command: str) -> list[Word]:
@@ -99,31 +123,44 @@ def split_words(command: str) -> list[Word]:
 
     words: list[Word] = []
     current: list[str] = []
-    in_word = quoted = False
+    in_word = quoted = globbed = False
     quote: str | None = None
-    for char in command:
+
+    def finish() -> None:
+        if globbed and quoted:
+            raise NotSimple(
+                f"the glob {''.join(current)!r} is joined to quoted text; quote all of it or none"
+            )
+        words.append(Word("".join(current), quoted, globbed))
+
+    for index, char in enumerate(command):
         if quote is not None:
             if char == quote:
                 quote = None
-            else:
-                current.append(char)
+                continue
+            if quote == '"':
+                _in_double_quotes(command, index)
+            current.append(char)
             continue
         if char == " ":
             if in_word:
-                words.append(Word("".join(current), quoted))
-                current, in_word, quoted = [], False, False
+                finish()
+                current, in_word, quoted, globbed = [], False, False, False
             continue
         in_word = True
         if char in "'\"":
             quote, quoted = char, True
         elif char in _UNQUOTED_OK:
             current.append(char)
+        elif char in GLOB_CHARS:
+            current.append(char)
+            globbed = True
         else:
             raise NotSimple(f"it contains {describe_char(char)}")
     if quote is not None:
         raise NotSimple("it has an unterminated quote")
     if in_word:
-        words.append(Word("".join(current), quoted))
+        finish()
     if not words:
         raise NotSimple("the command is empty")
     if len(words) > MAX_WORDS:
