@@ -36,8 +36,9 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """Hold an exclusive advisory lock on ``path`` (created if missing).
 
     ``flock_lock`` without the descriptor. The filelock package this used to
-    take opened the file following a link, and before 3.20.1 with O_TRUNC:
-    a link planted in the lock's place emptied whatever it pointed at.
+    take depended on its release: 3.13.1 opened the file following a link and
+    with O_TRUNC (a link planted in the lock's place emptied what it pointed
+    at), 4.3 raised a bare OSError.
     """
     with flock_lock(path, timeout):
         yield

@@ -121,7 +121,7 @@ def test_file_lock_released_when_body_raises(tmp_path: Path) -> None:
 @pytest.mark.parametrize("exists", [True, False], ids=["to-a-file", "dangling"])
 def test_file_lock_refuses_a_link_in_the_lock_files_place(tmp_path: Path, exists: bool) -> None:
     # grants.json.lock, trust.json.lock, slate.json.lock: a link planted there must not
-    # make the locker open, create or truncate (filelock < 3.20.1 opened with O_TRUNC)
+    # make the locker open, create or truncate (filelock 3.13.1 opened it with O_TRUNC)
     # whatever it points at.
     victim = tmp_path / "elsewhere" / "victim"
     victim.parent.mkdir()
