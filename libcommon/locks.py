@@ -1,12 +1,13 @@
 """Cross-process locks and owner leases.
 
 ``file_lock`` serialises short critical sections (an append, a read-modify-write
-of a shared JSON file). ``flock_lock`` is the same exclusive ``flock(2)`` on the
-same file, taken directly: a hot path that locks on every tool call (the slate's
-Trail and archive) uses it, since the filelock package costs ~0.2 ms a take. The
-two exclude each other, so one file may be locked through either. ``OwnerLease``
-marks who owns a long-lived thing (a session) and tells a live owner from a dead
-one by pid *and* process start time, so a recycled pid never looks alive.
+of a shared JSON file); ``flock_lock`` is the same exclusive ``flock(2)`` and
+also hands out its descriptor. Both open the lock file with O_NOFOLLOW and
+never truncate it, so a symbolic link planted in its place (under the state
+root, where grants, trust and slates are locked) is refused rather than
+opened, created or truncated through. ``OwnerLease`` marks who owns a
+long-lived thing (a session) and tells a live owner from a dead one by pid
+*and* process start time, so a recycled pid never looks alive.
 """
 
 from __future__ import annotations
@@ -32,22 +33,15 @@ FLOCK_POLL_MAX_S = 0.01
 
 @contextmanager
 def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if missing)."""
-    import filelock
+    """Hold an exclusive advisory lock on ``path`` (created if missing).
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(path), timeout=timeout)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise Fenced(
-            f"could not take the lock {path} within {timeout:g}s",
-            hint="another ax process holds it; wait for it to finish and retry",
-        ) from None
-    try:
+    ``flock_lock`` without the descriptor. The filelock package this used to
+    take depended on its release: 3.13.1 opened the file following a link and
+    with O_TRUNC (a link planted in the lock's place emptied what it pointed
+    at), 4.3 raised a bare OSError.
+    """
+    with flock_lock(path, timeout):
         yield
-    finally:
-        lock.release()
 
 
 @contextmanager
@@ -60,9 +54,8 @@ def flock_lock(
 ) -> Iterator[int]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing); yields its fd.
 
-    The same lock ``file_lock`` takes, without filelock's overhead, for hot paths.
-    A symbolic link in the lock file's place is refused, never followed.
-    The file is left in place on release, as filelock leaves it, so waiters and
+    A symbolic link in the lock file's place is refused, never followed, and
+    the file is never truncated. It is left in place on release, so waiters and
     later takers lock the same inode. A wait polls with a short exponential
     backoff and is reported as Fenced (naming ``what``, with ``hint``) after ``timeout``.
     """

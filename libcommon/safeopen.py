@@ -10,6 +10,11 @@ replaced, read or removed relative to its folder's descriptor, never followed.
 A link anywhere on the way, or as the final name, is refused, as is any name
 of ``PROTECTED_NAMES`` (the repository's internals and ax's own workspace
 config), wherever it appears in the path.
+
+The model's readers (``open_for_reading``) walk the same way, so a folder
+swapped for a link after the policy's decision is refused rather than read
+through; they do not refuse the protected names, since whether ``.git`` may be
+read is the policy's decision, not the walk's.
 """
 
 from __future__ import annotations
@@ -34,14 +39,18 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class UnsafePath(OperationFailed):
-    """A workspace path that a writer refuses to touch; ``reason`` says why."""
+WRITE_HINT = "ax writes workspace files only through real folders, never into .git or .ax"
+READ_HINT = (
+    "ax reads a file only through the real folders the policy checked, never through a "
+    "link that appeared since; nothing was read"
+)
 
-    def __init__(self, relative: str, reason: str) -> None:
-        super().__init__(
-            f"refused {relative}: {reason}",
-            hint="ax writes workspace files only through real folders, never into .git or .ax",
-        )
+
+class UnsafePath(OperationFailed):
+    """A workspace path that a writer or reader refuses to touch; ``reason`` says why."""
+
+    def __init__(self, relative: str, reason: str, hint: str = WRITE_HINT) -> None:
+        super().__init__(f"refused {relative}: {reason}", hint=hint)
         self.relative = relative
         self.reason = reason
 
@@ -54,18 +63,18 @@ def protected_name(parts: Iterable[str]) -> str | None:
     return None
 
 
-def split_relative(relative: str) -> list[str]:
+def split_relative(relative: str, *, protect: bool = True) -> list[str]:
     """The components of a workspace-relative path; refused when it could leave the root.
 
     The path must already be normalised (no ``.``, ``..`` or empty component)
-    and must not name a protected folder anywhere.
+    and, with ``protect``, must not name a protected folder anywhere.
     """
     if not relative or "\x00" in relative or relative.startswith("/"):
         raise UnsafePath(relative or "''", "not a relative path inside the workspace")
     parts = relative.split("/")
     if any(part in ("", ".", "..") for part in parts):
         raise UnsafePath(relative, "not a normalised path inside the workspace")
-    found = protected_name(parts)
+    found = protected_name(parts) if protect else None
     if found is not None:
         raise UnsafePath(relative, f"it is inside a {found} folder, which ax never writes")
     return parts
@@ -126,12 +135,25 @@ def open_folder(
 
 @contextmanager
 def open_parent(
-    root: Path, relative: str, *, create: bool = False
+    root: Path, relative: str, *, create: bool = False, protect: bool = True
 ) -> Iterator[tuple[int | None, str]]:
     """The folder holding ``relative``'s last component (None if missing) and that name."""
-    parts = split_relative(relative)
+    parts = split_relative(relative, protect=protect)
     with open_folder(root, parts[:-1], relative, create=create) as fd:
         yield fd, parts[-1]
+
+
+def _open_entry(dir_fd: int, name: str, relative: str) -> int | None:
+    """``name`` in ``dir_fd`` opened read-only whatever it is, or None; a link is refused."""
+    try:
+        return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            target = _link_target(dir_fd, name)
+            raise UnsafePath(relative, f"it is a symbolic link (to {target})") from None
+        raise
 
 
 def open_regular(dir_fd: int, name: str, relative: str) -> int | None:
@@ -140,21 +162,42 @@ def open_regular(dir_fd: int, name: str, relative: str) -> int | None:
     A link is refused, never followed; so is a folder or anything that is not
     a regular file.
     """
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except FileNotFoundError:
+    fd = _open_entry(dir_fd, name, relative)
+    if fd is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            target = _link_target(dir_fd, name)
-            raise UnsafePath(relative, f"it is a symbolic link (to {target})") from None
-        raise
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
     if kind != stat.S_IFREG:
         os.close(fd)
         what = "a directory, not a file" if kind == stat.S_IFDIR else "not a regular file"
         raise UnsafePath(relative, f"it is {what}")
     return fd
+
+
+@contextmanager
+def open_for_reading(root: Path, relative: str) -> Iterator[int | None]:
+    """``root/relative`` opened read-only, reached without following a link; None if absent.
+
+    ``relative`` is ``.`` for ``root`` itself. What is opened may be a file, a
+    folder or anything else (O_NONBLOCK, so a FIFO never blocks the open): the
+    caller looks (``fstat``) before it reads. A link on the way or as the entry
+    itself is refused; a ``.git`` or ``.ax`` component is not, since reading
+    them is the policy's decision. The descriptor is closed on leaving.
+    """
+    try:
+        if relative == ".":
+            fd: int | None = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            with open_parent(root, relative, protect=False) as (folder, name):
+                fd = None if folder is None else _open_entry(folder, name, relative)
+    except UnsafePath as exc:
+        raise UnsafePath(exc.relative, exc.reason, hint=READ_HINT) from None
+    if fd is None:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def entry_mode(dir_fd: int, name: str, relative: str) -> int | None:

@@ -12,7 +12,7 @@ import pytest
 from axtest import TOOLS, CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE_DEPENDENCIES = {"typer", "pydantic", "anthropic", "httpx", "orjson", "filelock"}
+CORE_DEPENDENCIES = {"typer", "pydantic", "anthropic", "httpx", "orjson"}
 
 
 def test_nine_console_scripts_point_at_their_cli() -> None:

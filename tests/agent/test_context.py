@@ -78,6 +78,29 @@ def test_an_instruction_file_leading_outside_the_workspace_is_skipped(
     ]
 
 
+def test_an_instruction_file_linked_to_a_secret_is_skipped_unread(workspace: Path) -> None:
+    # A repository ships AGENTS.md -> .env; the user later puts their keys in .env.
+    (workspace / ".env").write_text("ANTHROPIC_API_KEY=sk-ant-not-for-the-model\n")
+    (workspace / "AGENTS.md").symlink_to(".env")
+    (workspace / "AGENT.md").write_text("Use tabs.\n")
+    os.link(workspace / "AGENT.md", workspace / "second-name.md")
+    loaded = load_instructions(workspace)
+    assert loaded.text == ""
+    [linked, secret] = loaded.documents
+    assert linked["status"] == secret["status"] == "skipped"
+    assert "2 hard links" in linked["reason"]
+    assert "looks like a secret" in secret["reason"] and "person's answer" in secret["reason"]
+
+
+def test_an_instruction_file_linked_inside_the_workspace_is_read(workspace: Path) -> None:
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "agents.md").write_text("Run the tests.\n")
+    (workspace / "AGENTS.md").symlink_to("docs/agents.md")
+    loaded = load_instructions(workspace)
+    assert "Run the tests." in loaded.text
+    assert loaded.documents[0]["status"] == "loaded"
+
+
 def test_neutralise_breaks_every_run_of_delimiters() -> None:
     assert neutralise("a <<<< b >>> c << d") == "a ‹‹‹‹ b ››› c << d"
 

@@ -101,6 +101,35 @@ def test_failed_rename_keeps_old_file_and_removes_temp(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["doc"]
 
 
+def test_links_at_the_temporary_name_or_the_target_are_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import libcommon.atomic
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    folder = tmp_path / "state"
+    folder.mkdir()
+    target = folder / "grants.json"
+    target.write_bytes(b"old")
+    # The temporary name is random; fixed here so a link can wait under it.
+    monkeypatch.setattr(libcommon.atomic.secrets, "token_hex", lambda n: "0" * 12)
+    planted = folder / f".grants.json.{'0' * 12}.tmp"
+    planted.symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        atomic_write_bytes(target, b"new")
+    assert victim.read_bytes() == b"keep"
+    assert target.read_bytes() == b"old"
+    assert planted.is_symlink()
+
+    planted.unlink()
+    target.unlink()
+    target.symlink_to(victim)
+    atomic_write_bytes(target, b"new")
+    assert victim.read_bytes() == b"keep"
+    assert not target.is_symlink() and target.read_bytes() == b"new"
+
+
 READER = textwrap.dedent(
     """
     import sys, orjson

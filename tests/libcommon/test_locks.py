@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from libcommon.errors import CorruptStore, ExitStatus, Fenced
+from libcommon.errors import CorruptStore, ExitStatus, Fenced, OperationFailed
 from libcommon.locks import LeaseHolder, OwnerLease, file_lock, process_start_time
 
 # A child that takes the lock or lease, says so, and keeps it until its stdin closes.
@@ -116,6 +116,41 @@ def test_file_lock_released_when_body_raises(tmp_path: Path) -> None:
         raise RuntimeError("boom")
     with file_lock(path, timeout=0.1):
         pass
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["to-a-file", "dangling"])
+def test_file_lock_refuses_a_link_in_the_lock_files_place(tmp_path: Path, exists: bool) -> None:
+    # grants.json.lock, trust.json.lock, slate.json.lock: a link planted there must not
+    # make the locker open, create or truncate (filelock 3.13.1 opened it with O_TRUNC)
+    # whatever it points at.
+    victim = tmp_path / "elsewhere" / "victim"
+    victim.parent.mkdir()
+    if exists:
+        victim.write_bytes(b"keep these bytes")
+    link = tmp_path / "grants.json.lock"
+    link.symlink_to(victim)
+
+    with pytest.raises(OperationFailed) as caught, file_lock(link, timeout=1):
+        pass
+
+    assert caught.value.message == (
+        f"{link} is a symbolic link (to {victim}); ax never follows a link among its state files"
+    )
+    assert caught.value.status == ExitStatus.FAILED
+    assert victim.exists() == exists
+    assert not exists or victim.read_bytes() == b"keep these bytes"
+    assert link.is_symlink()
+
+
+def test_a_lease_refuses_a_linked_guard(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    path = tmp_path / "s.lock"
+    path.with_name("s.lock.guard").symlink_to(victim)
+    with pytest.raises(OperationFailed, match="is a symbolic link"):
+        OwnerLease(path).acquire()
+    assert victim.read_bytes() == b"keep"
+    assert not path.exists()
 
 
 # --- process_start_time ------------------------------------------------------------------

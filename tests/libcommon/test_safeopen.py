@@ -13,6 +13,7 @@ from libcommon.locks import flock_lock
 from libcommon.safeopen import (
     PROTECTED_NAMES,
     UnsafePath,
+    open_for_reading,
     open_state_file,
     read_bytes,
     remove_empty_folder,
@@ -64,6 +65,46 @@ def test_a_link_anywhere_on_the_path_is_refused_for_every_operation(
         read_bytes(root, "a/b/f.txt", 100)
     assert (outside / "b" / "f.txt").read_bytes() == b"outside"
     assert (outside / "f.txt").read_bytes() == b"outside"
+
+
+@pytest.mark.parametrize("link", ["a", "a/b", "a/b/f.txt"])
+def test_a_reader_refuses_a_link_anywhere_on_the_path(tmp_path: Path, link: str) -> None:
+    root = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    (outside / "b").mkdir(parents=True)
+    (outside / "b" / "f.txt").write_bytes(b"outside")
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f.txt").write_bytes(b"inside")
+    target = root / link
+    if target.is_dir():
+        os.rename(target, tmp_path / "moved")
+    else:
+        target.unlink()
+    target.symlink_to(outside / ("b/f.txt" if link.endswith(".txt") else "b"))
+    with (
+        pytest.raises(UnsafePath, match="symbolic link") as caught,
+        open_for_reading(root, "a/b/f.txt"),
+    ):
+        pass
+    assert caught.value.hint is not None and "nothing was read" in caught.value.hint
+
+
+def test_a_reader_opens_files_folders_and_protected_names(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_bytes(b"[core]\n")
+    os.mkfifo(tmp_path / "fifo")
+    with open_for_reading(tmp_path, ".git/config") as fd:
+        assert fd is not None and os.read(fd, 100) == b"[core]\n"
+    with open_for_reading(tmp_path, ".") as fd:
+        assert fd is not None and sorted(os.listdir(fd)) == [".git", "fifo"]
+    with open_for_reading(tmp_path, ".git") as fd:
+        assert fd is not None and stat.S_ISDIR(os.fstat(fd).st_mode)
+    with open_for_reading(tmp_path, "fifo") as fd:  # opened without blocking, not read
+        assert fd is not None and stat.S_ISFIFO(os.fstat(fd).st_mode)
+    with open_for_reading(tmp_path, "none/none") as fd:
+        assert fd is None
+    with pytest.raises(UnsafePath), open_for_reading(tmp_path, "../x"):
+        pass
 
 
 def test_the_refusal_names_the_file_and_the_link(tmp_path: Path) -> None:

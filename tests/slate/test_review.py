@@ -99,6 +99,17 @@ def test_review_decisions_land_in_knowledge_with_provenance(trusted: StateLayout
         review(trusted, proposal, lambda seed, n, total: True)
 
 
+def test_knowledge_is_never_appended_through_a_link(trusted: StateLayout, tmp_path: Path) -> None:
+    proposal = make_proposal(trusted, [("use ruff", "decision")])
+    victim = tmp_path / "elsewhere.jsonl"
+    victim.write_bytes(b"")
+    trusted.memory_dir.mkdir(parents=True, exist_ok=True)
+    (trusted.memory_dir / "knowledge.jsonl").symlink_to(victim)
+    with pytest.raises(OperationFailed, match="is a symbolic link"):
+        review(trusted, proposal, lambda seed, n, total: True)
+    assert victim.read_bytes() == b""
+
+
 def test_an_interrupted_review_changes_nothing(trusted: StateLayout) -> None:
     proposal = make_proposal(trusted, [("one", None), ("two", None)])
     before = snapshot(trusted.root)

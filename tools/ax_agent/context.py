@@ -14,17 +14,19 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libcommon import delimiters
+from libcommon import delimiters, safeopen
+from libcommon.errors import AxError
 from libcommon.paths import is_within
 
 if TYPE_CHECKING:
-    from ax_policy import SandboxStatus
+    from ax_policy import PolicyConfig, SandboxStatus
 
 GIT_TIMEOUT_S = 5.0
 INSTRUCTION_FILES = ("AGENT.md", "AGENTS.md")
@@ -194,8 +196,17 @@ def neutralise(text: str) -> str:
     return delimiters.neutralise(text, _MARKERS)
 
 
-def load_instructions(workspace: Path) -> Instructions:
-    """AGENT.md then AGENTS.md from the workspace root, capped; a bad one is skipped, said so."""
+def load_instructions(workspace: Path, config: PolicyConfig | None = None) -> Instructions:
+    """AGENT.md then AGENTS.md from the workspace root, capped; a bad one is skipped, said so.
+
+    The text goes to the model unasked, so a file is read only when ax-policy
+    would let read_file read it without a question under the session's
+    ``config`` (a link to ``.env``, or a file with another hard link, is
+    skipped), and it is read by walking its
+    resolved path without following a link, as read_file reads.
+    """
+    from ax_policy import validate_path
+
     parts: list[str] = []
     documents: list[dict[str, Any]] = []
     for name in INSTRUCTION_FILES:
@@ -204,14 +215,22 @@ def load_instructions(workspace: Path) -> Instructions:
         if not os.path.lexists(path):
             continue
         real = Path(os.path.realpath(path))
-        if not is_within(real, workspace) or not real.is_file():
+        if not is_within(real, workspace) or real == workspace:
             documents.append({**row, "status": "skipped", "reason": "not a file in the workspace"})
             continue
+        concerns = validate_path(name, workspace, config=config).concerns()
+        if concerns:
+            why = f"reading it would need a person's answer ({'; '.join(concerns)})"
+            documents.append({**row, "status": "skipped", "reason": why})
+            continue
         try:
-            with real.open("rb") as handle:
-                data = handle.read(INSTRUCTIONS_MAX_BYTES + 1)
-        except OSError as exc:
-            documents.append({**row, "status": "skipped", "reason": exc.strerror or str(exc)})
+            data = _read_regular(workspace, real.relative_to(workspace).as_posix())
+        except (OSError, AxError) as exc:
+            reason = exc.message if isinstance(exc, AxError) else exc.strerror or str(exc)
+            documents.append({**row, "status": "skipped", "reason": reason})
+            continue
+        if data is None:
+            documents.append({**row, "status": "skipped", "reason": "not a file in the workspace"})
             continue
         truncated = len(data) > INSTRUCTIONS_MAX_BYTES
         data = data[:INSTRUCTIONS_MAX_BYTES]
@@ -231,6 +250,15 @@ def load_instructions(workspace: Path) -> Instructions:
             f"{text}{cut}\n{DELIMITER_OPEN}end {MARKER_WORDS}{DELIMITER_CLOSE}"
         )
     return Instructions("\n\n".join(parts), documents)
+
+
+def _read_regular(workspace: Path, relative: str) -> bytes | None:
+    """At most the cap + 1 bytes of a regular workspace file; None when it is not one."""
+    with safeopen.open_for_reading(workspace, relative) as fd:
+        if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(INSTRUCTIONS_MAX_BYTES + 1)
 
 
 def system_prompt(

@@ -13,7 +13,7 @@ tool runs. It records what happened, in order, through the seam.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -306,19 +306,26 @@ def _execute(
             f"\n\n[ax: this is call {state.repeats} in a row of {use.name} with the same input; "
             f"at {LOOP_STOP_AT} the turn stops. Try something different.]"
         )
-    completed = _completed(
-        use,
-        content,
-        ok=not result.is_error,
-        summary=result.summary or ("error" if result.is_error else "done"),
-        outcome="ran",
-    )
+    summary = result.summary or ("error" if result.is_error else "done")
+    completed = _completed(use, content, ok=not result.is_error, summary=summary, outcome="ran")
     recorded = False
     if snapshots:
         # The call has run; when no output is saved in between, its mutations and its
         # completion are one batch (the mutations first, as always).
         then = [completed] if result.full_output is None else []
-        recorded = _record_mutations(session, use, snapshots, then)
+        recorded, unrecorded = _record_mutations(session, use, snapshots, then)
+        if unrecorded is not None:
+            names = ", ".join(unrecorded["paths"])
+            content += (
+                f"\n\n[ax: the change to {names} could not be recorded, so undo will not "
+                f"cover it: {unrecorded['reason']}]"
+            )
+            summary += f" (not recorded: undo will not cover {names})"
+            completed = _completed(
+                use, content, ok=not result.is_error, summary=summary, outcome="ran"
+            )
+            completed["unrecorded"] = unrecorded
+            result = replace(result, summary=summary)
     if abort.is_set():
         state.abort_phase = "tool"
     output_path = None
@@ -443,28 +450,38 @@ def _record_mutations(
     use: ToolUseBlock,
     snapshots: dict[str, str | None],
     then: list[dict[str, Any]],
-) -> bool:
+) -> tuple[bool, dict[str, Any] | None]:
     """Record the files the call changed, with the events ``then`` in the same batch.
 
-    True when ``then`` was stored; with nothing changed, nothing is stored.
+    Returns whether ``then`` was stored (with nothing changed, nothing is) and,
+    when the log refused the change, which files and why: nothing was stored
+    then, and undo will not cover them. The log refuses a path that no longer
+    leads where it was snapshotted (a folder on the way swapped for a link
+    since the write, say); that is a fact about the workspace to report, not a
+    reason to end the turn.
     """
     from pathlib import Path
 
-    from ax_log import hash_file
+    from ax_log import hash_recorded
 
-    changed = []
+    changed: dict[str, str] = {}
     for path, before in snapshots.items():
+        relative = Path(path).relative_to(session.workspace).as_posix()
         try:
-            after = hash_file(Path(path))
-        except AxError:
+            after = hash_recorded(session.layout, relative)
+        except (AxError, OSError):
+            # A link in its place, or anything but a file: changed, and the log judges it.
             after = "unreadable"
         if after != before:
-            changed.append(path)
+            changed[path] = relative
     if not changed:
-        return False
-    request = PathsRequest(paths=changed, call_id=use.id, after=then)
-    session.show_new(session.seam.call("log.mutated", request))
-    return bool(then)
+        return False, None
+    request = PathsRequest(paths=list(changed), call_id=use.id, after=then)
+    try:
+        session.show_new(session.seam.call("log.mutated", request))
+    except AxError as exc:
+        return False, {"paths": list(changed.values()), "reason": exc.message}
+    return bool(then), None
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:

@@ -179,7 +179,7 @@ def start_session(options: StartOptions) -> Session:
     config = load_config(layout)
     sandbox = probe_sandbox()
     git = probe_git(layout.workspace, options.environ)
-    instructions = load_instructions(layout.workspace)
+    instructions = load_instructions(layout.workspace, config)
     provider = _provider(options, config)
     system = system_prompt(layout.workspace, sandbox, git, instructions)
     # Bounded context (issue 13): the system prompt says how older rounds leave.

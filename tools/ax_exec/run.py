@@ -39,6 +39,7 @@ from ax_exec.models import (
 from ax_exec.proctree import KillResult, RunTree, become_subreaper, kill_tree
 from ax_exec.sandbox import SCRATCH_PREFIX, launch_config, launcher_command, profile_status
 from libcommon import clock
+from libcommon.paths import is_within, state_root
 
 ABORT_POLL_S = 0.05
 DRAIN_TIMEOUT_S = 2.0
@@ -136,6 +137,24 @@ class _Facts:
         return int((time.monotonic() - self.started) * 1000)
 
 
+def _state_overlap(workspace: Path, environ: Mapping[str, str]) -> str | None:
+    """Why a workspace-write sandbox rooted at ``workspace`` would reach ax's state, if so.
+
+    The sandbox lets the command write the whole workspace: with the state root
+    inside it, or the workspace inside the state root, a confined command could
+    rewrite session logs, pre-images, slates or grants.
+    """
+    root = state_root(environ)
+    if not (is_within(workspace, root) or is_within(root, workspace)):
+        return None
+    where = "inside" if is_within(workspace, root) else "around"
+    return (
+        f"the workspace {workspace} is {where} ax's state root {root}: a workspace-write "
+        "sandbox there would let the command change ax's own state; run it on a project "
+        "folder apart from the state root"
+    )
+
+
 def _spawn_error(facts: _Facts, message: str) -> ExecOutcome:
     empty = StreamCapture(head="", tail="", bytes=0, truncated=False)
     return ExecOutcome(
@@ -218,6 +237,11 @@ def run_managed(
         return _spawn_error(
             facts, f"sandbox {spec.sandbox} is not enforced here: {facts.sandbox.reason}"
         )
+    workspace = Path(os.path.realpath(spec.workspace or facts.cwd))
+    if spec.sandbox == "workspace-write":
+        overlap = _state_overlap(workspace, parent_env)
+        if overlap is not None:
+            return _spawn_error(facts, overlap)
     try:
         spill = Spill(Path(spec.spill_dir)) if spec.spill_dir else None
     except OSError as exc:
@@ -231,7 +255,6 @@ def run_managed(
     if spec.sandbox != "none":
         scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         child_env["TMPDIR"] = str(scratch)
-        workspace = Path(os.path.realpath(spec.workspace or facts.cwd))
         status_r, status_w = os.pipe()
         config = launch_config(spec.sandbox, scratch, workspace, facts.sandbox.network, status_w)
         child_argv = launcher_command(config, facts.argv)

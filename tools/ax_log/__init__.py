@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ToolRequested,
         UndoApplied,
         UndoRefusal,
+        Unrecorded,
         UserMessage,
         body_fields,
         parse_body,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from ax_log.revert import UndoOutcome, pending_mutations, undo
     from ax_log.sessions import list_sessions
     from ax_log.snapshots import (
-        hash_file,
+        hash_recorded,
         latest_snapshots,
         load_object,
         mutation_events,
@@ -98,6 +99,7 @@ _EXPORTS = {
         "ToolRequested",
         "UndoApplied",
         "UndoRefusal",
+        "Unrecorded",
         "UserMessage",
         "body_fields",
         "parse_body",
@@ -118,7 +120,7 @@ _EXPORTS = {
     "ax_log.sessions": ["list_sessions"],
     "ax_log.verify": ["verify_session"],
     "ax_log.snapshots": [
-        "hash_file",
+        "hash_recorded",
         "latest_snapshots",
         "load_object",
         "mutation_events",
@@ -164,6 +166,7 @@ __all__ = [
     "UndoApplied",
     "UndoOutcome",
     "UndoRefusal",
+    "Unrecorded",
     "UserMessage",
     "VerifyProblem",
     "VerifyResult",
@@ -171,7 +174,7 @@ __all__ = [
     "body_fields",
     "capped_lines",
     "follow_events",
-    "hash_file",
+    "hash_recorded",
     "latest_session",
     "latest_snapshots",
     "list_sessions",

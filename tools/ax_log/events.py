@@ -200,6 +200,13 @@ class ApprovalResolved(EventBody):
     detail: str | None = None
 
 
+class Unrecorded(Contract):
+    """Files a call changed that the log refused to record, and why: undo cannot revert them."""
+
+    paths: list[str]
+    reason: str
+
+
 @register
 class ToolCompleted(EventBody):
     """``content`` is the result the model was given, so a resume can replay it."""
@@ -211,6 +218,7 @@ class ToolCompleted(EventBody):
     content: str | None = None
     # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
     outcome: str | None = None
+    unrecorded: Unrecorded | None = None
 
 
 # --- snapshots, mutations, undo ----------------------------------------------

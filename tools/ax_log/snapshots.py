@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -60,12 +59,15 @@ def workspace_path(layout: StateLayout, raw: str | os.PathLike[str]) -> tuple[Pa
     return resolved, relative
 
 
-def hash_file(path: Path) -> str | None:
-    """The sha256 of a regular file's bytes, or None when nothing is there."""
-    if not _is_regular_file(path):
-        return None
-    with path.open("rb") as handle:
-        return hash_stream(handle)
+def hash_recorded(layout: StateLayout, relative: str) -> str | None:
+    """The sha256 of the workspace file at a recorded path, or None when nothing is there.
+
+    Walked as undo walks it (``open_recorded``): a link on the way or in the
+    file's place, a folder or anything but a regular file is refused (UsageError),
+    never followed, so bytes reached through a link are never taken for the file's.
+    """
+    with open_recorded(layout, relative) as handle:
+        return None if handle is None else hash_stream(handle)
 
 
 def hash_stream(handle: IO[bytes]) -> str:
@@ -91,22 +93,6 @@ def open_recorded(layout: StateLayout, relative: str) -> Iterator[IO[bytes] | No
         return
     with os.fdopen(fd, "rb") as handle:
         yield handle
-
-
-def _is_regular_file(path: Path) -> bool:
-    """False when nothing is there; refuses what is there but is not a regular file.
-
-    Checked before opening so a FIFO never blocks the read.
-    """
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return False
-    if stat.S_ISDIR(info.st_mode):
-        raise UsageError(f"{path} is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{path} is not a regular file")
-    return True
 
 
 def store_file(layout: StateLayout, path: Path) -> str | None:

@@ -36,7 +36,9 @@ import ax_preview.registry as registry
 from ax_preview.models import Identity, PreviewRecord, StopReason
 from libcommon import clock, jsonio
 from libcommon.ansi import strip_ansi
+from libcommon.errors import OperationFailed
 from libcommon.paths import StateLayout
+from libcommon.safeopen import open_state_file
 
 POLL_S = 0.05
 PROBE_INTERVAL_S = 0.2
@@ -171,7 +173,12 @@ class Supervisor:
 
     def note(self, message: str) -> None:
         """A line from the supervisor itself, in the preview's log."""
-        with open(self.record.log_path, "ab") as handle:
+        try:
+            fd = open_state_file(Path(self.record.log_path), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except (OSError, OperationFailed):
+            # A note is called on the way to killing the server; losing it must not stop that.
+            return
+        with os.fdopen(fd, "ab") as handle:
             handle.write(f"[ax-preview] {message}\n".encode())
 
     def reap(self, server_pid: int) -> None:
@@ -194,7 +201,7 @@ class Supervisor:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self.request_stop)
         log_path = Path(record.log_path)
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        log_fd = open_state_file(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             server = subprocess.Popen(
                 record.command,
@@ -340,7 +347,7 @@ def _start_time(pid: int) -> int:
 
 def _cap_log(path: Path, cap: int) -> None:
     """Keep the first ``cap`` bytes and say why the rest is missing."""
-    with path.open("r+b") as handle:
+    with os.fdopen(open_state_file(path, os.O_RDWR), "r+b") as handle:
         handle.truncate(cap)
         handle.seek(0, os.SEEK_END)
         handle.write(f"\n[ax-preview] log cap of {cap} bytes reached; server stopped\n".encode())

@@ -19,6 +19,7 @@ from libcommon.atomic import atomic_write_bytes, atomic_write_json
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
+from libcommon.safeopen import open_state_file
 
 from .models import (
     DEFAULT_SEED_KIND,
@@ -183,7 +184,7 @@ def _add_knowledge(
             lines += jsonio.dumps_line(entry.to_json())
         if lines:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = open_state_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 os.write(fd, lines)
                 os.fsync(fd)

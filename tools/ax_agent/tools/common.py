@@ -5,18 +5,20 @@ that leads outside it, unless it only reads and the policy decision for this
 very call already named that resolved path (a person approved a read outside
 the workspace). Writes and a command's folder never leave the workspace.
 The policy validated the path it was shown; the tool must not follow a path
-the policy never saw, such as a symlink swapped in after the decision: a write
-goes only to the resolved path the decision named, and it is made by walking
-that path from the workspace root without following a link
-(libcommon.safeopen), so a folder swapped for a link after the check is
-refused rather than written through, and nothing lands in ``.git`` or ``.ax``.
+the policy never saw, such as a symlink swapped in after the decision: a read
+or a write goes only to the resolved path the decision named, and it is made
+by walking that path from the workspace root (from ``/`` for an approved read
+outside it) without following a link (libcommon.safeopen), so a folder
+swapped for a link after the check is refused rather than read or written
+through, and nothing is written in ``.git`` or ``.ax``.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -98,8 +100,9 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
     """The real path ``raw`` names (relative to the workspace), or Refused.
 
     A path outside the workspace is followed only by a read, and only when the
-    decision for this call validated that very path and did not deny it. A
-    write must still lead where the decision said it did.
+    decision for this call validated that very path and did not deny it. Inside
+    the workspace too, a read or a write must still lead where the decision
+    said it did.
     """
     if not raw:
         raise Refused("the path is empty; give a path relative to the workspace root")
@@ -108,11 +111,16 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
     ws = workspace_root(ctx)
     target = Path(os.path.realpath(ws / raw))
     if is_within(target, ws):
-        if write and target != ws and not _write_decided(target, ctx):
+        decided = (
+            target == ws or _write_decided(target, ctx)
+            if write
+            else _read_seen_by_policy(target, ctx)
+        )
+        if not decided:
             raise Refused(
                 f"{raw!r} now leads to {shown(target, ctx)}, not to the path the policy "
                 "decided on: a folder on the way changed since the decision (a symbolic "
-                "link?), so nothing was written"
+                f"link?), so nothing was {'written' if write else 'read'}"
             )
         return target
     if not write and _read_seen_by_policy(target, ctx):
@@ -136,6 +144,21 @@ def _read_seen_by_policy(target: Path, ctx: ToolContext) -> bool:
         facts.valid and not facts.write and facts.resolved == str(target)
         for facts in ctx.decision.paths
     )
+
+
+@contextmanager
+def opened(path: Path, ctx: ToolContext) -> Iterator[int | None]:
+    """``path`` (resolved by ``resolve``) opened read-only, or None when it does not exist.
+
+    It is walked from the workspace root (from ``/`` for a read outside the
+    workspace that the decision named; ``resolve`` left no link in it) without
+    following a link, so a folder swapped for one since is refused, not read
+    through. The caller checks what it got (a file, a folder) with ``fstat``.
+    """
+    ws = workspace_root(ctx)
+    base = ws if is_within(path, ws) else Path("/")
+    with safeopen.open_for_reading(base, path.relative_to(base).as_posix()) as fd:
+        yield fd
 
 
 def shown(path: Path, ctx: ToolContext) -> str:

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 from pydantic import Field
 
 from ax_policy import ToolFacts
 
 from .base import ModelTool, ToolContext, ToolResult
-from .common import FULL_OUTPUT_MAX_CHARS, Refused, ToolInput, count, guarded, resolve, shown
+from .common import (
+    FULL_OUTPUT_MAX_CHARS,
+    Refused,
+    ToolInput,
+    count,
+    guarded,
+    opened,
+    resolve,
+    shown,
+)
 from .walk import WALK_MAX_ENTRIES, WalkState, glob_regex, names_hidden, pattern_depth, walk
 
 GLOB_MAX_RESULTS = 200
@@ -33,24 +45,26 @@ class GlobInput(ToolInput):
 def run(request: GlobInput, ctx: ToolContext) -> ToolResult:
     root = resolve(request.path, ctx)
     where = shown(root, ctx)
-    if not root.is_dir():
-        raise Refused(f"{where} is not a folder; glob searches a folder")
     matcher = glob_regex(request.pattern)
     state = WalkState()
     found: list[str] = []
     cut = False
-    for entry in walk(
-        root,
-        state,
-        hidden=names_hidden(request.pattern),
-        max_depth=pattern_depth(request.pattern),
-    ):
-        if not matcher.match(entry.rel):
-            continue
-        if len(found) >= GLOB_COLLECT_MAX:
-            cut = True
-            break
-        found.append(shown(entry.path, ctx) + ("/" if entry.is_dir else ""))
+    with opened(root, ctx) as fd:
+        if fd is None or not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise Refused(f"{where} is not a folder; glob searches a folder")
+        for entry in walk(
+            root,
+            fd,
+            state,
+            hidden=names_hidden(request.pattern),
+            max_depth=pattern_depth(request.pattern),
+        ):
+            if not matcher.match(entry.rel):
+                continue
+            if len(found) >= GLOB_COLLECT_MAX:
+                cut = True
+                break
+            found.append(shown(entry.path, ctx) + ("/" if entry.is_dir else ""))
     label = f"glob {request.pattern!r} in {where}"
     if not found:
         note = _walk_note(state)

@@ -6,6 +6,13 @@ hidden entries below the searched folder skipped and symlinks not followed.
 ripgrep also honours ``.ignore``/``.rgignore`` files, and ``.gitignore`` in a
 git repository; the fallback does not read ignore files. The pattern dialect is
 the backend's (Rust regex or Python ``re``); the common subset is the same.
+
+The searched path is opened by walking it without following a link (a folder
+swapped for one after the policy's decision is refused), and both backends
+search what was opened, never the path again: ripgrep runs in the opened folder
+(``/proc/self/fd/N`` as its working directory, searching ``.``) or reads the
+opened file through ``/proc/self/fd/N``; the fallback walks from the opened
+folder. Below it, neither follows a link.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import base64
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -35,10 +43,11 @@ from .common import (
     clip_line,
     count,
     guarded,
+    opened,
     resolve,
     shown,
 )
-from .walk import WalkState, glob_regex, walk
+from .walk import WalkState, glob_regex, open_entry, walk
 
 GREP_MAX_ROWS = 200
 # How many rows the saved full result holds when the shown one is cut.
@@ -77,6 +86,20 @@ class GrepInput(ToolInput):
     )
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What a search covers: the resolved path (for showing) and its open descriptor."""
+
+    path: Path
+    fd: int
+    is_dir: bool
+
+    @property
+    def proc_path(self) -> str:
+        # The opened file or folder itself, whatever its path now leads to.
+        return f"/proc/self/fd/{self.fd}"
+
+
 @dataclass
 class Search:
     rows: list[str] = field(default_factory=list)
@@ -105,13 +128,18 @@ class Search:
 def run(request: GrepInput, ctx: ToolContext) -> ToolResult:
     root = resolve(request.path, ctx)
     where = shown(root, ctx)
-    if not root.exists():
-        raise Refused(f"{where} does not exist")
-    rg = ripgrep(ctx.environ)
-    if rg is not None:
-        search, backend = _ripgrep(rg, request, root, ctx), "ripgrep"
-    else:
-        search, backend = _fallback(request, root, ctx), "python"
+    with opened(root, ctx) as fd:
+        if fd is None:
+            raise Refused(f"{where} does not exist")
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise Refused(f"{where} is not a file or a folder (a device, FIFO or socket)")
+        target = _Target(root, fd, stat.S_ISDIR(mode))
+        rg = ripgrep(ctx.environ)
+        if rg is not None:
+            search, backend = _ripgrep(rg, request, target, ctx), "ripgrep"
+        else:
+            search, backend = _fallback(request, target, ctx), "python"
     label = f"grep {request.pattern!r} in {where}"
     what = "file" if request.files_only else "matching line"
     stopped = f" (the search stopped early: {search.stopped})" if search.stopped else ""
@@ -145,7 +173,7 @@ def ripgrep(environ: Mapping[str, str]) -> str | None:
 # --- ripgrep ------------------------------------------------------------------------------
 
 
-def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Search:
+def _ripgrep(rg: str, request: GrepInput, target: _Target, ctx: ToolContext) -> Search:
     argv = [
         rg,
         "--json",
@@ -165,7 +193,10 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
         argv += ["--max-count", "1"]
     if request.glob:
         argv += ["--glob", request.glob]
-    argv += ["--", str(root)]
+    # A folder is searched as the working directory (ripgrep walks it without following
+    # links, and finds the ignore files above it from its real path); a file is read
+    # through its descriptor, which the child keeps (pass_fds).
+    argv += ["--", "." if target.is_dir else target.proc_path]
     search = Search()
     if ctx.abort.is_set():
         search.stopped = "aborted"
@@ -177,7 +208,8 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=root if root.is_dir() else root.parent,
+        cwd=target.proc_path if target.is_dir else None,
+        pass_fds=(target.fd,),
         env=env,
     )
     assert process.stdout is not None and process.stderr is not None
@@ -192,10 +224,10 @@ def _ripgrep(rg: str, request: GrepInput, root: Path, ctx: ToolContext) -> Searc
             path = _text(data.get("path"))
             if path is None:
                 continue
-            shown_path = shown(Path(path), ctx)
+            found = target.path / os.path.normpath(path) if target.is_dir else target.path
             text = _text(data.get("lines")) or ""
             if not search.add(
-                shown_path, int(data.get("line_number") or 0), text, request.files_only
+                shown(found, ctx), int(data.get("line_number") or 0), text, request.files_only
             ):
                 break
     finally:
@@ -252,50 +284,57 @@ def _text(value: object) -> str | None:
 # --- the Python fallback ------------------------------------------------------------------
 
 
-def _fallback(request: GrepInput, root: Path, ctx: ToolContext) -> Search:
+def _fallback(request: GrepInput, target: _Target, ctx: ToolContext) -> Search:
     flags = re.IGNORECASE if request.ignore_case else 0
     try:
         regex = re.compile(request.pattern.encode("utf-8", "surrogateescape"), flags)
     except re.error as exc:
         raise Refused(f"the pattern is not a valid regular expression: {exc}") from None
     search = Search()
+    if not target.is_dir:
+        _search_file(target.path, target.fd, regex, request.files_only, search, ctx)
+        return search
     deadline = time.monotonic() + GREP_TIMEOUT_S
-    for path in _files(root, request.glob):
+    matcher = glob_regex(request.glob) if request.glob else None
+    by_name = "/" not in request.glob.strip("/")
+    for entry in walk(target.path, target.fd, WalkState()):
+        if entry.is_dir or entry.is_link:
+            continue
+        if matcher is not None and not matcher.match(entry.path.name if by_name else entry.rel):
+            continue
         if ctx.abort.is_set():
             search.stopped = "aborted"
             break
         if time.monotonic() > deadline:
             search.stopped = f"timed out after {GREP_TIMEOUT_S:g}s"
             break
-        if not _search_file(path, regex, request.files_only, search, ctx):
+        fd = open_entry(entry)
+        if fd is None:
+            continue
+        try:
+            more = _search_file(entry.path, fd, regex, request.files_only, search, ctx)
+        finally:
+            os.close(fd)
+        if not more:
             break
     return search
 
 
-def _files(root: Path, glob: str) -> Iterator[Path]:
-    if not root.is_dir():
-        yield root
-        return
-    matcher = glob_regex(glob) if glob else None
-    by_name = "/" not in glob.strip("/")
-    state = WalkState()
-    for entry in walk(root, state):
-        if entry.is_dir or entry.is_link:
-            continue
-        if matcher is not None:
-            subject = entry.path.name if by_name else entry.rel
-            if not matcher.match(subject):
-                continue
-        yield entry.path
-
-
 def _search_file(
-    path: Path, regex: re.Pattern[bytes], files_only: bool, search: Search, ctx: ToolContext
+    path: Path,
+    fd: int,
+    regex: re.Pattern[bytes],
+    files_only: bool,
+    search: Search,
+    ctx: ToolContext,
 ) -> bool:
+    """Search the open file ``fd`` (shown as ``path``); False once the collection is full."""
     try:
-        if path.stat().st_size > GREP_FILE_MAX_BYTES:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > GREP_FILE_MAX_BYTES:
             return True
-        data = path.read_bytes()
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(GREP_FILE_MAX_BYTES + 1)
     except OSError:
         return True
     if b"\0" in data[:GREP_SNIFF_BYTES]:

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import stat
 
 from pydantic import Field
 
 from ax_policy import ToolFacts
 
 from .base import ModelTool, ToolContext, ToolResult
-from .common import FULL_OUTPUT_MAX_CHARS, Refused, ToolInput, count, guarded, resolve, shown
+from .common import (
+    FULL_OUTPUT_MAX_CHARS,
+    Refused,
+    ToolInput,
+    count,
+    guarded,
+    opened,
+    resolve,
+    shown,
+)
 from .walk import SKIPPED_FOLDERS, Entry, WalkState, walk
 
 LIST_MAX_DEPTH = 5
@@ -36,27 +45,18 @@ class ListDirInput(ToolInput):
 def run(request: ListDirInput, ctx: ToolContext) -> ToolResult:
     root = resolve(request.path, ctx)
     name = shown(root, ctx)
-    if not root.exists():
-        raise Refused(f"{name} does not exist")
-    if not root.is_dir():
-        raise Refused(f"{name} is a file, not a folder; use read_file to read it")
     state = WalkState()
     lines: list[str] = []
-    for entry in walk(root, state, hidden=True, max_depth=request.depth, descend=_expand):
-        if len(lines) >= LIST_COLLECT_MAX:
-            state.exhausted = True
-            break
-        indent = "  " * (entry.depth - 1)
-        label = entry.path.name
-        if entry.is_link:
-            label += " -> " + _link_target(entry.path)
-        elif entry.is_dir:
-            label += "/"
-            if entry.depth < request.depth and not _expand_name(entry.path.name):
-                label += "  (not expanded)"
-        else:
-            label += f"  ({_size(entry.path)})"
-        lines.append(indent + label)
+    with opened(root, ctx) as fd:
+        if fd is None:
+            raise Refused(f"{name} does not exist")
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise Refused(f"{name} is a file, not a folder; use read_file to read it")
+        for entry in walk(root, fd, state, hidden=True, max_depth=request.depth, descend=_expand):
+            if len(lines) >= LIST_COLLECT_MAX:
+                state.exhausted = True
+                break
+            lines.append("  " * (entry.depth - 1) + _label(entry, request.depth))
     header = f"{name}/ ({count(len(lines), 'entry', 'entries')}" + (
         ", more not listed)" if state.exhausted else ")"
     )
@@ -85,16 +85,28 @@ def _expand(entry: Entry) -> bool:
     return _expand_name(entry.path.name)
 
 
-def _link_target(path: Path) -> str:
+def _label(entry: Entry, depth: int) -> str:
+    label = entry.path.name
+    if entry.is_link:
+        return label + " -> " + _link_target(entry)
+    if entry.is_dir:
+        label += "/"
+        if entry.depth < depth and not _expand_name(entry.path.name):
+            label += "  (not expanded)"
+        return label
+    return label + f"  ({_size(entry)})"
+
+
+def _link_target(entry: Entry) -> str:
     try:
-        return os.readlink(path)
+        return os.readlink(entry.path.name, dir_fd=entry.folder)
     except OSError:
         return "?"
 
 
-def _size(path: Path) -> str:
+def _size(entry: Entry) -> str:
     try:
-        size = float(os.lstat(path).st_size)
+        size = float(os.stat(entry.path.name, dir_fd=entry.folder, follow_symlinks=False).st_size)
     except OSError:
         return "?"
     if size < 1024:

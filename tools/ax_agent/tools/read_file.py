@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,9 +13,10 @@ from typing import BinaryIO
 from pydantic import Field
 
 from ax_policy import ToolFacts
+from libcommon.errors import AxError
 
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, clip_line, guarded, resolve, shown
+from .common import Refused, ToolInput, clip_line, guarded, opened, resolve, shown
 
 READ_DEFAULT_LINES = 2_000
 READ_MAX_LINES = 2_000
@@ -45,17 +48,23 @@ class ReadFileInput(ToolInput):
 def run(request: ReadFileInput, ctx: ToolContext) -> ToolResult:
     path = resolve(request.path, ctx)
     name = shown(path, ctx)
-    if path.is_dir():
-        raise Refused(f"{name} is a folder, not a file; use list_dir or glob to see inside it")
-    if not path.exists():
-        raise Refused(_missing(path, name))
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        if b"\0" in handle.read(READ_SNIFF_BYTES):
-            raise Refused(f"{name} is a binary file ({size} bytes); read_file shows text only")
-        handle.seek(0)
-        page = _read_page(handle, request.offset, request.limit)
-        total = page.last + _count_rest(handle) if size <= READ_COUNT_MAX_BYTES else None
+    with opened(path, ctx) as fd:
+        if fd is None:
+            raise Refused(_missing(path, name, ctx))
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise Refused(f"{name} is a folder, not a file; use list_dir or glob to see inside it")
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(
+                f"{name} is not a regular file (a device, FIFO or socket); read_file reads files"
+            )
+        size = info.st_size
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            if b"\0" in handle.read(READ_SNIFF_BYTES):
+                raise Refused(f"{name} is a binary file ({size} bytes); read_file shows text only")
+            handle.seek(0)
+            page = _read_page(handle, request.offset, request.limit)
+            total = page.last + _count_rest(handle) if size <= READ_COUNT_MAX_BYTES else None
     if size == 0:
         return ToolResult(content=f"({name} is empty: 0 bytes)", summary=f"read {name}: empty")
     if not page.lines:
@@ -128,17 +137,16 @@ def _count_rest(handle: BinaryIO) -> int:
     return sum(1 for _ in _lines(handle))
 
 
-def _missing(path: Path, name: str) -> str:
+def _missing(path: Path, name: str, ctx: ToolContext) -> str:
     message = f"{name} does not exist"
-    parent = path.parent
-    if parent.is_dir():
-        try:
-            siblings = [entry.name for entry in parent.iterdir()]
-        except OSError:
-            siblings = []
-        close = difflib.get_close_matches(path.name, siblings, n=3)
-        if close:
-            message += f"; similar names in its folder: {', '.join(close)}"
+    try:
+        with opened(path.parent, ctx) as fd:
+            siblings = os.listdir(fd) if fd is not None else []
+    except (OSError, AxError):
+        siblings = []
+    close = difflib.get_close_matches(path.name, siblings, n=3)
+    if close:
+        message += f"; similar names in its folder: {', '.join(close)}"
     return message
 
 

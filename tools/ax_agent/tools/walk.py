@@ -5,6 +5,12 @@ it), visits the entries of each folder sorted by name and depth first (the
 order of ``rg --sort path``), and skips hidden entries below the root unless
 asked for them. It stops after ``WALK_MAX_ENTRIES`` entries, so a huge tree
 cannot stall a call.
+
+It works on open folders: it starts from a descriptor the caller opened (by
+libcommon.safeopen's walk) and opens each subfolder relative to its parent
+with ``O_DIRECTORY|O_NOFOLLOW``, so a folder swapped for a link while the walk
+runs is skipped, never entered; an entry is looked at (``open_entry``, lstat,
+readlink) relative to its folder's descriptor, never by its path.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WALK_MAX_ENTRIES = 200_000
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO planted under a file's name must not block the open.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # Folders that hold installed or generated files; a walk does not descend into them.
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__"})
 
@@ -28,27 +37,31 @@ class WalkState:
 
 @dataclass(frozen=True)
 class Entry:
-    path: Path
+    path: Path  # for showing; the entry is reached through ``folder`` and ``path.name``
     rel: str  # relative to the walk's root, with '/'
     is_dir: bool
     is_link: bool
     depth: int  # 1 for the root's own entries
+    folder: int  # the descriptor of the folder holding it, open while the entry is handled
 
 
 def walk(
     root: Path,
+    folder: int,
     state: WalkState,
     *,
     hidden: bool = False,
     max_depth: int | None = None,
     descend: Callable[[Entry], bool] | None = None,
 ) -> Iterator[Entry]:
-    """Every entry below ``root`` (not ``root`` itself), depth first, sorted by name."""
-    yield from _walk(root, "", 1, state, hidden, max_depth, descend)
+    """Every entry below the open folder ``folder`` (``root``, not itself), depth first,
+    sorted by name."""
+    yield from _walk(folder, root, "", 1, state, hidden, max_depth, descend)
 
 
 def _walk(
-    folder: Path,
+    folder: int,
+    folder_path: Path,
     prefix: str,
     depth: int,
     state: WalkState,
@@ -70,7 +83,8 @@ def _walk(
         state.visited += 1
         is_link = item.is_symlink()
         is_dir = not is_link and item.is_dir(follow_symlinks=False)
-        entry = Entry(Path(item.path), prefix + item.name, is_dir, is_link, depth)
+        path = folder_path / item.name
+        entry = Entry(path, prefix + item.name, is_dir, is_link, depth, folder)
         yield entry
         if not is_dir or (max_depth is not None and depth >= max_depth):
             continue
@@ -78,7 +92,29 @@ def _walk(
             continue
         if descend is not None and not descend(entry):
             continue
-        yield from _walk(entry.path, entry.rel + "/", depth + 1, state, hidden, max_depth, descend)
+        try:
+            child = os.open(item.name, _DIR_FLAGS, dir_fd=folder)
+        except OSError:
+            continue  # replaced (by a link, say) or removed since it was listed: not entered
+        try:
+            yield from _walk(
+                child, path, entry.rel + "/", depth + 1, state, hidden, max_depth, descend
+            )
+        finally:
+            os.close(child)
+
+
+def open_entry(entry: Entry) -> int | None:
+    """The entry opened read-only without following a link; None when it cannot be
+    (a link, gone, unreadable).
+
+    What was a file when listed may have been replaced since: the caller checks
+    the kind (``fstat``) before reading.
+    """
+    try:
+        return os.open(entry.path.name, _FILE_FLAGS, dir_fd=entry.folder)
+    except OSError:
+        return None
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
