@@ -30,8 +30,7 @@ from libcommon.atomic import write_at
 from libcommon.errors import OperationFailed
 
 # Compared case-insensitively (a case-insensitive filesystem opens .GIT as .git).
-# The same names as ax-policy's PROTECTED_SEGMENTS; tests/libcommon/test_safeopen.py
-# keeps the two equal.
+# ax-policy protects the same set (its pathcheck imports this one).
 PROTECTED_NAMES = frozenset({".git", ".ax"})
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -11,7 +11,6 @@ import pytest
 from libcommon.errors import OperationFailed
 from libcommon.locks import flock_lock
 from libcommon.safeopen import (
-    PROTECTED_NAMES,
     UnsafePath,
     open_for_reading,
     open_state_file,
@@ -19,12 +18,6 @@ from libcommon.safeopen import (
     remove_empty_folder,
     write_bytes,
 )
-
-
-def test_the_protected_names_are_ax_policys() -> None:
-    from ax_policy.pathcheck import PROTECTED_SEGMENTS
-
-    assert PROTECTED_NAMES == PROTECTED_SEGMENTS
 
 
 def test_write_makes_folders_keeps_modes_and_leaves_no_temp_files(tmp_path: Path) -> None:

@@ -179,6 +179,24 @@ def test_durable_grants_add_list_revoke(workspace: Path, state_dir: Path) -> Non
     assert actions == ["grant", "grant", "revoke"]
 
 
+@pytest.mark.parametrize("log_name", ["trust.log", "grants.log"])
+def test_an_audit_log_replaced_by_a_link_refuses_the_change(
+    tmp_path: Path, workspace: Path, state_dir: Path, log_name: str
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    (state_dir / log_name).symlink_to(victim)
+    with pytest.raises(OperationFailed, match="symbolic link"):
+        if log_name == "trust.log":
+            grant_trust(state_layout(workspace))
+        else:
+            add_durable_grant(state_dir, workspace, replay_key=KEY)
+    # Nothing reached the link's target, and no consent was recorded without its log line.
+    assert victim.read_text() == "untouched\n"
+    assert not check_trust(state_layout(workspace)).trusted
+    assert list_durable_grants(state_dir) == []
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

@@ -25,7 +25,7 @@ from libcommon.errors import OperationFailed, UsageError
 from libcommon.locks import file_lock
 
 from .models import DurableGrant, GrantClass, GrantStore, SessionGrant
-from .stores import append_log, load_store, lock_path, save_store
+from .stores import load_store, lock_path, save_store
 
 GRANTABLE_CLASSES: frozenset[str] = frozenset(get_args(GrantClass))
 
@@ -114,8 +114,9 @@ def add_durable_grant(
             ):
                 return existing
         store.grants.append(grant)
-        save_store(_grants_file(root), store)
-        append_log(_grants_log(root), {"action": "grant", **grant.to_json()})
+        save_store(
+            _grants_file(root), store, _grants_log(root), {"action": "grant", **grant.to_json()}
+        )
     return grant
 
 
@@ -126,8 +127,12 @@ def revoke_durable_grant(root: Path, grant_id: str) -> DurableGrant:
         for index, grant in enumerate(store.grants):
             if grant.id == grant_id:
                 del store.grants[index]
-                save_store(_grants_file(root), store)
-                append_log(_grants_log(root), {"action": "revoke", **grant.to_json()})
+                save_store(
+                    _grants_file(root),
+                    store,
+                    _grants_log(root),
+                    {"action": "revoke", **grant.to_json()},
+                )
                 return grant
     raise OperationFailed(
         f"no durable grant with id {grant_id!r}",

@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 from libcommon.paths import is_within, resolve_lenient, state_root
+from libcommon.safeopen import PROTECTED_NAMES
 
 if TYPE_CHECKING:
     from .models import PathFacts
@@ -38,8 +39,9 @@ MAX_PATH_CHARS = 4096
 MAX_REASON_PATH_CHARS = 200
 
 # Places where writes are denied and a command's cwd is refused, wherever they
-# appear: the repository's internals and the workspace's own ax config.
-PROTECTED_SEGMENTS = frozenset({".git", ".ax"})
+# appear: the repository's internals and the workspace's own ax config. The one
+# set the writers (libcommon.safeopen) refuse too.
+PROTECTED_SEGMENTS = PROTECTED_NAMES
 
 # Secret-named files, matched case-insensitively on a file or folder name.
 SECRET_NAME_PATTERNS = (

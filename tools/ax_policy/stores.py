@@ -17,6 +17,7 @@ from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_json
 from libcommon.cliapp import describe_validation_error
 from libcommon.errors import CorruptStore
+from libcommon.safeopen import open_state_file
 
 if TYPE_CHECKING:
     from libcommon.contracts import Contract
@@ -72,16 +73,17 @@ def load_store(path: Path, model: type[StoreT]) -> StoreT:
         raise CorruptStore(str(path), describe_validation_error(exc, "store")) from None
 
 
-def save_store(path: Path, store: Contract) -> None:
-    atomic_write_json(path, store.to_json())
+def save_store(path: Path, store: Contract, log: Path, record: dict[str, Any]) -> None:
+    """Rewrite a store and append the change to its audit log, durably.
 
-
-def append_log(path: Path, record: dict[str, Any]) -> None:
-    """Append one line to an audit log and make it durable before returning."""
+    The log is opened before the store changes: a log that cannot be written (a
+    link planted in its place) refuses the change, never leaves it unrecorded.
+    """
     line = jsonio.dumps_line({"ts": clock.timestamp(), **record})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fd = open_state_file(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
+        atomic_write_json(path, store.to_json())
         os.write(fd, line)
         os.fsync(fd)
     finally:

@@ -17,7 +17,7 @@ from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
 
 from .models import TrustEntry, TrustStatus, TrustStore
-from .stores import append_log, load_store, lock_path, save_store
+from .stores import load_store, lock_path, save_store
 
 
 def check_trust(layout: StateLayout) -> TrustStatus:
@@ -39,8 +39,8 @@ def grant_trust(layout: StateLayout, source: str = "cli") -> TrustStatus:
         if entry is None:
             entry = TrustEntry(granted_at=clock.timestamp(), source=source)
             store.workspaces[key] = entry
-            save_store(layout.trust_file, store)
-            append_log(layout.trust_log, {"action": "grant", "workspace": key, "source": source})
+            record = {"action": "grant", "workspace": key, "source": source}
+            save_store(layout.trust_file, store, layout.trust_log, record)
     return TrustStatus(workspace=key, trusted=True, basis="store", granted_at=entry.granted_at)
 
 
@@ -51,8 +51,8 @@ def revoke_trust(layout: StateLayout, source: str = "cli") -> bool:
         store = load_store(layout.trust_file, TrustStore)
         if store.workspaces.pop(key, None) is None:
             return False
-        save_store(layout.trust_file, store)
-        append_log(layout.trust_log, {"action": "revoke", "workspace": key, "source": source})
+        record = {"action": "revoke", "workspace": key, "source": source}
+        save_store(layout.trust_file, store, layout.trust_log, record)
     return True
 
 
