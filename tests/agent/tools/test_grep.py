@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from pathlib import Path
 
@@ -14,20 +13,6 @@ from ax_agent.tools import grep
 from ax_agent.tools.grep import GREP_LINE_MAX_CHARS, GREP_MAX_ROWS
 
 TOOL = grep.TOOL
-
-
-@pytest.fixture(params=["ripgrep", "python"])
-def backend(request: pytest.FixtureRequest, harness: Harness, tmp_path: Path) -> str:
-    """Point the call's PATH at ripgrep, or at a folder without it (the fallback)."""
-    if request.param == "ripgrep":
-        if shutil.which("rg") is None:
-            pytest.skip("ripgrep (rg) is not installed on this machine; the rg branch is untested")
-        harness.environ = {"PATH": os.environ.get("PATH", os.defpath)}
-    else:
-        empty = tmp_path / "no-rg-bin"
-        empty.mkdir()
-        harness.environ = {"PATH": str(empty)}
-    return str(request.param)
 
 
 @pytest.fixture

@@ -67,19 +67,6 @@ def module_of(tool: ModelTool) -> Any:
     return MODULES[tool.name]
 
 
-@pytest.fixture(params=["ripgrep", "python"])
-def backend(request: pytest.FixtureRequest, harness: Harness, tmp_path: Path) -> str:
-    if request.param == "ripgrep":
-        if shutil.which("rg") is None:
-            pytest.skip("ripgrep (rg) is not installed on this machine; the rg branch is untested")
-        harness.environ = {"PATH": os.environ.get("PATH", os.defpath)}
-    else:
-        empty = tmp_path / "no-rg-bin"
-        empty.mkdir()
-        harness.environ = {"PATH": str(empty)}
-    return str(request.param)
-
-
 def target(where: str, outside: Path) -> Path | str:
     return outside if where == "outside" else ".git"
 
