@@ -291,6 +291,35 @@ def world_dir() -> Iterator[Path]:
 NOBODY = 65534
 
 
+_LIST_IMPORTED = """
+import importlib, sys, sysconfig
+stdlib = sysconfig.get_paths()["stdlib"]
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+for module in list(sys.modules.values()):
+    path = getattr(module, "__file__", None)
+    if path and not path.startswith(stdlib) and "." not in module.__name__:
+        print(path)
+"""
+
+
+def _copy_imported(modules: list[str], target: Path) -> None:
+    """Copy every top-level package or module that importing ``modules`` loads."""
+    listed = subprocess.run(
+        [PY, "-c", _LIST_IMPORTED, *modules], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for path in map(Path, listed):
+        if path.name == "__init__.py":
+            shutil.copytree(
+                path.parent, target / path.parent.name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / path.name)
+    for folder in [target, *target.rglob("*")]:
+        folder.chmod(0o755 if folder.is_dir() else 0o644)
+
+
 @pytest.fixture
 def as_nobody(world_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run Python code as uid/gid 65534 with ax_exec importable, or skip saying why."""
@@ -308,27 +337,20 @@ def as_nobody(world_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]
     ).stdout.strip()
     if version != str(sys.version_info[:2]):
         pytest.skip(f"/usr/bin/python3 is {version}, cannot load this venv's packages")
-    import pydantic
-
-    import ax_exec
-
-    path = os.pathsep.join(
-        [
-            str(Path(ax_exec.__file__).parent.parent),
-            str(Path(pydantic.__file__).parent.parent),
-            str(Path(__file__).parents[2]),
-        ]
-    )
+    # The installed packages may sit where "nobody" cannot read (tox keeps its
+    # environments in a root-only .tox): give it a readable copy of what it imports.
+    site = world_dir / "site"
+    _copy_imported(["ax_exec.cli", "ax_exec.sandbox"], site)
     drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(world_dir), "PYTHONPATH": path}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(world_dir), "PYTHONPATH": str(site)}
     readable = subprocess.run(
-        [*drop, system_python, "-c", "import ax_exec, pydantic"],
+        [*drop, system_python, "-c", "import ax_exec.cli, pydantic"],
         capture_output=True,
         env=env,
         check=False,
     )
     if readable.returncode != 0:
-        pytest.skip(f"uid {NOBODY} cannot import the installed packages from {path}")
+        pytest.skip(f"uid {NOBODY} cannot import a copy of the installed packages in {site}")
 
     def run(
         script: str, *args: str, prefix: list[str] | None = None

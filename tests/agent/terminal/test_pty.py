@@ -233,13 +233,14 @@ def test_multi_line_input_history_and_completion(
 
 
 def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> None:
-    long = "\\n".join(f"line {n}" for n in range(1, 41))
+    # awk is not on the read-only allowlist, so the command asks ("answer:") before it runs.
+    command = "awk 'BEGIN { for (n = 1; n <= 40; n++) print \"line \" n }'"
     term = agent(
         [
             {
                 "toolCalls": [
                     {"name": "write_file", "input": {"path": "notes.txt", "content": "hello\n"}},
-                    {"name": "run_command", "input": {"command": f"printf '{long}\\n'"}},
+                    {"name": "run_command", "input": {"command": command}},
                 ]
             },
             {"text": "Wrote it.", "usage": {"inputTokens": 1200, "outputTokens": 40}},
