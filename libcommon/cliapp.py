@@ -214,16 +214,14 @@ def chrome(message: str) -> None:
     env().stderr.flush()
 
 
-def emit_json(value: Any, *, long_strings: bool = False) -> None:
+def emit_json(value: Any, *, texts: Mapping[str, Iterable[str]] | None = None) -> None:
     """One JSON document on stdout.
 
-    ``long_strings``: the document carries strings of many megabytes (ax-exec's
-    captured output); it is written in pieces, so it is never whole in memory.
+    ``texts``: strings of ``value`` that are placeholders (``jsonio.placeholder()``)
+    for texts of many megabytes (ax-exec's captured output), each given as slices; the
+    document is written a piece at a time, so neither it nor a text is whole in memory.
     """
-    if long_strings:
-        pieces: Iterable[bytes] = jsonio.iter_dumps(value, indent=True)
-    else:
-        pieces = (jsonio.dumps(value, indent=True),)
+    pieces = jsonio.iter_dumps(value, texts or {}, indent=True)
     _write_out(itertools.chain((piece.decode() for piece in pieces), ("\n",)))
 
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from libcommon.errors import CorruptStore
-
-# iter_dumps encodes a longer string a slice at a time.
-SLICE_CHARS = 64 * 1024
 
 
 def dumps(value: Any, *, indent: bool = False) -> bytes:
@@ -23,41 +20,41 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
     return orjson.dumps(value, option=option)
 
 
-def iter_dumps(value: Any, *, indent: bool = False) -> Iterator[bytes]:
-    """``dumps(value)`` in pieces, each string longer than ``SLICE_CHARS`` encoded a slice
-    at a time, so a document carrying long strings is never whole in memory.
+def placeholder() -> str:
+    """A string to stand in a document for a text given to ``iter_dumps``.
 
-    The long strings are swapped for placeholders named by a random nonce; the skeleton
-    is encoded, then written with each string in the place of its placeholder.
+    Random, so that nothing else in the document holds it unless it was guessed.
     """
-    nonce = os.urandom(8).hex()
-    long: list[str] = []
-    skeleton = dumps(_swap_long(value, long, nonce), indent=indent)
-    parts = re.split(rb'"' + nonce.encode() + rb":(\d+)\"", skeleton)
-    if [int(index) for index in parts[1::2]] != list(range(len(long))):
-        # The nonce also stands in a short string: encode the document whole.
-        yield dumps(value, indent=indent)
+    return "ax-text-" + os.urandom(12).hex()
+
+
+def iter_dumps(
+    value: Any, texts: Mapping[str, Iterable[str]], *, indent: bool = False
+) -> Iterator[bytes]:
+    """``dumps(value)`` in pieces, each string of ``value`` that is a key of ``texts``
+    replaced by the text its iterable yields, escaped and written one slice at a time:
+    a document carrying texts of many megabytes is never whole in memory, and neither
+    is a text, when its iterable produces it as it goes.
+
+    Each key must stand in ``value`` exactly once (use ``placeholder()``); otherwise
+    ValueError, before anything is yielded.
+    """
+    skeleton = dumps(value, indent=indent)
+    if not texts:
+        yield skeleton
         return
-    for index, string in enumerate(long):
-        yield parts[2 * index]
+    encoded = {dumps(key): key for key in texts}
+    parts = re.split(b"(" + b"|".join(re.escape(token) for token in encoded) + b")", skeleton)
+    found = parts[1::2]
+    if sorted(found) != sorted(encoded):
+        raise ValueError("each placeholder must stand exactly once in the document")
+    for literal, token in zip(parts[::2], found, strict=False):
+        yield literal
         yield b'"'
-        for start in range(0, len(string), SLICE_CHARS):
-            yield orjson.dumps(string[start : start + SLICE_CHARS])[1:-1]
+        for text in texts[encoded[token]]:
+            yield dumps(text)[1:-1]
         yield b'"'
     yield parts[-1]
-
-
-def _swap_long(value: Any, long: list[str], nonce: str) -> Any:
-    if isinstance(value, str):
-        if len(value) <= SLICE_CHARS:
-            return value
-        long.append(value)
-        return f"{nonce}:{len(long) - 1}"
-    if isinstance(value, dict):
-        return {key: _swap_long(item, long, nonce) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_swap_long(item, long, nonce) for item in value]
-    return value
 
 
 def dumps_line(value: Any) -> bytes:

@@ -10,7 +10,7 @@ from libcommon import atomic, cliapp, locks, paths
 
 
 def test_libcommon_limits() -> None:
-    from libcommon import jsonio, procfs, redact
+    from libcommon import procfs, redact
 
     assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
     assert locks.LOCK_TIMEOUT_S == 30.0
@@ -19,7 +19,6 @@ def test_libcommon_limits() -> None:
     assert atomic.TMP_NAME_KEEP_CHARS == 40
     assert paths.SESSION_ID_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
     assert paths.RESERVED_ID_SUFFIXES == (".jsonl", ".lock", ".partial", ".guard", ".tmp", ".index")
-    assert jsonio.SLICE_CHARS == 64 * 1024
     assert redact.STREAM_WINDOW_CHARS == 32 * 1024
     assert redact.STREAM_CONTEXT_LINES == 8
     assert redact.STREAM_HOLD_CHARS == 256 * 1024
@@ -87,8 +86,8 @@ def test_exec_limits() -> None:
     assert capture.MAX_MAX_OUTPUT_BYTES == 64 * 1024 * 1024
     assert capture.SPILL_MAX_BYTES == 64 * 1024 * 1024
     assert capture.READ_CHUNK_BYTES == 64 * 1024
-    assert capture.MEMORY_PER_STREAM_TEXT == 2
-    assert capture.MEMORY_PER_STREAM_ANY == 5
+    assert capture.DECODE_SLICE_BYTES == 64 * 1024
+    assert capture.MEMORY_PER_STREAM == 2
     assert models.DEFAULT_TIMEOUT_S == 600.0
     assert models.MAX_TIMEOUT_S == 24 * 3600.0
     assert proctree.KILL_GRACE_S == 2.0

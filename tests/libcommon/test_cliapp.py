@@ -73,13 +73,19 @@ def ask(source: Annotated[str, typer.Argument()] = "-") -> None:
     emit_json({"ok": True, "request": request.to_json()})
 
 
-LONG_VALUE = {"head": "é😀" * (jsonio.SLICE_CHARS + 5), "n": [1, None]}
+LONG_TEXT = "é😀\n" * 100_000
+LONG_VALUE = {"head": LONG_TEXT, "n": [1, None]}
 
 
 @app.command()
 def long(streamed: bool = False) -> None:
-    """Emit a document holding a long string, in pieces or whole."""
-    emit_json(LONG_VALUE, long_strings=streamed)
+    """Emit a document holding a long string, whole or given as slices."""
+    if not streamed:
+        emit_json(LONG_VALUE)
+        return
+    key = jsonio.placeholder()
+    slices = (LONG_TEXT[i : i + 4096] for i in range(0, len(LONG_TEXT), 4096))
+    emit_json({"head": key, "n": [1, None]}, texts={key: slices})
 
 
 @app.command()
@@ -414,7 +420,7 @@ def test_streaming_tool_into_closed_pipe_exits_141(tmp_path: Path) -> None:
     assert proc.returncode == 141
 
 
-def test_emit_json_with_long_strings_writes_the_same_document() -> None:
+def test_emit_json_with_texts_as_slices_writes_the_same_document() -> None:
     whole, pieces = run(["long"]), run(["long", "--streamed"])
     assert (whole.code, pieces.code) == (0, 0)
     assert pieces.out == whole.out == jsonio.dumps(LONG_VALUE, indent=True).decode() + "\n"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,25 +94,39 @@ def test_dumps_and_dumps_line() -> None:
     assert jsonio.loads('{"s": "str input"}') == {"s": "str input"}
 
 
-LONG_DOCUMENT = {
-    "head": 'a\x00é😀"\\' * (jsonio.SLICE_CHARS // 3),
-    "nested": [{"tail": "😀" * (jsonio.SLICE_CHARS + 1), "n": 1}, "short", None],
+LONG_TEXTS = {
+    "head": 'a\x00é😀"\\\n' * 30_000,
+    "tail": "😀" * 70_000,
     "empty": "",
-    "exactly": "x" * jsonio.SLICE_CHARS,
 }
 
 
+def _slices(text: str, size: int) -> Iterator[str]:
+    return (text[start : start + size] for start in range(0, len(text), size))
+
+
+def _document(head: str, tail: str, empty: str) -> dict[str, Any]:
+    return {"head": head, "nested": [{"tail": tail, "n": 1}, "short", None], "empty": empty}
+
+
 @pytest.mark.parametrize("indent", [False, True])
-def test_iter_dumps_writes_what_dumps_writes(indent: bool) -> None:
-    pieces = list(jsonio.iter_dumps(LONG_DOCUMENT, indent=indent))
-    assert b"".join(pieces) == jsonio.dumps(LONG_DOCUMENT, indent=indent)
-    # The long strings went out a slice at a time: no piece holds one whole.
-    assert max(len(piece) for piece in pieces) < 6 * jsonio.SLICE_CHARS
+def test_iter_dumps_writes_what_dumps_writes_with_the_texts_in_place(indent: bool) -> None:
+    keys = {name: jsonio.placeholder() for name in LONG_TEXTS}
+    slices = {keys[name]: _slices(text, 1000) for name, text in LONG_TEXTS.items()}
+    pieces = list(jsonio.iter_dumps(_document(**keys), slices, indent=indent))
+    assert b"".join(pieces) == jsonio.dumps(_document(**LONG_TEXTS), indent=indent)
+    # Each text went out a slice at a time: no piece holds more than one slice's worth.
+    assert max(len(piece) for piece in pieces) <= 6 * 1000
 
 
-def test_iter_dumps_whole_when_its_nonce_is_in_a_short_string(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(jsonio.os, "urandom", lambda n: b"\x00" * n)
-    document = {"long": "y" * (jsonio.SLICE_CHARS + 1), "short": "0000000000000000:0"}
-    assert list(jsonio.iter_dumps(document)) == [jsonio.dumps(document)]
+def test_iter_dumps_without_texts_is_dumps() -> None:
+    assert list(jsonio.iter_dumps({"a": "b"}, {}, indent=True)) == [
+        jsonio.dumps({"a": "b"}, indent=True)
+    ]
+
+
+def test_iter_dumps_refuses_a_placeholder_that_is_missing_or_stands_twice() -> None:
+    key = jsonio.placeholder()
+    for document in ({"a": "x"}, {"a": key, "b": key}, {"a": key, "b": 'q"' + key}):
+        with pytest.raises(ValueError, match="exactly once"):
+            next(jsonio.iter_dumps(document, {key: iter(["text"])}))

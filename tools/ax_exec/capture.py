@@ -1,8 +1,10 @@
 """Bounded output capture: the head and the tail of a stream, and an optional spill.
 
 However much a child prints, a stream holds at most ``head_cap + tail_cap`` bytes
-in memory: the head fills once, the tail is a ring overwritten in place. The bytes
-are decoded once, when the run is over, and let go as they are decoded. The spill
+in memory: the head fills once, the tail is a ring overwritten in place. When the
+run is over the bytes are decoded either whole, once (``decode``, for an in-process
+caller's ExecOutcome), or a slice at a time (``head_text``/``tail_text``, for the
+outcome JSON ``ax-exec run`` writes), which never holds a stream's text. The spill
 keeps the combined output (both streams, in arrival order) in a file, redacted on
 its way there, up to ``SPILL_MAX_BYTES``; it is kept only when a stream was
 truncated: otherwise the head already holds everything.
@@ -14,6 +16,7 @@ import codecs
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -26,12 +29,13 @@ MIN_MAX_OUTPUT_BYTES = 1024
 MAX_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 SPILL_MAX_BYTES = 64 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
-# The documented bound on what a run holds beyond the interpreter's own memory, per
-# stream, as a multiple of its cap: the bytes are held once, then decoded once, and a
-# string takes 1 byte a character for ASCII and Latin-1 text but 4 once it holds one
-# 4-byte character (an emoji; binary output). tests/exec/test_output_memory.py measures it.
-MEMORY_PER_STREAM_TEXT = 2
-MEMORY_PER_STREAM_ANY = 5
+# head_text and tail_text decode this many bytes at a time (at most 256 KiB of text).
+DECODE_SLICE_BYTES = 64 * 1024
+# The documented bound on what ``ax-exec run`` holds beyond the interpreter's own
+# memory, per stream, as a multiple of its cap, whatever the output: the bytes are
+# held once and the text only a slice at a time (a Python string would take 4 bytes a
+# character once it held one emoji). tests/exec/test_output_memory.py measures it.
+MEMORY_PER_STREAM = 2
 
 StreamName = Literal["stdout", "stderr"]
 
@@ -93,6 +97,21 @@ class HeadTail:
         with memoryview(tail) as view:
             return head, str(view[skip:], "utf-8", "replace")
 
+    def head_text(self) -> Iterator[str]:
+        """The head as ``decode`` gives it, a slice at a time; the bytes are kept."""
+        with memoryview(self.head) as view:
+            yield from _decode_slices((view,))
+
+    def tail_text(self) -> Iterator[str]:
+        """The tail as ``decode`` gives it, a slice at a time; the bytes are kept."""
+        with memoryview(self.ring) as view:
+            older, newer = view[self.start :], view[: self.start]
+            # The same opening bytes decode() skips, read across the ring's wrap.
+            opening = (bytes(older[:3]) + bytes(newer[:3]))[:3]
+            skip = _partial_character(opening) if self.truncated else 0
+            cut = min(skip, len(older))
+            yield from _decode_slices((older[cut:], newer[skip - cut :]))
+
 
 def _partial_character(data: bytes) -> int:
     """How many UTF-8 continuation bytes, cut off from their lead, open the tail."""
@@ -100,6 +119,20 @@ def _partial_character(data: bytes) -> int:
     while start < min(len(data), 3) and data[start] & 0xC0 == 0x80:
         start += 1
     return start
+
+
+def _decode_slices(parts: Iterable[memoryview]) -> Iterator[str]:
+    """The text of ``parts`` read as one byte string, as ``bytes.decode("utf-8", "replace")``
+    would give it, in slices of at most ``DECODE_SLICE_BYTES`` bytes' worth."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for part in parts:
+        for start in range(0, len(part), DECODE_SLICE_BYTES):
+            text = decoder.decode(part[start : start + DECODE_SLICE_BYTES])
+            if text:
+                yield text
+    text = decoder.decode(b"", final=True)
+    if text:
+        yield text
 
 
 def split_caps(max_bytes: int, keep_end: bool) -> tuple[int, int]:

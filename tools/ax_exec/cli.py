@@ -175,17 +175,19 @@ def run_command(
 
 
 def _run_spec(spec: ExecSpec, live: bool) -> int:
-    from ax_exec.run import run_managed
+    from ax_exec.run import run_captured
 
     abort = threading.Event()
     with _abort_on_signals(abort):
-        outcome = run_managed(
+        captured = run_captured(
             spec,
             abort=abort,
             on_output=_live_printer() if live else None,
             environ=cliapp.env().environ,
         )
-    cliapp.emit_json(outcome.to_json(), long_strings=True)
+    # Printed from the bytes, a slice at a time: the output is never decoded whole.
+    outcome, texts = captured.placeheld()
+    cliapp.emit_json(outcome.to_json(), texts=texts)
     if outcome.error:
         cliapp.chrome(f"ax-exec: {outcome.termination}: {outcome.error}")
     return outcome.shell_status

@@ -7,7 +7,8 @@ the deadline and the abort hook are checked at least every ``ABORT_POLL_S``.
 Once the child is gone (exited, or killed on timeout or abort), every process
 of the run still alive is killed and the kill verified, and the pipes are
 drained for at most ``DRAIN_TIMEOUT_S``, so a process holding them cannot hang
-the call.
+the call. ``run_captured`` is the same run, its output left as bytes (a
+CapturedRun): ``ax-exec run`` prints from those without decoding them whole.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ax_exec.models import (
     StreamCapture,
     Termination,
 )
+from ax_exec.outcome import CapturedRun
 from ax_exec.proctree import KillResult, RunTree, become_subreaper, kill_tree
 from ax_exec.sandbox import SCRATCH_PREFIX, launch_config, launcher_command, profile_status
 from libcommon import clock
@@ -118,8 +120,8 @@ def _signal_name(returncode: int | None) -> str | None:
 
 
 def _stream(capture: HeadTail) -> StreamCapture:
-    head, tail = capture.decode()
-    return StreamCapture(head=head, tail=tail, bytes=capture.total, truncated=capture.truncated)
+    """The stream's counts; its text stays bytes in ``capture`` (see CapturedRun)."""
+    return StreamCapture(head="", tail="", bytes=capture.total, truncated=capture.truncated)
 
 
 @dataclass(frozen=True)
@@ -155,9 +157,9 @@ def _state_overlap(workspace: Path, environ: Mapping[str, str]) -> str | None:
     )
 
 
-def _spawn_error(facts: _Facts, message: str) -> ExecOutcome:
+def _spawn_error(facts: _Facts, message: str) -> CapturedRun:
     empty = StreamCapture(head="", tail="", bytes=0, truncated=False)
-    return ExecOutcome(
+    outcome = ExecOutcome(
         run_id=facts.run_id,
         argv=facts.argv,
         cwd=facts.cwd,
@@ -171,6 +173,7 @@ def _spawn_error(facts: _Facts, message: str) -> ExecOutcome:
         env_removed=facts.env_removed,
         error=message,
     )
+    return CapturedRun(outcome, stdout=HeadTail(0, 0), stderr=HeadTail(0, 0))
 
 
 class _LaunchTimedOut(Exception):
@@ -219,6 +222,18 @@ def run_managed(
     exception raised while it runs (from ``on_output``, or KeyboardInterrupt)
     kills the tree before it propagates.
     """
+    return run_captured(spec, abort=abort, on_output=on_output, environ=environ).decode()
+
+
+def run_captured(
+    spec: ExecSpec,
+    *,
+    abort: AbortHook | None = None,
+    on_output: OutputHook | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> CapturedRun:
+    """``run_managed``, its output left as the captured bytes (what ``ax-exec run``
+    prints from, never holding a stream's text whole)."""
     started = time.monotonic()
     parent_env = os.environ if environ is None else environ
     clean = clean_environment(parent_env, spec.env_deny_patterns, spec.env)
@@ -307,7 +322,7 @@ def _supervise(
     capture: _Capture,
     status_r: int,
     abort: AbortHook | None,
-) -> ExecOutcome:
+) -> CapturedRun:
     """Watch the child to its end, kill what is left, drain, and build the outcome."""
     tree = RunTree(
         process.pid, facts.run_id, pipe_inodes=tuple(os.fstat(fd).st_ino for fd in capture.open_fds)
@@ -439,7 +454,7 @@ def _outcome(
     result: KillResult,
     attempted: bool,
     drain_timed_out: bool,
-) -> ExecOutcome:
+) -> CapturedRun:
     returncode = process.returncode
     # A negative return code is death by signal: no exit code, the signal is named.
     exited_normally = termination == "exited" and returncode is not None and returncode >= 0
@@ -451,7 +466,7 @@ def _outcome(
             spill_complete = capture.spill.complete
         else:
             capture.spill.discard()
-    return ExecOutcome(
+    outcome = ExecOutcome(
         run_id=facts.run_id,
         argv=facts.argv,
         cwd=facts.cwd,
@@ -473,3 +488,4 @@ def _outcome(
         drain_timed_out=drain_timed_out,
         env_removed=facts.env_removed,
     )
+    return CapturedRun(outcome, stdout=capture.stdout, stderr=capture.stderr)
