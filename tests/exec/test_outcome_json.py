@@ -69,7 +69,11 @@ def _streamed_and_decoded(run: CapturedRun) -> tuple[str, str]:
     """What ``ax-exec run`` prints, and what it printed before: the decoded outcome's JSON."""
     outcome, texts = run.placeheld()
     streamed = _emitted(outcome.to_json(), texts)
-    return streamed, _emitted(run.decode().to_json())
+    decoded = run.decode()
+    # The texts were put in a copy of a validated outcome: it prints as one built whole.
+    whole = type(decoded).model_validate(decoded.model_dump())
+    assert _emitted(whole.to_json()) == _emitted(decoded.to_json())
+    return streamed, _emitted(decoded.to_json())
 
 
 def _outcome(**fields: object) -> ExecOutcome:
