@@ -18,7 +18,7 @@ from ax_check.models import (
     UnitReport,
 )
 from ax_check.recipes import TARGET_PLACEHOLDER, Blocker, resolve
-from ax_check.toolchains import REPORTED_TOOLCHAINS, Toolchains
+from ax_check.toolchains import REPORTED_TOOLCHAINS, Toolchains, environment_ref
 from ax_check.units import discover_units
 from libcommon.paths import resolve_workspace
 
@@ -68,6 +68,7 @@ def detect(
                 manifests=list(unit.manifests),
                 ecosystems=list(unit.ecosystems),
                 kinds=kinds,
+                environment=environment_ref(facts.python),
             )
         )
     return DetectReport(
