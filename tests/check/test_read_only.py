@@ -7,6 +7,7 @@ real make, git and ruff.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -156,3 +157,35 @@ def test_a_task_that_writes_nothing_but_caches_passes(workspace: Path, run_cli: 
     assert (code, result["verdict"]) == (0, "passed"), stderr
     assert result["tree"]["changedTotal"] == 0
     assert result["tree"]["files"] == 3
+
+
+def test_the_snapshot_compares_links_modes_and_skips_special_files(tmp_path: Path) -> None:
+    from ax_check.tree import compare_tree, take_snapshot
+
+    root = write(tmp_path / "unit", {"a.py": "a\n", "b.sh": "b\n", "c.py": "c\n"})
+    os.symlink("a.py", root / "link")
+    os.mkfifo(root / "pipe")
+    snapshot = take_snapshot(root)
+    assert snapshot.method == "walk" and set(snapshot.entries) == {"a.py", "b.sh", "c.py", "link"}
+    (root / "link").unlink()
+    os.symlink("c.py", root / "link")
+    (root / "b.sh").chmod(0o755)
+    tree = compare_tree(snapshot)
+    assert sorted((c.path, c.change) for c in tree.changed) == [
+        ("b.sh", "modified"),
+        ("link", "modified"),
+    ]
+
+
+def test_past_the_file_cap_the_result_says_it_is_incomplete(
+    workspace: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_check import tree
+
+    monkeypatch.setattr(tree, "MAX_SNAPSHOT_FILES", 2)
+    files = {f"m{index}.py": "x = 1\n" for index in range(4)}
+    write(workspace, {"pyproject.toml": PYPROJECT, "Makefile": "test:\n\t@true\n", **files})
+    result = run_cli(main, ["test", "-C", str(workspace), "--json"])
+    tree_check = json.loads(result.stdout)["tree"]
+    assert (tree_check["files"], tree_check["complete"]) == (2, False)
+    assert "only 2 source files were watched" in result.stderr
