@@ -69,6 +69,7 @@ def test_an_uninstalled_project_is_not_installed_never_failed(
         "onPath": False,
     }
     assert "cure: python3 -m venv .venv" in stderr
+    assert "environment: none; Python tools run with ax-check's own" in stderr
     # The same project, made importable by pytest's own setting, runs under that interpreter.
     write(
         workspace,
@@ -151,7 +152,25 @@ def test_an_installed_project_in_its_venv_is_ready(workspace: Path, run_cli: Cli
         "onPath": True,
     }
     text = run_cli(main, ["detect", "-C", str(workspace)]).stdout
-    assert f"project environment {workspace / '.venv'}" in text
+    assert f"environment: the project's virtualenv {workspace / '.venv'}, first on PATH" in text
+
+
+def test_what_names_no_distribution_never_blocks(workspace: Path, run_cli: CliRunner) -> None:
+    write(
+        workspace,
+        {
+            "pyproject.toml": '[project]\nname = "pkgy"\ndependencies = ["foo.bar>=1"]\n',
+            "pkgy.py": "",
+            "requirements.txt": "git+https://example.com/x.git\n-e .\n"
+            "./wheels/x-1.0-py3-none-any.whl\nFoo-Bar  # the same distribution\n",
+        },
+    )
+    # An old-style metadata folder name still names foo.bar.
+    fake_venv(workspace / ".venv", installed=("pytest", "Foo_Bar-1.0.dist-info"))
+    result = run_cli(main, ["detect", "-C", str(workspace), "--json"])
+    [unit] = json.loads(result.stdout)["units"]
+    test = next(item for item in unit["kinds"] if item["kind"] == "test")
+    assert test["status"] == "ready", test
 
 
 SHOW_ENVIRONMENT = (
@@ -185,7 +204,7 @@ def test_the_projects_venv_comes_first_for_its_own_tasks(
         "python": "./.venv/bin/python",
         "onPath": True,
     }
-    assert f"ax-check: project environment {venv}" in stderr
+    assert f"ax-check: environment: the project's virtualenv {venv}, first on PATH" in stderr
 
 
 def test_an_active_virtualenv_is_the_projects_environment(

@@ -66,9 +66,13 @@ TAIL_LINES_SHOWN = 30
 
 
 def _environment_text(environment: EnvironmentRef) -> str:
-    where = environment.path or environment.python
-    how = ", first on PATH" if environment.on_path else ""
-    return f"{environment.source} environment {where} (python {environment.python}{how})"
+    if not environment.on_path:
+        return f"environment: none; Python tools run with ax-check's own {environment.python}"
+    whose = {"project": "the project's", "active": "the active", "ax-check": "ax-check's own"}
+    return (
+        f"environment: {whose[environment.source]} virtualenv {environment.path}, first on PATH "
+        f"(python {environment.python})"
+    )
 
 
 def _print_result(result: CheckResult, as_json: bool) -> int:

@@ -17,7 +17,9 @@ interpreter:
   (``test``, ``tests``, ``testing``) and the requirements files tests read
   (``requirements.txt`` and those named for tests); a requirement with an
   environment marker is left out (whether it is needed depends on the
-  interpreter), and so are dependencies declared ``dynamic``.
+  interpreter), and so are dependencies declared ``dynamic``. A project whose
+  name cannot be read (a ``setup.py`` without ``setup.cfg`` metadata) is
+  checked for pytest and its requirements files only.
 
 A listing that cannot be complete (a venv that also sees its base
 interpreter's site-packages) never blocks. What is checked is presence, not
@@ -58,6 +60,7 @@ REQUIREMENTS_FILES: tuple[str, ...] = (
 CONFTEST_FOLDERS: tuple[str, ...] = (".", "tests", "test")
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2")
 
 
 def normalize(name: str) -> str:
@@ -248,11 +251,17 @@ def _pytest_pythonpath(
 
 
 def _requirements_file_names(text: str) -> list[str]:
-    """The plain requirements of a requirements file (options and includes left out)."""
+    """The named requirements of a requirements file.
+
+    Options and includes (``-r``, ``-e``), paths, URLs without a name and archive
+    files are left out: what they install cannot be told from the line.
+    """
     names = []
     for line in text.splitlines():
         line = line.split(" #", 1)[0].strip()
-        if not line or line.startswith(("#", "-")):
+        if not line or line.startswith(("#", "-", ".", "/")):
+            continue
+        if " @ " not in line and ("/" in line or "\\" in line or line.endswith(_ARCHIVES)):
             continue
         name = requirement_name(line)
         if name is not None:
