@@ -123,10 +123,6 @@ class PythonEnv:
     def has(self, module: str) -> bool:
         return module_installed(list(self.site_dirs), module)
 
-    def lacks(self, module: str) -> bool:
-        """Certainly not importable (an incomplete listing never says so)."""
-        return self.complete and not self.has(module)
-
 
 def own_venv() -> Path | None:
     """The virtualenv ax-check runs in, or None when it runs under a base interpreter."""
