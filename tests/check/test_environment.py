@@ -236,3 +236,27 @@ def test_ax_checks_own_venv_never_reaches_a_projects_path(
     assert seen["venv"] == "unset"
     assert result["environment"]["source"] == "ax-check"
     assert result["environment"]["onPath"] is False
+
+
+def test_ax_checks_own_venv_is_the_projects_when_the_project_is_installed_there(
+    workspace: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # ax-check installed as one of the project's dev tools (`poetry run ax-check test`):
+    # its venv holds the project, so it is the project's environment, first on PATH.
+    from ax_check import toolchains
+
+    own = fake_venv(tmp_path / "own", installed=("app-0.dist-info",))
+    site = own / "lib" / "python3.11" / "site-packages"
+    monkeypatch.setattr(toolchains, "own_venv", lambda: own)
+    monkeypatch.setattr(toolchains, "site_dirs_of_running_interpreter", lambda: [site])
+    write(workspace, {"pyproject.toml": '[project]\nname = "app"\n', "Makefile": SHOW_ENVIRONMENT})
+    code, result, _ = check(run_cli, "test", "-C", str(workspace))
+    assert code == 0
+    assert shown(result)["path"].split(os.pathsep)[0] == str(own / "bin")
+    assert shown(result)["venv"] == str(own)
+    assert result["environment"] == {
+        "source": "ax-check",
+        "path": str(own),
+        "python": sys.executable,
+        "onPath": True,
+    }
