@@ -219,6 +219,8 @@ def test_a_missing_command_in_a_tox_env_is_named(
             "cargo install cargo-nextest",
         ),
         (["/usr/bin/python3: No module named pytest"], 1, ["pytest"], None),
+        # nox is not installed here: the line is the one nox's session.run logs.
+        (["nox > Running session lint", "nox > Program mypy not found."], 1, ["mypy"], None),
         (
             [" ELIFECYCLE  Command failed with exit code 127.", "sh: vite: not found"],
             1,

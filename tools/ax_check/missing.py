@@ -13,6 +13,8 @@ message goes with, so a real failure is never turned into a blocker:
   code 127`` (pnpm, yarn) or ``failed on line N with exit code 127`` (just);
 - tox: ``env: Exception running subprocess [Errno 2] No such file or
   directory: 'x'`` when the env's last reported command was ``x`` and exited 2;
+- nox ``nox > Program x not found.`` (what ``session.run`` logs) with nox's
+  exit status 1;
 - ``python: No module named x`` (``python -m x``) with exit status 1;
 - rustup's proxy for a component that is not installed (exit 1), and cargo's
   ``no such command: `x``` (exit 101), whose cure names the component or the
@@ -39,6 +41,7 @@ SHELL_NOT_FOUND_EXIT = 127
 MAKE_FAILED_EXIT = 2
 TOX_COMMAND_NOT_FOUND_EXIT = 2
 PYTHON_NO_MODULE_EXIT = 1
+NOX_FAILED_EXIT = 1
 RUSTUP_EXIT = 1
 CARGO_EXIT = 101
 
@@ -63,6 +66,7 @@ _TOX_MISSING = re.compile(
     rf"No such file or directory: '{_PROGRAM}'$"
 )
 _TOX_EXIT = re.compile(r"^(?P<env>[\w.-]+): exit (?P<code>-?\d+) \(.*?\) .*?> (?P<command>.*)$")
+_NOX_MISSING = re.compile(rf"^nox > Program {_PROGRAM} not found\.?$")
 _PYTHON_MODULE = re.compile(r"^\S*python[\d.]*: No module named (?P<program>[\w.]+)$")
 _RUSTUP_COMPONENT = re.compile(
     r"^error: the '(?P<component>[\w-]+)' component which provides the command "
@@ -83,7 +87,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 class Missing:
     program: str
     # Found by which evidence (the exit status it needs is checked against this).
-    via: str  # shell, tox, python, rustup, cargo
+    via: str  # shell, tox, nox, python, rustup, cargo
     # The environment folder a path pointed into (".venv", "node_modules/.bin", ...).
     env_folder: str | None = None
     cure: str | None = None
@@ -130,6 +134,8 @@ class MissingScanner:
             self._program(match["program"], "tox")
         elif match := _TOX_EXIT.match(text):
             self.tox_last_exit = (int(match["code"]), match["command"].split(" ", 1)[0])
+        elif match := _NOX_MISSING.match(text):
+            self._program(match["program"], "nox")
         elif match := _PYTHON_MODULE.match(text):
             self._add(Missing(match["program"].split(".", 1)[0], "python"))
         elif match := _RUSTUP_COMPONENT.match(text):
@@ -167,6 +173,7 @@ class MissingScanner:
                     and tox[1].rsplit("/", 1)[-1] == item.program
                 )
                 or (item.via == "python" and exit_code == PYTHON_NO_MODULE_EXIT)
+                or (item.via == "nox" and exit_code == NOX_FAILED_EXIT)
                 or (item.via == "rustup" and exit_code == RUSTUP_EXIT)
                 or (item.via == "cargo" and exit_code == CARGO_EXIT)
             ):
