@@ -94,8 +94,9 @@ def test_a_missing_program_in_a_make_target_is_named_not_failed(
         "@exit 127",
         # The project's own script is missing: its failure, not a missing tool.
         "./scripts/lint.sh",
+        "./tools/env/lint",
     ],
-    ids=["message-without-127", "127-without-message", "missing-project-file"],
+    ids=["message-without-127", "127-without-message", "missing-project-file", "env-not-a-venv"],
 )
 def test_a_real_failure_is_never_turned_into_a_blocker(
     workspace: Path, run_cli: CliRunner, recipe: str

@@ -383,14 +383,15 @@ def install_cure(
     env: PythonEnv,
     groups: Iterable[Group] = (),
     extra: tuple[str, ...] = (),
-    new_venv: str = ".venv",
+    create: str | None = None,
 ) -> str:
     """The command that installs the project, ``groups`` and ``extra`` where it will be used.
 
     The project's own manager when a lockfile (or a poetry-only pyproject) names
-    one; otherwise pip into the environment, creating ``new_venv`` when the
-    project has none (the next check then finds and uses it). A dependency group
-    needs pip 25.1 or newer (``--group``).
+    one; otherwise pip into the environment, creating ``.venv`` when the project
+    has none (the next check then finds and uses it), or into the venv folder
+    ``create`` (a task runs ``create/bin/...``), creating it unless it is the
+    project's. A dependency group needs pip 25.1 or newer (``--group``).
     """
     chosen = list(groups)
     extras = [g.name for g in chosen if g.kind == "extra"]
@@ -417,9 +418,12 @@ def install_cure(
         more = [*files, *extra]
         return shlex.join(manager_argv) + (f" && {shlex.join([*then, *more])}" if more else "")
     prefix = ""
-    if env.source == "ax-check" and not env.on_path:
-        prefix = f"python3 -m venv {shlex.quote(new_venv)} && "
-        pip = f"{new_venv}/bin/pip"
+    if create is not None and not (env.source == "project" and Path(env.shown).name == create):
+        prefix = f"python3 -m venv {shlex.quote(create)} && "
+        pip = f"{create}/bin/pip"
+    elif env.source == "ax-check" and not env.on_path:
+        prefix = "python3 -m venv .venv && "
+        pip = ".venv/bin/pip"
     else:
         pip = str(Path(env.shown) / "bin" / "pip")
     argv = [pip, "install"]

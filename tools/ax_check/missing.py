@@ -78,7 +78,7 @@ _RUSTUP_OLD = re.compile(
 _RUSTUP_CURE = re.compile(r"^To install, run `(?P<cure>rustup component add [^`]+)`")
 _CARGO_NO_SUCH = re.compile(r"^error: no such (?:sub)?command: `(?P<sub>[\w-]+)`")
 _ENV_FOLDER = re.compile(
-    r"(?:^|/)(?P<folder>\.?venv|env|node_modules/\.bin)/(?:bin/)?(?P<tool>[^/]+)$"
+    r"(?:^|/)(?:(?P<venv>\.?venv|env)/bin|(?P<node>node_modules/\.bin))/(?P<tool>[^/]+)$"
 )
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
@@ -112,7 +112,7 @@ class MissingScanner:
             match = _ENV_FOLDER.search(raw)
             if match is None:
                 return
-            self._add(Missing(match["tool"], via, env_folder=match["folder"]))
+            self._add(Missing(match["tool"], via, env_folder=match["venv"] or match["node"]))
         elif _NAME.match(raw):
             self._add(Missing(raw, via))
 
@@ -207,7 +207,7 @@ def _cure(item: Missing, facts: UnitFacts) -> tuple[Reason, str]:
         if item.env_folder is not None and item.env_folder != "node_modules/.bin":
             # The command runs a program from a venv that does not exist (or lacks it).
             return "precondition-curable", install_cure(
-                project, python, project.test_groups, (item.program,), item.env_folder
+                project, python, project.test_groups, (item.program,), create=item.env_folder
             )
         if item.via == "python" or project.declares(item.program):
             group = project.group_naming(item.program)
@@ -237,7 +237,7 @@ def classify(
         if all(reason == "precondition-curable" for reason, _ in cures)
         else "toolchain-unavailable"
     )
-    names = ", ".join(item.program for item in missing)
+    names = ", ".join(dict.fromkeys(item.program for item in missing))
     message = (
         f"`{command}` could not find {names} (exit {exit_code}): the project's command needs "
         "a program that is not installed where it ran, so nothing was checked"
