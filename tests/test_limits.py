@@ -78,6 +78,27 @@ def test_check_limits() -> None:
     assert units.MAX_MANIFEST_BYTES == 1024 * 1024
 
 
+def test_check_tree_install_and_missing_limits() -> None:
+    from ax_check import check, installation, missing, tree
+
+    assert check.TREE_CHANGES_IN_MESSAGE == 5
+    assert tree.MAX_SNAPSHOT_FILES == 20_000
+    assert tree.MAX_SNAPSHOT_ENTRIES == 100_000
+    assert tree.MAX_SNAPSHOT_HASH_BYTES == 32 * 1024 * 1024
+    assert tree.MAX_CHANGES_LISTED == 50
+    assert tree.GIT_BYTES_PER_FILE == 512
+    assert installation.MAX_SITE_ENTRIES == 20_000
+    assert installation.MAX_MISSING_SHOWN == 6
+    assert missing.MAX_MISSING_PROGRAMS == 8
+
+
+def test_libcommon_git_limits() -> None:
+    from libcommon import git
+
+    assert git.GIT_TIMEOUT_S == 5.0
+    assert git.GIT_MAX_OUTPUT_BYTES == 16 * 1024 * 1024
+
+
 def test_exec_limits() -> None:
     from ax_exec import capture, environment, launcher, models, proctree, run, sandbox
 

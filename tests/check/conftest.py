@@ -62,3 +62,9 @@ def _needs_module(name: str) -> None:
 def needs_module() -> Callable[[str], None]:
     """``needs_module("ruff")``: skip unless the running interpreter can import it."""
     return _needs_module
+
+
+@pytest.fixture(autouse=True)
+def _no_active_virtualenv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An activated virtualenv (tox sets VIRTUAL_ENV) would be the projects' environment."""
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)

@@ -193,8 +193,8 @@ def test_project_venv_without_pytest_is_curable(project: Project, run_cli: CliRu
     code, result, stderr = check(run_cli, "test", "-C", str(ws), "--session", "s-cure")
     assert code == 5
     assert (result["verdict"], result["reason"]) == ("unsupported", "precondition-curable")
-    assert "pytest is not installed in the project's .venv" in result["message"]
-    assert "pip install pytest" in result["cure"]
+    assert "the project's .venv lacks what the tests need: pytest" in result["message"]
+    assert result["cure"] == ".venv/bin/pip install -e . pytest"
     assert result["recipe"] is None and result["replayKey"] is None
     assert "cure:" in stderr
     # Nothing ran, so only the completed event is recorded, carrying the reason.

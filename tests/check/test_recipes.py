@@ -65,7 +65,7 @@ def test_python_lint_format_typecheck_defaults(
     needs_module("ruff")
     needs_module("mypy")
     write(workspace, "pyproject.toml", "[project]\nname='x'\n")
-    assert ready(workspace, "lint").command.argv[-2:] == ("check", ".")
+    assert ready(workspace, "lint").command.argv[-3:] == ("check", "--no-fix", ".")
     assert ready(workspace, "format").command.argv[-3:] == ("format", "--check", ".")
     assert ready(workspace, "typecheck").command.argv[-2:] == ("mypy", ".")
 
@@ -98,7 +98,7 @@ def test_project_venv_is_used_and_a_missing_tool_is_curable(workspace: Path) -> 
     site.mkdir(parents=True)
     blocker = blocked(workspace, "test")
     assert blocker.reason == "precondition-curable"
-    assert "pytest is not installed in the project's .venv" in blocker.message
+    assert "the project's .venv lacks what the tests need: pytest" in blocker.message
     assert blocker.cure is not None and ".venv/bin/pip install pytest" in blocker.cure
     (site / "pytest").mkdir()
     assert ready(workspace, "test").command.argv == ("./.venv/bin/python", "-m", "pytest")

@@ -1,9 +1,8 @@
 """What a session learns about its world at start: sandbox, git, project instructions.
 
 Everything here runs after the trust gate. The git probe runs a fixed set of
-read-only git commands with a hardened invocation (the absolute git path,
-``core.fsmonitor`` off, no optional locks, no prompts, no system or global
-config hooks to run), because a repository's own config is untrusted bytes.
+read-only git commands through libcommon's hardened runner, because a
+repository's own config is untrusted bytes.
 Project instructions (``AGENT.md`` and ``AGENTS.md``) are capped, their harness
 delimiters are neutralised, and they are labelled as context that the user's
 request and the repository's observable state outrank.
@@ -13,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from libcommon import delimiters, safeopen
 from libcommon.errors import AxError
+from libcommon.git import find_git, run_git
 from libcommon.paths import is_within
 
 if TYPE_CHECKING:
@@ -31,20 +29,6 @@ if TYPE_CHECKING:
 GIT_TIMEOUT_S = 5.0
 INSTRUCTION_FILES = ("AGENT.md", "AGENTS.md")
 INSTRUCTIONS_MAX_BYTES = 24 * 1024
-# Environment variables that would point git at another repository or config.
-_GIT_ENV_DROPPED = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_SSH_COMMAND",
-    "GIT_PAGER",
-)
 # The markers the system prompt wraps injected documents in; a document holding one
 # could close its region early, so runs of them and the markers' words are defused.
 DELIMITER_OPEN = "<<<"
@@ -130,42 +114,14 @@ class GitFacts:
         }
 
 
-def _git_env(environ: Mapping[str, str]) -> dict[str, str]:
-    env = {key: value for key, value in environ.items() if key not in _GIT_ENV_DROPPED}
-    env.update(
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_ASKPASS="",
-        SSH_ASKPASS="",
-        LC_ALL="C",
-    )
-    return env
-
-
 def probe_git(workspace: Path, environ: Mapping[str, str]) -> GitFacts:
     """Branch, HEAD and the count of changed files, read-only; never raises."""
-    found = shutil.which("git", path=environ.get("PATH", os.defpath))
-    if found is None:
+    if find_git(environ) is None:
         return GitFacts(repo=False, reason="git is not installed")
-    git = os.path.realpath(found)
-    base = [git, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
-    base += ["-c", "diff.external=", "-C", str(workspace)]
-    env = _git_env(environ)
 
     def run(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                [*base, *args],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                env=env,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+        done = run_git(workspace, args, environ, timeout_s=GIT_TIMEOUT_S)
+        return done.text() if done is not None and done.ok else None
 
     inside = run("rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != "true":

@@ -4,7 +4,15 @@ The verdict is the exit status of the command ax-exec ran: ``exited`` with 0
 passed, ``exited`` with anything else failed, and every other termination
 (timeout, abort, a command that could not start) is an error. Nothing a parser
 reads can turn a failure into a pass. "This project cannot" is ``unsupported``
-with a typed reason, never ``passed``.
+with a typed reason, never ``passed``. Two readings refine that, and neither
+can make a pass: a command that exited 0 but changed the sources it was
+checking is ``modified`` (tree.py), and one whose failure is a program it
+could not find is ``unsupported`` with the missing program and its cure
+(missing.py), never ``failed``.
+
+Every command of a unit runs with the unit's environment (toolchains.py's
+``child_env``): a project virtualenv first on PATH with ``VIRTUAL_ENV`` set,
+and ax-check's own virtualenv never on it.
 """
 
 from __future__ import annotations
@@ -15,11 +23,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ax_check.facts import gather_facts
-from ax_check.models import KINDS, CheckResult, Kind, OutputExcerpt, RecipeRef, Verdict
+from ax_check.facts import UnitFacts, gather_facts
+from ax_check.missing import MissingScanner, classify
+from ax_check.models import (
+    KINDS,
+    CheckResult,
+    Kind,
+    OutputExcerpt,
+    RecipeRef,
+    TreeCheck,
+    Verdict,
+)
 from ax_check.parsers import Enrichment, OutputWatcher
 from ax_check.recipes import Blocker, Resolved, resolve
-from ax_check.toolchains import Toolchains
+from ax_check.toolchains import ChildEnv, Toolchains, environment_ref
+from ax_check.tree import compare_tree, take_snapshot
 from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
 from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
@@ -32,6 +50,8 @@ MAX_TARGET_CHARS = 1024
 # ax-exec keeps this much of each stream; the excerpt and the parsers see everything.
 EXEC_OUTPUT_BYTES = 64 * 1024
 PYTEST_NO_TESTS_EXIT = 5
+# Changed files named in a `modified` result's message (all are in `tree.changed`).
+TREE_CHANGES_IN_MESSAGE = 5
 SANDBOX_PROFILES: tuple[SandboxProfile, ...] = ("none", "read-only", "workspace-write")
 
 
@@ -84,6 +104,12 @@ class Prepared:
     layout: StateLayout | None
     resolution: Resolved | Blocker
     scope: str | list[str]
+    facts: UnitFacts
+
+    @property
+    def child(self) -> ChildEnv:
+        assert self.facts.child is not None
+        return self.facts.child
 
 
 def select_unit(discovery: Discovery, project: str | None) -> Unit:
@@ -150,7 +176,9 @@ def _scope(kind: Kind, unit: Unit, targets: tuple[str, ...]) -> str | list[str]:
     return [f"{prefix}{target}" for target in targets]
 
 
-def _unsupported(kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str]) -> CheckResult:
+def _unsupported(
+    kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str], facts: UnitFacts
+) -> CheckResult:
     return CheckResult(
         kind=kind,
         project=unit.id,
@@ -159,13 +187,16 @@ def _unsupported(kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str
         message=blocker.message,
         cure=blocker.cure,
         scope=scope,
+        environment=environment_ref(facts.python),
     )
 
 
-def judge(outcome: ExecOutcome) -> Verdict:
+def judge(outcome: ExecOutcome, tree: TreeCheck | None = None) -> Verdict:
     if outcome.termination != "exited":
         return "error"
-    return "passed" if outcome.exit_code == 0 else "failed"
+    if outcome.exit_code != 0:
+        return "failed"
+    return "modified" if tree is not None and tree.changed_total else "passed"
 
 
 def _message(outcome: ExecOutcome) -> str | None:
@@ -190,12 +221,11 @@ def _record(
     append_events(layout, session, events)
 
 
-def _startable(program: str, cwd: Path, environ: Mapping[str, str] | None) -> bool:
-    """Stat-only: is ``program`` an executable file (by path, or on PATH)?"""
+def _startable(program: str, cwd: Path, path: str) -> bool:
+    """Stat-only: is ``program`` an executable file (by path, or on ``path``)?"""
     if os.sep in program:
         candidate = cwd / program
         return candidate.is_file() and os.access(candidate, os.X_OK)
-    path = (os.environ if environ is None else environ).get("PATH", os.defpath)
     return shutil.which(program, path=path) is not None
 
 
@@ -234,7 +264,8 @@ def prepare(request: CheckRequest, environ: Mapping[str, str] | None = None) -> 
         resolution = resolve(facts, kind, request.targets)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    return Prepared(request, kind, unit, layout, resolution, _scope(kind, unit, request.targets))
+    scope = _scope(kind, unit, request.targets)
+    return Prepared(request, kind, unit, layout, resolution, scope, facts)
 
 
 def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
@@ -248,7 +279,7 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
     )
     session = prepared.request.session
     if isinstance(resolution, Blocker):
-        result = _unsupported(kind, unit, resolution, scope)
+        result = _unsupported(kind, unit, resolution, scope, prepared.facts)
         try:
             _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
         except AxError as exc:
@@ -263,11 +294,15 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         workspace=str(resolve_workspace(prepared.request.workspace)),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
+        env=prepared.child.set,
+        env_deny_patterns=list(prepared.child.unset),
     )
-    watcher = OutputWatcher(Enrichment(kind))
+    scanner = MissingScanner()
+    watcher = OutputWatcher(Enrichment(kind), listeners=[scanner.line])
+    snapshot = take_snapshot(unit.path, hooks.environ)
     # ax-exec has no spawn callback, so check.started is appended just before the spawn,
     # and only when the program can be found: one that cannot start gets no started event.
-    if _startable(resolution.command.argv[0], unit.path, hooks.environ):
+    if _startable(resolution.command.argv[0], unit.path, prepared.child.path):
         _record(
             prepared.layout,
             session,
@@ -277,7 +312,9 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         hooks.on_start(resolution)
     outcome = run_managed(spec, abort=hooks.abort, on_output=watcher.feed, environ=hooks.environ)
     watcher.finish()
-    result = build_result(kind, unit, scope, resolution, outcome, watcher)
+    scanner.finish()
+    tree = compare_tree(snapshot)
+    result = build_result(prepared, outcome, watcher, scanner, tree)
     try:
         _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
     except AxError as exc:
@@ -285,14 +322,30 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
     return result
 
 
+def _tree_message(tree: TreeCheck) -> str:
+    listed = ", ".join(change.path for change in tree.changed[:TREE_CHANGES_IN_MESSAGE])
+    more = tree.changed_total - min(len(tree.changed), TREE_CHANGES_IN_MESSAGE)
+    tail = f" and {more} more" if more > 0 else ""
+    return (
+        f"the command changed {tree.changed_total} source file(s) it was checking: "
+        f"{listed}{tail}; a check must leave the sources as they were"
+    )
+
+
 def build_result(
-    kind: Kind,
-    unit: Unit,
-    scope: str | list[str],
-    resolution: Resolved,
+    prepared: Prepared,
     outcome: ExecOutcome,
     watcher: OutputWatcher,
+    scanner: MissingScanner,
+    tree: TreeCheck,
 ) -> CheckResult:
+    kind, unit, scope, resolution = (
+        prepared.kind,
+        prepared.unit,
+        prepared.scope,
+        prepared.resolution,
+    )
+    assert isinstance(resolution, Resolved)
     enrichment = watcher.enrichment
     if (
         resolution.recipe.id.startswith("python.pytest")
@@ -300,12 +353,30 @@ def build_result(
         and outcome.exit_code == PYTEST_NO_TESTS_EXIT
     ):
         enrichment.signal("no-tests-collected", "pytest collected no tests")
+    for change in tree.changed:
+        enrichment.signal("source-changed", f"{change.change}: {change.path}")
+    verdict = judge(outcome, tree)
+    message = _message(outcome)
+    reason = cure = None
+    if verdict == "failed" and outcome.exit_code is not None:
+        missing = classify(scanner, outcome.exit_code, prepared.facts, resolution.command.display)
+        if missing is not None:
+            verdict, reason, message, cure = (
+                "unsupported",
+                missing.reason,
+                missing.message,
+                missing.cure,
+            )
+    if tree.changed_total:
+        message = f"{message}; {_tree_message(tree)}" if message else _tree_message(tree)
     head, tail = watcher.combined.texts()
     return CheckResult(
         kind=kind,
         project=unit.id,
-        verdict=judge(outcome),
-        message=_message(outcome),
+        verdict=verdict,
+        reason=reason,
+        message=message,
+        cure=cure,
         recipe=RecipeRef(id=resolution.recipe_id, command=resolution.command.display),
         replay_key=resolution.replay_key,
         exit_code=outcome.exit_code,
@@ -322,6 +393,8 @@ def build_result(
             truncated=watcher.combined.truncated,
             spill_path=outcome.spill_path,
         ),
+        environment=environment_ref(prepared.facts.python),
+        tree=tree,
     )
 
 

@@ -18,7 +18,7 @@ from libcommon.cliapp import (
 )
 
 if TYPE_CHECKING:
-    from ax_check.models import CheckResult, DetectReport
+    from ax_check.models import CheckResult, DetectReport, EnvironmentRef
 
 app = make_app(
     "ax-check",
@@ -60,9 +60,19 @@ KIND_HELP = {
     "format": "Check formatting without changing files (ruff format --check, cargo fmt --check).",
     "static-analysis": "Static analysis (the project's own task, go vet).",
 }
-EXIT_OF_VERDICT = {"passed": 0, "failed": 1, "error": 1, "unsupported": 5}
+EXIT_OF_VERDICT = {"passed": 0, "failed": 1, "error": 1, "unsupported": 5, "modified": 1}
 SIGNALS_SHOWN = 10
 TAIL_LINES_SHOWN = 30
+
+
+def _environment_text(environment: EnvironmentRef) -> str:
+    if not environment.on_path:
+        return f"environment: none; Python tools run with ax-check's own {environment.python}"
+    whose = {"project": "the project's", "active": "the active", "ax-check": "ax-check's own"}
+    return (
+        f"environment: {whose[environment.source]} virtualenv {environment.path}, first on PATH "
+        f"(python {environment.python})"
+    )
 
 
 def _print_result(result: CheckResult, as_json: bool) -> int:
@@ -72,6 +82,8 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
         out(f"ax-check: {what} in {result.project} ({result.reason}): {result.message}")
         if result.cure:
             out(f"ax-check: cure: {result.cure}")
+        if result.recipe is not None:
+            out(f"ax-check: ran {result.recipe.command}  [{result.recipe.id}]")
     else:
         assert result.recipe is not None
         seconds = (result.duration_ms or 0) / 1000
@@ -89,6 +101,11 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
             out(f"ax-check: {result.message}")
         for signal in result.signals[:SIGNALS_SHOWN]:
             out(f"ax-check:   {signal.name}: {signal.detail}")
+        if result.tree is not None and not result.tree.complete:
+            out(
+                f"ax-check: only {result.tree.files} source files were watched for changes "
+                "(the cap); changes to the others were not checked"
+            )
         if result.verdict != "passed" and result.output is not None and not as_json:
             # The tail is empty when the head already holds the whole output.
             text = result.output.tail or result.output.head
@@ -96,6 +113,8 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
             if lines:
                 out(f"ax-check: last {len(lines)} lines of output:")
                 out("\n".join(lines))
+    if result.environment is not None:
+        out(f"ax-check: {_environment_text(result.environment)}")
     if result.replay_key:
         out(f"ax-check: replay key {result.replay_key}")
     if as_json:
@@ -192,6 +211,8 @@ def _print_detect(report: DetectReport) -> None:
         manifests = ", ".join(unit.manifests) or "no manifest"
         ecosystems = ", ".join(unit.ecosystems) or "-"
         write(f"\nunit {unit.id}  [{ecosystems}]  ({manifests})\n")
+        if unit.environment is not None:
+            write(f"  {_environment_text(unit.environment)}\n")
         for item in unit.kinds:
             if item.recipe is not None:
                 write(f"  {item.kind:<16} {item.recipe.id}: {item.recipe.command}\n")

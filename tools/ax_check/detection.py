@@ -18,7 +18,7 @@ from ax_check.models import (
     UnitReport,
 )
 from ax_check.recipes import TARGET_PLACEHOLDER, Blocker, resolve
-from ax_check.toolchains import REPORTED_TOOLCHAINS, Toolchains
+from ax_check.toolchains import REPORTED_TOOLCHAINS, Toolchains, child_env, environment_ref
 from ax_check.units import discover_units
 from libcommon.paths import resolve_workspace
 
@@ -68,13 +68,16 @@ def detect(
                 manifests=list(unit.manifests),
                 ecosystems=list(unit.ecosystems),
                 kinds=kinds,
+                environment=environment_ref(facts.python),
             )
         )
+    # What a unit's command finds: this PATH without ax-check's own venv (toolchains.py).
+    seen = Toolchains(path=child_env(environ, None).path, environ=environ)
     return DetectReport(
         workspace=str(root),
         units=units,
         toolchains=[
-            ToolchainReport(name=name, path=toolchains.find(name)) for name in REPORTED_TOOLCHAINS
+            ToolchainReport(name=name, path=seen.find(name)) for name in REPORTED_TOOLCHAINS
         ],
         notes=list(discovery.notes),
     )

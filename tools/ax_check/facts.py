@@ -11,11 +11,12 @@ from __future__ import annotations
 import configparser
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ax_check.toolchains import PythonEnv, Toolchains, python_env
+from ax_check.installation import PythonProject, installed_distributions, read_project
+from ax_check.toolchains import ChildEnv, PythonEnv, Toolchains, child_env, python_env
 from ax_check.units import MAX_MANIFEST_BYTES, Unit, load_json_object, load_toml, read_small
 
 JUSTFILE_NAMES: tuple[str, ...] = ("justfile", "Justfile", ".justfile")
@@ -80,7 +81,10 @@ class UnitFacts:
     npm_scripts: dict[str, Task] = field(default_factory=dict)
     tool_config: set[str] = field(default_factory=set)
     python: PythonEnv | None = None
+    project: PythonProject | None = None
     node: NodeEnv | None = None
+    # What every command of the unit sees (its PATH is also what `toolchains` searches).
+    child: ChildEnv | None = None
 
     @property
     def ecosystems(self) -> tuple[str, ...]:
@@ -269,7 +273,18 @@ def _python_facts(facts: UnitFacts) -> None:
         except configparser.Error as exc:
             facts.problems.setdefault("python", f"setup.cfg: not valid ({exc})")
     facts.tool_config = _python_tool_config(directory, facts.pyproject, facts.setup_cfg)
-    facts.python = python_env(directory, facts.workspace)
+    python = python_env(directory, facts.workspace, facts.toolchains.variables)
+    facts.project = read_project(directory, facts.workspace, facts.pyproject, facts.setup_cfg)
+    name = facts.project.name
+    if (
+        python.source == "ax-check"
+        and python.venv is not None
+        and name is not None
+        and name in installed_distributions(python.site_dirs)
+    ):
+        # ax-check runs in a venv the project is installed in: that venv is the project's.
+        python = replace(python, on_path=True)
+    facts.python = python
     for name in JUSTFILE_NAMES:
         text = read_small(directory / name)
         if text is not None:
@@ -322,4 +337,6 @@ def gather_facts(workspace: Path, unit: Unit, toolchains: Toolchains) -> UnitFac
         notes: list[str] = []
         if load_toml(unit.path / "Cargo.toml", notes) is None:
             facts.problems["rust"] = _read_failure(notes, "Cargo.toml")
+    facts.child = child_env(toolchains.environ, facts.python)
+    facts.toolchains = Toolchains(path=facts.child.path, environ=toolchains.environ)
     return facts

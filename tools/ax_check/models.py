@@ -18,7 +18,8 @@ KINDS: tuple[Kind, ...] = (
     "format",
     "static-analysis",
 )
-Verdict = Literal["passed", "failed", "error", "unsupported"]
+# `modified`: the command exited 0 but changed the sources it was checking (never a pass).
+Verdict = Literal["passed", "failed", "error", "unsupported", "modified"]
 Reason = Literal[
     "no-recipe", "precondition", "precondition-curable", "toolchain-unavailable", "bad-request"
 ]
@@ -70,6 +71,37 @@ class Finding(Contract):
     message: str
 
 
+class EnvironmentRef(Contract):
+    """The Python environment a unit's commands ran with."""
+
+    # project: the unit's (or workspace root's) .venv/venv; active: VIRTUAL_ENV;
+    # ax-check: the interpreter ax-check runs under (no project environment).
+    source: Literal["project", "active", "ax-check"]
+    # The virtualenv folder (absolute); None when the interpreter is not a venv's.
+    path: str | None
+    # The interpreter the guessed Python recipes run.
+    python: str
+    # The venv's bin folder went first on the child's PATH, with VIRTUAL_ENV set.
+    on_path: bool
+
+
+class TreeChange(Contract):
+    path: str  # unit-relative
+    change: Literal["modified", "deleted"]
+
+
+class TreeCheck(Contract):
+    """Whether the command changed the unit's sources (tree.py says which files count)."""
+
+    method: Literal["git", "walk"]
+    # Source files watched; `complete` is false when the cap left some unwatched.
+    files: int
+    complete: bool
+    changed: list[TreeChange] = Field(default_factory=list)
+    # All changed files, of which `changed` lists at most tree.MAX_CHANGES_LISTED.
+    changed_total: int = 0
+
+
 class CheckResult(Contract):
     kind: Kind
     project: str | None
@@ -87,6 +119,8 @@ class CheckResult(Contract):
     signals: list[Signal] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     output: OutputExcerpt | None = None
+    environment: EnvironmentRef | None = None
+    tree: TreeCheck | None = None
 
 
 class KindResolution(Contract):
@@ -106,6 +140,7 @@ class UnitReport(Contract):
     manifests: list[str]
     ecosystems: list[Ecosystem]
     kinds: list[KindResolution]
+    environment: EnvironmentRef | None = None
 
 
 class ToolchainReport(Contract):

@@ -10,6 +10,7 @@ bounded memory, and what they keep is capped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ax_check.models import Finding, Kind, Signal, Summary
@@ -224,6 +225,8 @@ class OutputWatcher:
 
     enrichment: Enrichment
     combined: HeadTail = field(default_factory=HeadTail)
+    # Other readers of every line, e.g. the missing-program scanner (missing.py).
+    listeners: list[Callable[[str], None]] = field(default_factory=list)
     _partial: dict[str, bytearray] = field(default_factory=dict)
     # Streams in the middle of an over-long line whose start was already parsed.
     _skipping: set[str] = field(default_factory=set)
@@ -252,4 +255,7 @@ class OutputWatcher:
             buffer.clear()
 
     def _line(self, raw: bytes) -> None:
-        self.enrichment.line(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
+        text = raw[:MAX_LINE_BYTES].decode("utf-8", "replace")
+        self.enrichment.line(text)
+        for listener in self.listeners:
+            listener(text)

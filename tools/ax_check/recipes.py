@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ax_check.facts import Task, UnitFacts
+from ax_check.installation import install_cure, missing_for_tests, shown_list
 from ax_check.models import KINDS, Ecosystem, Kind, Reason, RecipeRow
+from ax_check.toolchains import PythonEnv
 
 # The task names that stand for each kind, in order of preference.
 TASK_NAMES: dict[Kind, tuple[str, ...]] = {
@@ -181,9 +183,9 @@ def _python_tool(facts: UnitFacts, module: str, program: str) -> tuple[str, ...]
     """How to run a Python tool: with the unit's interpreter, else from PATH (no venv only)."""
     python = facts.python
     assert python is not None
-    if python.has(module):
+    if python.has(module) or not python.complete:
         return (python.executable, "-m", module)
-    if python.venv is None:
+    if python.source == "ax-check":
         found = facts.toolchains.find(program)
         if found is not None:
             return (program,)
@@ -191,11 +193,62 @@ def _python_tool(facts: UnitFacts, module: str, program: str) -> tuple[str, ...]
             "toolchain-unavailable",
             f"{program} is neither installed for {python.executable} nor on PATH",
         )
-    venv = python.venv.name
+    venv = python.shown
     return Blocker(
         "precondition-curable",
-        f"{module} is not installed in the project's {venv}",
+        f"{module} is not installed in {_env_words(python)}",
         cure=f"install {module} into {venv} (e.g. {venv}/bin/pip install {module})",
+    )
+
+
+def _env_words(python: PythonEnv) -> str:
+    if python.source == "project":
+        return f"the project's {python.shown}"
+    if python.source == "active":
+        return f"the active virtualenv {python.shown}"
+    return f"ax-check's own environment {python.shown}"
+
+
+def _tests_ready(facts: UnitFacts) -> Blocker | None:
+    """A project's tests run only where the project is installed (installation.py says how)."""
+    python, project = facts.python, facts.project
+    assert python is not None and project is not None
+    missing = missing_for_tests(project, python, facts.toolchains.variables)
+    if not missing:
+        return None
+    groups = project.test_groups
+    extra = () if any("pytest" in group.requirements for group in groups) else ("pytest",)
+    lacks = shown_list(missing)
+    if python.source == "ax-check" and not python.on_path:
+        message = (
+            "the project is not installed: it has no environment (.venv, venv or an active "
+            f"VIRTUAL_ENV), and ax-check's own interpreter {python.executable} lacks {lacks}"
+        )
+    else:
+        message = f"{_env_words(python)} lacks what the tests need: {lacks}"
+    return Blocker(
+        "precondition-curable", message, cure=install_cure(project, python, groups, extra)
+    )
+
+
+def _pytest_row(row_id: str, kind: Kind, with_targets: bool) -> Recipe:
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        assert facts.python is not None
+        return Command((facts.python.executable, "-m", "pytest", *targets))
+
+    suffix = f" {TARGET_PLACEHOLDER}..." if with_targets else ""
+    return Recipe(
+        row_id,
+        kind,
+        "python",
+        _always,
+        "a Python unit",
+        _tests_ready,
+        "the project installed for the unit's interpreter (its .venv/venv, the active "
+        "VIRTUAL_ENV, else ax-check's own): pytest, the project itself and its declared "
+        "dependencies and test extra/group",
+        build,
+        f"python -m pytest{suffix}",
     )
 
 
@@ -209,7 +262,6 @@ def _python_tool_row(
     args: Args,
     applies: Applies = _always,
     applies_text: str = "a Python unit",
-    with_targets: bool = False,
     command_text: str | None = None,
 ) -> Recipe:
     def precondition(facts: UnitFacts) -> Blocker | None:
@@ -220,12 +272,11 @@ def _python_tool_row(
         found = _python_tool(facts, module, module)
         assert not isinstance(found, Blocker)
         fixed = args(facts) if callable(args) else args
-        return Command((*found, *fixed, *(targets if with_targets else ())))
+        return Command((*found, *fixed))
 
     if command_text is None:
         shown = args if isinstance(args, tuple) else ()
-        suffix = f" {TARGET_PLACEHOLDER}..." if with_targets else ""
-        command_text = " ".join(("python", "-m", module, *shown)) + suffix
+        command_text = " ".join(("python", "-m", module, *shown))
     return Recipe(
         row_id,
         kind,
@@ -233,7 +284,8 @@ def _python_tool_row(
         applies,
         applies_text,
         precondition,
-        f"{module} installed for the unit's interpreter (its .venv/venv, else ax-check's own)",
+        f"{module} installed for the unit's interpreter (its .venv/venv, the active "
+        "VIRTUAL_ENV, else ax-check's own)",
         build,
         command_text,
     )
@@ -352,15 +404,14 @@ def _table() -> tuple[Recipe, ...]:
         if kind != "test-targeted":
             rows += [_task_row(runner, kind) for runner in RUNNERS]
     rows += [
-        _python_tool_row("python.pytest", "test", "pytest", ()),
-        _python_tool_row(
-            "python.pytest-targeted", "test-targeted", "pytest", (), with_targets=True
-        ),
+        _pytest_row("python.pytest", "test", with_targets=False),
+        _pytest_row("python.pytest-targeted", "test-targeted", with_targets=True),
         _python_tool_row(
             "python.ruff-check",
             "lint",
             "ruff",
-            ("check", "."),
+            # --no-fix: a project's `fix = true` would otherwise rewrite the sources.
+            ("check", "--no-fix", "."),
             _prefers("ruff", "flake8"),
             "ruff is configured, or flake8 is not",
         ),

@@ -16,6 +16,9 @@ import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
+
+from ax_check.models import EnvironmentRef
 
 # The programs `ax-check detect` reports, in this order.
 REPORTED_TOOLCHAINS: tuple[str, ...] = (
@@ -43,12 +46,18 @@ class Toolchains:
     """Looks programs up on one PATH, remembering the answers for one resolution."""
 
     path: str
+    # The environment the PATH came from (None: this process's).
+    environ: Mapping[str, str] | None = None
     _found: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Toolchains:
         env = os.environ if environ is None else environ
-        return cls(path=env.get("PATH", os.defpath))
+        return cls(path=env.get("PATH", os.defpath), environ=environ)
+
+    @property
+    def variables(self) -> Mapping[str, str]:
+        return os.environ if self.environ is None else self.environ
 
     def find(self, name: str) -> str | None:
         if name not in self._found:
@@ -85,30 +94,154 @@ def module_installed(site_dirs: list[Path], module: str) -> bool:
     )
 
 
+EnvSource = Literal["project", "active", "ax-check"]
+VENV_NAMES: tuple[str, ...] = (".venv", "venv")
+
+
 @dataclass(frozen=True)
 class PythonEnv:
-    """The interpreter a unit's checks run with: its own virtualenv, else ax-check's own."""
+    """The interpreter a unit's Python checks run with, and where it came from.
 
-    # argv[0] as it will be run (relative to the unit for a project venv).
+    ``project``: the unit's (or the workspace root's) ``.venv``/``venv``;
+    ``active``: the virtualenv named by ``VIRTUAL_ENV`` (not ax-check's own);
+    ``ax-check``: the interpreter ax-check itself runs under.
+    """
+
+    # argv[0] as it will be run (relative to the unit for a venv inside the workspace).
     executable: str
     venv: Path | None
     site_dirs: tuple[Path, ...]
+    source: EnvSource
+    # False when the venv also sees its base interpreter's site-packages, which are
+    # not listed here: a module not found may still be importable.
+    complete: bool = True
+    # Its bin folder goes first on the child's PATH, with VIRTUAL_ENV set to it.
+    on_path: bool = False
+    # How people see the venv: unit-relative inside the workspace, else absolute.
+    shown: str = ""
 
     def has(self, module: str) -> bool:
         return module_installed(list(self.site_dirs), module)
 
 
-VENV_NAMES: tuple[str, ...] = (".venv", "venv")
+def own_venv() -> Path | None:
+    """The virtualenv ax-check runs in, or None when it runs under a base interpreter."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    return Path(os.path.realpath(sys.prefix))
 
 
-def python_env(unit_dir: Path, workspace: Path) -> PythonEnv:
-    """The unit's ``.venv``/``venv`` (or the workspace root's), else the running interpreter."""
+def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _includes_system_site(venv: Path) -> bool:
+    try:
+        text = (venv / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "include-system-site-packages":
+            return value.strip().lower() == "true"
+    return False
+
+
+def _pythonpath_dirs(environ: Mapping[str, str]) -> list[Path]:
+    return [Path(entry) for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+
+
+def _venv_env(
+    venv: Path, source: EnvSource, executable: str, shown: str, extra: list[Path]
+) -> PythonEnv:
+    return PythonEnv(
+        executable=executable,
+        venv=venv,
+        site_dirs=(*site_dirs_of_venv(venv), *extra),
+        source=source,
+        complete=not _includes_system_site(venv),
+        on_path=True,
+        shown=shown,
+    )
+
+
+def python_env(
+    unit_dir: Path, workspace: Path, environ: Mapping[str, str] | None = None
+) -> PythonEnv:
+    """The unit's ``.venv``/``venv`` (or the workspace root's), else the active
+    ``VIRTUAL_ENV`` unless it is ax-check's own, else the running interpreter."""
+    env = os.environ if environ is None else environ
+    extra = _pythonpath_dirs(env)
     for folder in (unit_dir, workspace) if unit_dir != workspace else (unit_dir,):
         for name in VENV_NAMES:
             candidate = folder / name / "bin" / "python"
             if candidate.exists():
-                venv = folder / name
                 relative = os.path.relpath(candidate, unit_dir)
                 executable = relative if relative.startswith("..") else f"./{relative}"
-                return PythonEnv(executable, venv, tuple(site_dirs_of_venv(venv)))
-    return PythonEnv(sys.executable, None, tuple(site_dirs_of_running_interpreter()))
+                shown = os.path.relpath(folder / name, unit_dir)
+                return _venv_env(folder / name, "project", executable, shown, extra)
+    active = env.get("VIRTUAL_ENV")
+    own = own_venv()
+    if active and (own is None or not _same(active, own)):
+        candidate = Path(active) / "bin" / "python"
+        if candidate.exists():
+            return _venv_env(Path(active), "active", str(candidate), active, extra)
+    return PythonEnv(
+        executable=sys.executable,
+        venv=own,
+        site_dirs=(*site_dirs_of_running_interpreter(), *extra),
+        source="ax-check",
+        complete=own is None or not _includes_system_site(own),
+        shown=str(own) if own is not None else sys.executable,
+    )
+
+
+@dataclass(frozen=True)
+class ChildEnv:
+    """What a unit's commands see: PATH, and the variables set and removed."""
+
+    path: str
+    set: dict[str, str]
+    unset: tuple[str, ...]
+
+
+def child_env(environ: Mapping[str, str] | None, python: PythonEnv | None) -> ChildEnv:
+    """The child's PATH with the project's environment first and ax-check's own venv gone.
+
+    ax-check's own virtualenv never reaches a project's PATH (its ``pytest``,
+    ``mypy`` or ``python`` would run the project's task with ax-check's
+    packages) unless it is the project's chosen environment; a ``VIRTUAL_ENV``
+    naming it is removed likewise. With a project environment its ``bin`` goes
+    first, ``VIRTUAL_ENV`` names it and ``PYTHONHOME`` is removed (it would
+    point the venv's interpreter at another standard library).
+    """
+    env = os.environ if environ is None else environ
+    own = own_venv()
+    chosen = python.venv if python is not None and python.on_path else None
+    entries = env.get("PATH", os.defpath).split(os.pathsep)
+    dropped = [own / "bin"] if own is not None else []
+    if chosen is not None:
+        dropped.append(chosen / "bin")
+    kept = [entry for entry in entries if not (entry and any(_same(entry, d) for d in dropped))]
+    overrides: dict[str, str] = {}
+    unset: list[str] = []
+    if chosen is not None:
+        kept.insert(0, str(chosen / "bin"))
+        overrides["VIRTUAL_ENV"] = str(chosen)
+        unset.append("PYTHONHOME")
+    elif own is not None and env.get("VIRTUAL_ENV") and _same(env["VIRTUAL_ENV"], own):
+        unset.append("VIRTUAL_ENV")
+    path = os.pathsep.join(kept)
+    overrides["PATH"] = path
+    return ChildEnv(path=path, set=overrides, unset=tuple(unset))
+
+
+def environment_ref(python: PythonEnv | None) -> EnvironmentRef | None:
+    if python is None:
+        return None
+    return EnvironmentRef(
+        source=python.source,
+        path=str(python.venv) if python.venv is not None else None,
+        python=python.executable,
+        on_path=python.on_path,
+    )

@@ -312,7 +312,8 @@ class CheckCompleted(EventBody):
     project: str
     scope: str | list[str]
     recipe_id: str | None
-    verdict: Literal["passed", "failed", "error", "unsupported"]
+    # modified: exited 0 but changed the sources it checked (ax-check's tree check).
+    verdict: Literal["passed", "failed", "error", "unsupported", "modified"]
     exit_code: int | None
     termination: Termination | None
     reason: str | None
