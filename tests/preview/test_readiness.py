@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -31,7 +32,8 @@ def test_strip_ansi_removes_colour_inside_a_url() -> None:
         ("compiled in 12:30:45, 99 modules", []),
         ("no address here at all", []),
         ("http://localhost:70000/ is not a port", []),
-        ("Local: http://localhost:5173/\nNetwork: http://192.168.1.4:5174/", [5173, 5174]),
+        # The latest announcement wins.
+        ("Local: http://localhost:5173/\nNetwork: http://192.168.1.4:5174/", [5174, 5173]),
     ],
 )
 def test_announced_ports(line: str, ports: list[int]) -> None:
@@ -81,12 +83,13 @@ def v6_server() -> Iterator[int]:
 
 def test_probe_counts_any_http_status_as_an_answer(v4_server: int) -> None:
     assert readiness.probe("127.0.0.1", v4_server)
-    assert readiness.first_answer([v4_server]) == f"http://127.0.0.1:{v4_server}/"
+    found = readiness.assess([v4_server], lambda: [os.getpid()])
+    assert found.url == f"http://127.0.0.1:{v4_server}/"
 
 
 def test_probe_reaches_a_server_on_ipv6_loopback_only(v6_server: int) -> None:
     assert not readiness.probe("127.0.0.1", v6_server)
-    assert readiness.first_answer([v6_server]) == f"http://[::1]:{v6_server}/"
+    assert readiness.assess([v6_server], lambda: [os.getpid()]).url == f"http://[::1]:{v6_server}/"
 
 
 def test_probe_fails_on_a_closed_port() -> None:
@@ -94,7 +97,7 @@ def test_probe_fails_on_a_closed_port() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     assert not readiness.probe("127.0.0.1", port)
-    assert readiness.first_answer([port]) is None
+    assert readiness.assess([port], lambda: [os.getpid()]) == readiness.Assessment(None, None, None)
 
 
 def test_probe_fails_on_a_socket_that_does_not_speak_http() -> None:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from libcommon.projectenv import find_venv
+
 # The programs `ax-check detect` reports, in this order.
 REPORTED_TOOLCHAINS: tuple[str, ...] = (
     "python3",
@@ -98,17 +100,11 @@ class PythonEnv:
         return module_installed(list(self.site_dirs), module)
 
 
-VENV_NAMES: tuple[str, ...] = (".venv", "venv")
-
-
 def python_env(unit_dir: Path, workspace: Path) -> PythonEnv:
     """The unit's ``.venv``/``venv`` (or the workspace root's), else the running interpreter."""
-    for folder in (unit_dir, workspace) if unit_dir != workspace else (unit_dir,):
-        for name in VENV_NAMES:
-            candidate = folder / name / "bin" / "python"
-            if candidate.exists():
-                venv = folder / name
-                relative = os.path.relpath(candidate, unit_dir)
-                executable = relative if relative.startswith("..") else f"./{relative}"
-                return PythonEnv(executable, venv, tuple(site_dirs_of_venv(venv)))
+    venv = find_venv(unit_dir, workspace)
+    if venv is not None:
+        relative = os.path.relpath(venv / "bin" / "python", unit_dir)
+        executable = relative if relative.startswith("..") else f"./{relative}"
+        return PythonEnv(executable, venv, tuple(site_dirs_of_venv(venv)))
     return PythonEnv(sys.executable, None, tuple(site_dirs_of_running_interpreter()))

@@ -352,6 +352,8 @@ class PreviewReady(EventBody):
     url: str
     pid: int
     note: str
+    # verified / not-verified: who holds the socket that answered (``note`` says it in words).
+    ownership: str | None = None
 
 
 @register
@@ -361,6 +363,7 @@ class PreviewFailed(EventBody):
     reason: str
     exit_code: int | None = None
     log_tail: str | None = None
+    hint: str | None = None
 
 
 @register
