@@ -189,6 +189,8 @@ def other_process() -> Iterator[tuple[int, int]]:
             "import socket, sys, time\n"
             "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
             "print(s.getsockname()[1], flush=True); time.sleep(60)",
+            # A secret on a command line must not reach what ax shows or records.
+            "API_TOKEN=supersecretvalue123",
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -221,6 +223,8 @@ def test_a_socket_another_process_holds_is_named(other_process: tuple[int, int])
     assert owner.status == "other-owner"
     assert owner.pid == pid
     assert owner.command is not None and "socket" in owner.command
+    assert "supersecretvalue123" not in owner.command
+    assert "API_TOKEN=[REDACTED" in owner.command
     assert f"pid {pid} (" in owner.note and "not part of the server's process tree" in owner.note
 
 

@@ -126,12 +126,20 @@ def _rank(listener: procfs.Listener, host: str) -> int | None:
     return 1 if listener.address == "::" and listener.family == socket.AF_INET6 else None
 
 
+def _command(pid: int) -> str | None:
+    """A process's command line as ax may show and record it: redacted."""
+    from libcommon.redact import redact
+
+    command = procfs.command_of(pid)
+    return None if command is None else redact(command)
+
+
 def _foreign_holder(inodes: set[int], tree: set[int]) -> tuple[int | None, str | None]:
     held, _ = procfs.socket_holders(inodes, (pid for pid in procfs.all_pids() if pid not in tree))
     if not held:
         return None, None
     pid = min(held.values())
-    return pid, procfs.command_of(pid)
+    return pid, _command(pid)
 
 
 def ownership(host: str, port: int, tree: Iterable[int]) -> Ownership:
@@ -160,7 +168,7 @@ def ownership(host: str, port: int, tree: Iterable[int]) -> Ownership:
     if held and set(held) == inodes:
         holder = min(held.values())
         return Ownership(
-            status="verified", host=host, port=port, pid=holder, command=procfs.command_of(holder)
+            status="verified", host=host, port=port, pid=holder, command=_command(holder)
         )
     pid, command = _foreign_holder(inodes - set(held), members)
     if pid is None and unreadable:

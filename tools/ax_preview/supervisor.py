@@ -306,7 +306,10 @@ class Supervisor:
             exit_code=self.server_status,
             kill_verified=result.verified,
         )
-        failed = {} if was_ready else {"hint": self.hint, "ownership": self.foreign}
+        failed = {}
+        if not was_ready:
+            owned = failure == "port-owned-by-another-process"
+            failed = {"hint": self.hint, "ownership": self.foreign if owned else None}
         self.update(
             state="stopped" if was_ready else "failed",
             reason=stop_reason if was_ready else failure,
@@ -385,6 +388,8 @@ class Supervisor:
             now = time.monotonic()
             if self.server_status is not None:
                 reason: StopReason = "exited" if self.server_status == 0 else "crashed"
+                if self.record.state != "starting":
+                    return reason, reason
                 return reason, self.exit_failure(log_path)
             if self.stop_requested:
                 return "stopped", "stopped"
