@@ -23,6 +23,7 @@ from dataclasses import dataclass
 ENVIRON_READ_MAX_BYTES = 1024 * 1024
 # One line per socket, about 150 bytes: room for some 100,000 sockets per table.
 NET_TABLE_READ_MAX_BYTES = 16 * 1024 * 1024
+NET_TABLE_CHUNK_BYTES = 64 * 1024
 CMDLINE_READ_MAX_BYTES = 4096
 TCP_LISTEN_STATE = "0A"
 NET_TABLES = (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6))
@@ -116,11 +117,18 @@ def _address(hex_address: str, family: int) -> str:
 
 
 def _table_lines(path: str) -> list[str]:
+    # In chunks: one read of the whole bound would allocate all of it up front.
+    chunks: list[bytes] = []
+    size = 0
     with open(path, "rb") as handle:
-        data = handle.read(NET_TABLE_READ_MAX_BYTES + 1)
-    if len(data) > NET_TABLE_READ_MAX_BYTES:
-        raise OSError(errno.EFBIG, f"more than {NET_TABLE_READ_MAX_BYTES} bytes of sockets", path)
-    return data.decode("ascii", "replace").splitlines()[1:]
+        while chunk := handle.read(NET_TABLE_CHUNK_BYTES):
+            size += len(chunk)
+            if size > NET_TABLE_READ_MAX_BYTES:
+                raise OSError(
+                    errno.EFBIG, f"more than {NET_TABLE_READ_MAX_BYTES} bytes of sockets", path
+                )
+            chunks.append(chunk)
+    return b"".join(chunks).decode("ascii", "replace").splitlines()[1:]
 
 
 def tcp_listeners(port: int | None = None) -> list[Listener]:

@@ -14,6 +14,7 @@ def test_libcommon_limits() -> None:
 
     assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
     assert procfs.NET_TABLE_READ_MAX_BYTES == 16 * 1024 * 1024
+    assert procfs.NET_TABLE_CHUNK_BYTES == 64 * 1024
     assert procfs.CMDLINE_READ_MAX_BYTES == 4096
     assert locks.LOCK_TIMEOUT_S == 30.0
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
