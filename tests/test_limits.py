@@ -13,6 +13,9 @@ def test_libcommon_limits() -> None:
     from libcommon import procfs, redact
 
     assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
+    assert procfs.NET_TABLE_READ_MAX_BYTES == 16 * 1024 * 1024
+    assert procfs.NET_TABLE_CHUNK_BYTES == 64 * 1024
+    assert procfs.CMDLINE_READ_MAX_BYTES == 4096
     assert locks.LOCK_TIMEOUT_S == 30.0
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
     assert paths.SLUG_HASH_CHARS == 12
@@ -37,6 +40,7 @@ def test_preview_limits() -> None:
     assert launch.MAX_READY_TIMEOUT_S == 600.0
     assert launch.VERDICT_GRACE_S == 15.0
     assert launch.WAIT_POLL_S == 0.05
+    assert (launch.MIN_PORT, launch.MAX_PORT) == (1, 65535)
     assert readiness.PROBE_TIMEOUT_S == 0.5
     assert readiness.PROBE_HOSTS == ("127.0.0.1", "::1")
     assert readiness.MAX_CANDIDATE_PORTS == 8

@@ -20,6 +20,7 @@ complete -c ax-preview -n '__fish_seen_subcommand_from start;' -l ttl -r -d 'Sto
 complete -c ax-preview -n '__fish_seen_subcommand_from start;' -l log-cap -r -d 'Stop the server when its log passes this size.'
 complete -c ax-preview -n '__fish_seen_subcommand_from start;' -l ready-timeout -r -d 'Seconds to wait for an HTTP answer.'
 complete -c ax-preview -n '__fish_seen_subcommand_from start;' -l session -r -d 'Record preview events in this sessions log.'
+complete -c ax-preview -n '__fish_seen_subcommand_from start;' -l port -r -d 'A port the server listens on without saying so; it also gets PORT=N. The answer is still checked to come from the servers own processes.'
 complete -c ax-preview -n '__fish_seen_subcommand_from start;' -s h -l help -d 'Show help and exit.'
 complete -c ax-preview -n '__fish_seen_subcommand_from stop;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
 complete -c ax-preview -n '__fish_seen_subcommand_from stop;' -s h -l help -d 'Show help and exit.'

@@ -34,7 +34,8 @@ def test_python_server_on_ipv6_loopback_becomes_ready_and_stops_verified(pv: Any
     assert code == 0, result
     assert result["state"] == "ready"
     assert result["url"].startswith("http://[::1]:")
-    assert result["note"] == "socket ownership not verified"
+    assert result["ownership"]["status"] == "verified"
+    assert result["note"].startswith("socket ownership verified: pid ")
     assert set(result) >= {"id", "pid", "url", "state", "reason", "logPath", "ttl", "startedAt"}
     assert fetch(result["url"]) == b"hello from the fixture\n"
     entry = pv.record(result["id"])
@@ -149,7 +150,8 @@ def test_session_events_started_ready_stopped(pv: Any) -> None:
     types = [event["type"] for event in events]
     assert types == ["preview.started", "preview.ready", "preview.stopped"]
     assert events[1]["url"] == result["url"]
-    assert events[1]["note"] == "socket ownership not verified"
+    assert events[1]["note"] == result["note"]
+    assert events[1]["ownership"] == "verified"
     assert events[2]["reason"] == "stopped"
     assert events[2]["killVerified"] is True
     assert {event["previewId"] for event in events} == {result["id"]}
@@ -291,8 +293,9 @@ def test_a_command_that_cannot_start_is_a_spawn_error(
     # An npm whose interpreter does not exist: found on PATH, but exec fails.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "npm").write_text("#!/nonexistent/interpreter\n")
-    (bin_dir / "npm").chmod(0o755)
+    for program in ("node", "npm"):
+        (bin_dir / program).write_text("#!/nonexistent/interpreter\n")
+        (bin_dir / program).chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     code, result = pv.start("node-dev", "--session", "s-spawn")
     assert code == 1

@@ -24,7 +24,7 @@ def test_package_json_runs_through_the_package_manager_its_lockfile_names(
     # Fake package managers on PATH: only their location is read, they never run.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("npm", "pnpm", "yarn"):
+    for tool in ("node", "npm", "pnpm", "yarn"):
         (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
         (bin_dir / tool).chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))

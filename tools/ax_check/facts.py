@@ -3,7 +3,8 @@
 Everything here is stat or a read of a small file: the project's own tasks
 (justfile recipes, Makefile targets, tox envs, hatch/pdm scripts, package.json
 scripts) with the text each one runs, which linters and type checkers the
-project configures, its virtualenv and its Node package manager.
+project configures, its virtualenv and its Node package manager (the last two by
+libcommon.projectenv's rule, which ax-preview shares).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from ax_check.installation import PythonProject, installed_distributions, read_project
 from ax_check.toolchains import ChildEnv, PythonEnv, Toolchains, child_env, python_env
 from ax_check.units import MAX_MANIFEST_BYTES, Unit, load_json_object, load_toml, read_small
+from libcommon.projectenv import NodeEnv, node_env
 
 JUSTFILE_NAMES: tuple[str, ...] = ("justfile", "Justfile", ".justfile")
 MAKEFILE_NAMES: tuple[str, ...] = ("GNUmakefile", "makefile", "Makefile")
@@ -32,35 +34,6 @@ class Task:
 
     name: str
     body: str
-
-
-@dataclass(frozen=True)
-class NodeEnv:
-    manager: str  # npm, pnpm or yarn
-    lockfile: str | None
-    installed: bool  # node_modules found in the unit or a folder above it in the workspace
-    needs_install: bool  # dependencies are declared and nothing is installed
-    unit_dir: Path
-    workspace: Path
-
-    def local_bin(self, name: str) -> str | None:
-        """``node_modules/.bin/<name>`` relative to the unit, searching up to the workspace."""
-        for folder in (self.unit_dir, *self.unit_dir.parents):
-            candidate = folder / "node_modules" / ".bin" / name
-            if candidate.exists():
-                up = len(self.unit_dir.relative_to(folder).parts)
-                return ("../" * up or "./") + f"node_modules/.bin/{name}"
-            if folder == self.workspace:
-                break
-        return None
-
-    @property
-    def install_cure(self) -> str:
-        if self.manager == "pnpm":
-            return "run pnpm install --frozen-lockfile" if self.lockfile else "run pnpm install"
-        if self.manager == "yarn":
-            return "run yarn install --frozen-lockfile" if self.lockfile else "run yarn install"
-        return "run npm ci" if self.lockfile else "run npm install"
 
 
 @dataclass
@@ -212,41 +185,6 @@ def _python_tool_config(
     return found
 
 
-def _node_env(unit_dir: Path, workspace: Path, package: dict[str, Any]) -> NodeEnv:
-    manager = None
-    declared = package.get("packageManager")
-    if isinstance(declared, str):
-        name = declared.split("@", 1)[0]
-        if name in ("npm", "pnpm", "yarn"):
-            manager = name
-    lockfile = None
-    installed = False
-    folders = [unit_dir]
-    for parent in unit_dir.parents:
-        if parent == workspace or workspace in parent.parents:
-            folders.append(parent)
-    for folder in folders:
-        if lockfile is None:
-            for name, owner in (
-                ("pnpm-lock.yaml", "pnpm"),
-                ("yarn.lock", "yarn"),
-                ("package-lock.json", "npm"),
-                ("npm-shrinkwrap.json", "npm"),
-            ):
-                if (folder / name).is_file():
-                    lockfile = str((folder / name).relative_to(workspace))
-                    manager = manager or owner
-                    break
-        installed = installed or (folder / "node_modules").is_dir()
-    needs = any(
-        isinstance(package.get(key), dict) and package.get(key)
-        for key in ("dependencies", "devDependencies", "optionalDependencies")
-    )
-    return NodeEnv(
-        manager or "npm", lockfile, installed, needs and not installed, unit_dir, workspace
-    )
-
-
 def _read_failure(notes: list[str], name: str) -> str:
     """The note a failed read left, or why a read can fail without one."""
     if notes:
@@ -323,7 +261,7 @@ def _node_facts(facts: UnitFacts) -> None:
         return
     facts.package_json = package
     facts.npm_scripts = _npm_tasks(package)
-    facts.node = _node_env(facts.directory, facts.workspace, package)
+    facts.node = node_env(facts.directory, facts.workspace, package)
 
 
 def gather_facts(workspace: Path, unit: Unit, toolchains: Toolchains) -> UnitFacts:

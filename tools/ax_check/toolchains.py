@@ -20,6 +20,8 @@ from typing import Literal
 
 from ax_check.models import EnvironmentRef
 
+from libcommon.projectenv import find_venv
+
 # The programs `ax-check detect` reports, in this order.
 REPORTED_TOOLCHAINS: tuple[str, ...] = (
     "python3",
@@ -172,14 +174,12 @@ def python_env(
     ``VIRTUAL_ENV`` unless it is ax-check's own, else the running interpreter."""
     env = os.environ if environ is None else environ
     extra = _pythonpath_dirs(env)
-    for folder in (unit_dir, workspace) if unit_dir != workspace else (unit_dir,):
-        for name in VENV_NAMES:
-            candidate = folder / name / "bin" / "python"
-            if candidate.exists():
-                relative = os.path.relpath(candidate, unit_dir)
-                executable = relative if relative.startswith("..") else f"./{relative}"
-                shown = os.path.relpath(folder / name, unit_dir)
-                return _venv_env(folder / name, "project", executable, shown, extra)
+    venv = find_venv(unit_dir, workspace)
+    if venv is not None:
+        relative = os.path.relpath(venv / "bin" / "python", unit_dir)
+        executable = relative if relative.startswith("..") else f"./{relative}"
+        shown = os.path.relpath(venv, unit_dir)
+        return _venv_env(venv, "project", executable, shown, extra)
     active = env.get("VIRTUAL_ENV")
     own = own_venv()
     if active and (own is None or not _same(active, own)):

@@ -353,6 +353,8 @@ class PreviewReady(EventBody):
     url: str
     pid: int
     note: str
+    # verified / not-verified: who holds the socket that answered (``note`` says it in words).
+    ownership: str | None = None
 
 
 @register
@@ -362,6 +364,7 @@ class PreviewFailed(EventBody):
     reason: str
     exit_code: int | None = None
     log_tail: str | None = None
+    hint: str | None = None
 
 
 @register

@@ -42,10 +42,19 @@ def start(
     session: Annotated[
         str | None, typer.Option("--session", help="Record preview events in this session's log.")
     ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            help="A port the server listens on without saying so; it also gets PORT=N. "
+            "The answer is still checked to come from the server's own processes.",
+        ),
+    ] = None,
 ) -> int:
     """Start the project's dev server and wait until it answers; print the result JSON."""
     from ax_preview.launch import StartRequest, parse_duration, parse_size, start_preview
-    from ax_preview.scripts import NoSuchScript
+    from ax_preview.scripts import NoSuchScript, NotInstalled
+    from libcommon.errors import Unsupported
 
     request = StartRequest(
         workspace=workspace,
@@ -55,23 +64,30 @@ def start(
         log_cap_bytes=parse_size(log_cap, "--log-cap"),
         ready_timeout_s=parse_duration(ready_timeout, "--ready-timeout"),
         session=session,
+        port=port,
     )
     try:
         result = start_preview(request)
-    except NoSuchScript as exc:
-        cliapp.emit_json(
-            {
-                "state": "unsupported",
-                "reason": exc.reason,
-                "script": exc.name,
-                "available": exc.available,
-            }
-        )
+    except Unsupported as exc:
+        # Nothing was started; the JSON carries the typed reason (and the cure, if any).
+        answer: dict[str, object] = {
+            "state": "unsupported",
+            "reason": exc.reason,
+            "message": exc.message,
+            "hint": exc.hint,
+        }
+        if isinstance(exc, NoSuchScript):
+            answer.update(script=exc.name, available=exc.available)
+        if isinstance(exc, NotInstalled):
+            answer["cure"] = exc.cure
+        cliapp.emit_json(answer)
         cliapp.report_error("ax-preview", exc, cliapp.env().stderr)
         return ExitStatus.UNSUPPORTED
     cliapp.emit_json(result.to_json())
     if result.state != "ready":
         cliapp.chrome(f"ax-preview: preview {result.id} failed: {result.reason}")
+        if result.hint:
+            cliapp.chrome(f"ax-preview: hint: {result.hint}")
         return ExitStatus.FAILED
     return ExitStatus.OK
 

@@ -19,7 +19,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import ax_preview.proc as proc
-import ax_preview.readiness as readiness
 import ax_preview.registry as registry
 from ax_preview.models import Identity, PreviewRecord, StartResult
 from ax_preview.scripts import resolve_script
@@ -39,6 +38,8 @@ MAX_READY_TIMEOUT_S = 600.0
 # its own start-up, one last probe, and the kill of a server that failed.
 VERDICT_GRACE_S = 15.0
 WAIT_POLL_S = 0.05
+MIN_PORT = 1
+MAX_PORT = 65535
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 _SIZE = re.compile(r"^(\d+)([KMG]i?B?|B)?$", re.IGNORECASE)
@@ -72,8 +73,15 @@ class StartRequest:
     log_cap_bytes: int = DEFAULT_LOG_CAP_BYTES
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     session: str | None = None
+    # --port: probe this port too (still verified by ownership), and tell the server PORT=N.
+    port: int | None = None
 
     def check(self) -> None:
+        if self.port is not None and not MIN_PORT <= self.port <= MAX_PORT:
+            raise UsageError(
+                f"--port {self.port} is not a TCP port",
+                hint=f"use a number from {MIN_PORT} to {MAX_PORT}",
+            )
         if not 0 < self.ttl_s <= MAX_TTL_S:
             raise UsageError(f"--ttl must be more than 0 and at most {MAX_TTL_S:g}s")
         if not MIN_LOG_CAP_BYTES <= self.log_cap_bytes <= MAX_LOG_CAP_BYTES:
@@ -105,7 +113,7 @@ def start_preview(request: StartRequest) -> StartResult:
     request.check()
     layout = state_layout(request.workspace)
     unit = project_dir(layout, request.project)
-    script = resolve_script(unit, request.script)
+    script = resolve_script(unit, request.script, layout.workspace)
     previews = layout.previews_dir
     preview_id = clock.new_id("pv")
     log_file = registry.log_path(previews, preview_id)
@@ -124,6 +132,8 @@ def start_preview(request: StartRequest) -> StartResult:
         log_cap_bytes=request.log_cap_bytes,
         ready_timeout_s=request.ready_timeout_s,
         log_path=str(log_file),
+        port_hint=request.port,
+        environment=None if script.environment is None else str(script.environment),
         state="starting",
         launcher=Identity(pid=os.getpid(), start_time=_own_start_time()),
         started_at=clock.timestamp(started),
@@ -189,6 +199,7 @@ def _await_verdict(previews: Path, preview_id: str, wait_s: float) -> StartResul
 
 def result_of(record: PreviewRecord) -> StartResult:
     ready = record.state == "ready"
+    owner = record.ownership
     return StartResult(
         id=record.id,
         pid=record.server.pid if record.server else None,
@@ -198,6 +209,9 @@ def result_of(record: PreviewRecord) -> StartResult:
         log_path=record.log_path,
         ttl=record.ttl_s,
         started_at=record.started_at,
-        note=readiness.OWNERSHIP_NOTE if ready else None,
+        note=None if owner is None else owner.note,
+        ownership=owner,
+        hint=None if ready else record.hint,
+        environment=record.environment,
         log_tail=None if ready else log_tail(Path(record.log_path), LOG_TAIL_BYTES),
     )

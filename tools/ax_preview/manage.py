@@ -20,6 +20,7 @@ import ax_preview.registry as registry
 from ax_preview.models import (
     Identity,
     LiveState,
+    Ownership,
     PreviewRecord,
     PreviewRow,
     StopResult,
@@ -55,25 +56,43 @@ def server_is_ours(record: PreviewRecord) -> bool:
     )
 
 
-def _answers(url: str | None) -> bool:
-    if url is None:
-        return False
-    parts = urlsplit(url)
+def _tree_pids(record: PreviewRecord) -> list[int]:
+    """The live processes of a supervised preview: the supervisor's descendants and the server's."""
+    found: set[int] = set()
+    if record.supervisor is not None:
+        found.update(info.pid for info in proc.descendants(record.supervisor.pid) if info.alive)
+    if record.server is not None:
+        server = record.server
+        tree = proc.server_tree(server.pid, server.start_time, record.command_token)
+        found.update(info.pid for info in tree if info.alive)
+    return sorted(found)
+
+
+def _answer(record: PreviewRecord) -> Ownership | None:
+    """Who holds the socket behind the recorded URL, when it answers HTTP now (else None)."""
+    if record.url is None:
+        return None
+    parts = urlsplit(record.url)
     if parts.hostname is None or parts.port is None:
-        return False
-    return readiness.probe(parts.hostname, parts.port)
+        return None
+    if not readiness.probe(parts.hostname, parts.port):
+        return None
+    return readiness.ownership(parts.hostname, parts.port, _tree_pids(record))
 
 
 def live_row(record: PreviewRecord) -> PreviewRow:
     supervised = _alive(record.supervisor)
     ours = server_is_ours(record)
     answering: bool | None = None
+    owner: Ownership | None = None
     state: LiveState
     if record.state in ("failed", "stopped"):
         state = "orphaned" if ours else record.state
     elif supervised:
         if record.state == "ready":
-            answering = _answers(record.url)
+            owner = _answer(record)
+            # An answer from a socket outside the server's tree is not the preview answering.
+            answering = owner is not None and owner.status != "other-owner"
             state = "ready" if answering else "unresponsive"
         else:
             state = "starting"
@@ -94,7 +113,8 @@ def live_row(record: PreviewRecord) -> PreviewRow:
         log_path=record.log_path,
         started_at=record.started_at,
         expires_at=record.expires_at,
-        note=readiness.OWNERSHIP_NOTE if answering else None,
+        note=None if owner is None else owner.note,
+        ownership=owner,
     )
 
 

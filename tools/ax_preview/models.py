@@ -14,6 +14,10 @@ RecordState = Literal["starting", "ready", "failed", "stopped"]
 StopReason = Literal["ttl", "log-cap", "stopped", "exited", "crashed", "session-end", "not-ready"]
 LiveState = Literal["starting", "ready", "unresponsive", "orphaned", "failed", "stopped", "lost"]
 SweepAction = Literal["dropped", "skipped", "killed", "kill-unverified"]
+# Who holds the listening socket that answered: a process of the server's tree
+# ("verified"), one outside it ("other-owner", never ready), or /proc could not
+# tell ("not-verified", with the reason).
+OwnershipStatus = Literal["verified", "not-verified", "other-owner"]
 
 
 class Identity(Contract):
@@ -21,6 +25,33 @@ class Identity(Contract):
 
     pid: int = Field(gt=0)
     start_time: int = Field(ge=0)
+
+
+class Ownership(Contract):
+    """Who holds the listening socket behind the answer on ``host:port``."""
+
+    status: OwnershipStatus
+    host: str
+    port: int
+    # The holder: of the server's tree when verified, the other process when not ours.
+    pid: int | None = None
+    command: str | None = None
+    reason: str | None = None
+
+    @property
+    def note(self) -> str:
+        """The fact in one sentence, for people and the session log."""
+        where = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        holder = f"pid {self.pid} ({self.command or 'command unknown'})" if self.pid else None
+        if self.status == "verified":
+            return f"socket ownership verified: {holder} of the server's tree listens on {where}"
+        if self.status == "not-verified":
+            return f"socket ownership not verified: {self.reason}"
+        who = holder or "a process ax cannot inspect"
+        return (
+            f"{where} is answered by a socket of {who}, which is not part of the server's "
+            "process tree"
+        )
 
 
 class PreviewRecord(Contract):
@@ -41,10 +72,17 @@ class PreviewRecord(Contract):
     log_cap_bytes: int
     ready_timeout_s: float
     log_path: str
+    # ``--port N``: a port to probe besides the announced ones (the server also gets PORT=N).
+    port_hint: int | None = None
+    # The project environment put first on the server's PATH (a venv folder), if any.
+    environment: str | None = None
     state: RecordState
     reason: str | None = None
+    # What to do about a failure, in words (None when there is nothing to add).
+    hint: str | None = None
     stop_reason: StopReason | None = None
     url: str | None = None
+    ownership: Ownership | None = None
     # The ``start`` process owns the record until the supervisor stamps itself.
     launcher: Identity | None = None
     supervisor: Identity | None = None
@@ -67,6 +105,9 @@ class StartResult(Contract):
     ttl: float
     started_at: str
     note: str | None = None
+    ownership: Ownership | None = None
+    hint: str | None = None
+    environment: str | None = None
     log_tail: str | None = None
 
 
@@ -85,6 +126,7 @@ class PreviewRow(Contract):
     started_at: str
     expires_at: str
     note: str | None = None
+    ownership: Ownership | None = None
 
 
 class StopResult(Contract):

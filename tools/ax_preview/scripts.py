@@ -6,6 +6,11 @@ a package.json script (run through the package manager its lockfile names), a
 justfile or Makefile recipe of that name, or a Procfile ``web:`` entry (which
 answers to ``start``, Heroku's meaning of it). The first manifest that defines
 the name wins, in that order.
+
+Before anything starts, the project must be able to run it: the runner on
+PATH, and for a package.json script the dependencies installed, by the same
+rule ax-check applies (libcommon.projectenv). A project's virtualenv, when it
+has one, is the environment its server runs in.
 """
 
 from __future__ import annotations
@@ -15,21 +20,15 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from libcommon.errors import Unsupported, UsageError
+from libcommon.projectenv import NODE_NOT_INSTALLED, find_venv, node_env
 
 SCRIPT_NAMES = ("dev", "start", "serve", "preview")
 MANIFEST_MAX_BYTES = 1024 * 1024
 PROCFILE_SCRIPT = "start"
 
-# Lockfile -> package manager; the first one present decides.
-_LOCKFILES = (
-    ("pnpm-lock.yaml", "pnpm"),
-    ("yarn.lock", "yarn"),
-    ("bun.lockb", "bun"),
-    ("bun.lock", "bun"),
-    ("package-lock.json", "npm"),
-)
 _JUST_RECIPE = re.compile(r"^@?([A-Za-z_][A-Za-z0-9_-]*)(?:\s+[^:\n]*)?:(?!=)", re.MULTILINE)
 _MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", re.MULTILINE)
 _PROCFILE_WEB = re.compile(r"^web\s*:\s*(\S.*)$", re.MULTILINE)
@@ -41,6 +40,8 @@ class ResolvedScript:
     source: str  # "package.json", "justfile", "Makefile", "Procfile"
     argv: list[str]
     cwd: Path
+    # The project's virtualenv: first on the server's PATH, and its VIRTUAL_ENV.
+    environment: Path | None = None
 
 
 def _read(path: Path) -> str | None:
@@ -53,7 +54,7 @@ def _read(path: Path) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def _package_scripts(project: Path) -> dict[str, str]:
+def _package_manifest(project: Path) -> dict[str, Any]:
     text = _read(project / "package.json")
     if text is None:
         return {}
@@ -61,17 +62,14 @@ def _package_scripts(project: Path) -> dict[str, str]:
         manifest = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{project / 'package.json'} is not valid JSON: {exc}") from None
-    scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def _package_scripts(project: Path) -> dict[str, str]:
+    scripts = _package_manifest(project).get("scripts")
     if not isinstance(scripts, dict):
         return {}
     return {name: body for name, body in scripts.items() if isinstance(body, str)}
-
-
-def _package_manager(project: Path) -> str:
-    for lockfile, manager in _LOCKFILES:
-        if (project / lockfile).exists():
-            return manager
-    return "npm"
 
 
 def _justfile(project: Path) -> Path | None:
@@ -121,8 +119,16 @@ def _runner(program: str) -> str:
     return path
 
 
-def resolve_script(project: Path, name: str | None) -> ResolvedScript:
-    """The command for script ``name`` (default: the first allowlisted one defined)."""
+def resolve_script(
+    project: Path, name: str | None, workspace: Path | None = None
+) -> ResolvedScript:
+    """The command for script ``name`` (default: the first allowlisted one defined).
+
+    ``workspace`` bounds the search for a lockfile, node_modules and a
+    virtualenv above ``project`` (default: ``project`` itself). Raises
+    ``NotInstalled`` when the project's dependencies must be installed first.
+    """
+    root = project if workspace is None else workspace
     if name is not None and name not in SCRIPT_NAMES:
         raise UsageError(
             f"script {name!r} is not one ax-preview runs",
@@ -137,8 +143,12 @@ def resolve_script(project: Path, name: str | None) -> ResolvedScript:
     if source is None:
         raise NoSuchScript(name, found)
     if source == "package.json":
-        manager = _package_manager(project)
-        argv = [_runner(manager), "run", name]
+        node = node_env(project, root, _package_manifest(project))
+        argv = [_runner(node.manager), "run", name]
+        if node.manager != "bun":
+            _runner("node")
+        if node.needs_install:
+            raise NotInstalled(NODE_NOT_INSTALLED, node.install_cure, project)
     elif source == "Procfile":
         procfile = _read(project / "Procfile") or ""
         match = _PROCFILE_WEB.search(procfile)
@@ -148,7 +158,21 @@ def resolve_script(project: Path, name: str | None) -> ResolvedScript:
         argv = [_runner("just"), "--justfile", str(project / source), name]
     else:
         argv = [_runner("make"), "-f", str(project / source), name]
-    return ResolvedScript(name=name, source=source, argv=argv, cwd=project)
+    return ResolvedScript(
+        name=name, source=source, argv=argv, cwd=project, environment=find_venv(project, root)
+    )
+
+
+class NotInstalled(Unsupported):
+    """The project cannot run yet: ``cure`` installs what it needs. Nothing was started."""
+
+    def __init__(self, problem: str, cure: str, project: Path) -> None:
+        super().__init__(
+            f"{problem} in {project}",
+            reason="precondition-curable",
+            hint=f"{cure} in {project}, then start the preview again",
+        )
+        self.cure = cure
 
 
 class NoSuchScript(Unsupported):

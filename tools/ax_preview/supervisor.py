@@ -9,8 +9,10 @@ child and has no controlling terminal. The supervisor then:
   and a random token in its environment for later identification;
 - becomes a child subreaper, so processes the server orphans stay below it;
 - watches, every ``POLL_S``: the server's exit, the TTL, the log cap, a stop
-  request (SIGTERM), the end of the session, and, until ready, readiness;
-- kills the whole tree (verified), and writes why the server stopped.
+  request (SIGTERM), the end of the session, and, until ready, readiness (an
+  announced or hinted port that answers, on a socket its own tree holds);
+- kills the whole tree (verified), and writes why the server stopped, and,
+  when it never became ready, why not and what to do about it.
 
 Every registry write goes through the registry lock and an atomic rename.
 """
@@ -33,7 +35,7 @@ from types import FrameType
 import ax_preview.proc as proc
 import ax_preview.readiness as readiness
 import ax_preview.registry as registry
-from ax_preview.models import Identity, PreviewRecord, StopReason
+from ax_preview.models import Identity, Ownership, PreviewRecord, StopReason
 from libcommon import clock, jsonio
 from libcommon.ansi import strip_ansi
 from libcommon.errors import OperationFailed
@@ -50,15 +52,32 @@ EVENT_LOG_TAIL_CHARS = 2000
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def server_environment(parent: Mapping[str, str], token: str) -> dict[str, str]:
+def server_environment(
+    parent: Mapping[str, str],
+    token: str,
+    port: int | None = None,
+    environment: str | None = None,
+) -> dict[str, str]:
     """The parent's environment without secret-named variables (ax-exec's filter), plus the token.
 
     ``BROWSER=none``: dev servers that would open a browser on start should not.
+    ``port`` (``--port``) becomes ``PORT``, which most servers read for where to
+    listen. ``environment``, the project's virtualenv, is activated as its own
+    ``activate`` script would: first on PATH, ``VIRTUAL_ENV`` set, no ``PYTHONHOME``.
     """
     from ax_exec import clean_environment
 
     overrides = {proc.TOKEN_VARIABLE: token, "BROWSER": "none"}
-    return clean_environment(parent, overrides=overrides).variables
+    if port is not None:
+        overrides["PORT"] = str(port)
+    if environment is not None:
+        overrides["VIRTUAL_ENV"] = environment
+        search = parent.get("PATH", os.defpath)
+        overrides["PATH"] = os.pathsep.join([os.path.join(environment, "bin"), search])
+    variables = clean_environment(parent, overrides=overrides).variables
+    if environment is not None:
+        variables.pop("PYTHONHOME", None)
+    return variables
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
@@ -83,8 +102,10 @@ class LogScanner:
     path: Path
     text: str = ""
     _offset: int = 0
+    _partial: str = ""
 
     def ports(self) -> list[int]:
+        """The announced ports, latest first (see readiness.announced_ports)."""
         room = READY_SCAN_MAX_BYTES - self._offset
         if room > 0:
             with self.path.open("rb") as handle:
@@ -92,7 +113,13 @@ class LogScanner:
                 data = handle.read(room)
             self._offset += len(data)
             self.text += data.decode("utf-8", "replace")
-        return readiness.announced_ports(self.text)[: readiness.MAX_CANDIDATE_PORTS]
+        whole, _, partial = self.text.rpartition("\n")
+        # A line still being written may be a complaint cut short ("Port 5173 is in u"):
+        # it is read only once it stayed the same from one scan to the next.
+        stable = partial == self._partial
+        self._partial = partial
+        text = self.text if stable else whole
+        return readiness.announced_ports(text)[: readiness.MAX_CANDIDATE_PORTS]
 
 
 @dataclass
@@ -134,6 +161,9 @@ class Supervisor:
     record: PreviewRecord
     stop_requested: bool = False
     server_status: int | None = None
+    # Why the server did not become ready, beyond the reason: what to do, who held the port.
+    hint: str | None = None
+    foreign: Ownership | None = None
 
     @property
     def previews_dir(self) -> Path:
@@ -209,7 +239,9 @@ class Supervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=log_fd,
-                env=server_environment(os.environ, record.command_token),
+                env=server_environment(
+                    os.environ, record.command_token, record.port_hint, record.environment
+                ),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -266,6 +298,7 @@ class Supervisor:
                 reason=failure,
                 exit_code=self.server_status,
                 log_tail=log_tail(log_path)[-EVENT_LOG_TAIL_CHARS:],
+                hint=self.hint,
             )
         self.emit(
             "preview.stopped",
@@ -273,9 +306,14 @@ class Supervisor:
             exit_code=self.server_status,
             kill_verified=result.verified,
         )
+        failed = {}
+        if not was_ready:
+            owned = failure == "port-owned-by-another-process"
+            failed = {"hint": self.hint, "ownership": self.foreign if owned else None}
         self.update(
             state="stopped" if was_ready else "failed",
             reason=stop_reason if was_ready else failure,
+            **failed,
             stop_reason=stop_reason,
             exit_code=self.server_status,
             kill_verified=result.verified,
@@ -287,6 +325,51 @@ class Supervisor:
         for info in proc.server_tree(server.pid, server.start_time, self.record.command_token):
             found.setdefault(info.pid, info)
         return list(found.values())
+
+    def tree_pids(self, server: Identity) -> list[int]:
+        """The live processes of the server's tree: who may own the socket that answers."""
+        return [info.pid for info in self.tree(server, os.getpid()) if info.alive]
+
+    def exit_failure(self, log_path: Path) -> str:
+        """Why a server that exited before it was ready failed, setting ``hint`` when known."""
+        from libcommon.projectenv import program_not_found
+
+        assert self.server_status is not None
+        missing = program_not_found(log_tail(log_path), self.server_status)
+        if missing is not None:
+            program = missing.program or "a program"
+            self.hint = (
+                f"the server's command could not find {program}: install it (for a package.json "
+                "script, declare it in the project's dependencies and install them) and start again"
+            )
+            return "toolchain-unavailable"
+        return "exited" if self.server_status == 0 else "crashed"
+
+    def not_ready(self, ports: list[int]) -> str:
+        """Why the ready timeout passed, setting ``hint``."""
+        timeout = f"{self.record.ready_timeout_s:g}s"
+        if self.foreign is not None:
+            owner = self.foreign
+            holder = f"pid {owner.pid} ({owner.command})" if owner.pid else "another process"
+            self.hint = (
+                f"port {owner.port} is held by {holder}, not by the server: stop that process "
+                "or have the server listen on a free port (--port N sets PORT=N for it)"
+            )
+            return "port-owned-by-another-process"
+        if ports:
+            shown = ", ".join(str(port) for port in ports)
+            hinted = " (from --port)" if ports == [self.record.port_hint] else ""
+            self.hint = (
+                f"nothing answered HTTP on loopback port {shown}{hinted} within {timeout}: "
+                "check the log for the address the server uses, or raise --ready-timeout"
+            )
+            return "no-answer"
+        self.hint = (
+            f"the server printed no address it listens on within {timeout}; if it listens "
+            "on a known port, pass --port N (ax also sets PORT=N in its environment, which "
+            "most servers read), or raise --ready-timeout if it is still starting"
+        )
+        return "no-port-announced"
 
     def watch(self, server: Identity, log_path: Path) -> tuple[StopReason, str]:
         """Wait until the server must stop; return (why it stopped, why not ready)."""
@@ -305,7 +388,9 @@ class Supervisor:
             now = time.monotonic()
             if self.server_status is not None:
                 reason: StopReason = "exited" if self.server_status == 0 else "crashed"
-                return reason, reason
+                if self.record.state != "starting":
+                    return reason, reason
+                return reason, self.exit_failure(log_path)
             if self.stop_requested:
                 return "stopped", "stopped"
             if log_path.stat().st_size > record.log_cap_bytes:
@@ -316,25 +401,36 @@ class Supervisor:
                 return "session-end", "session-end"
             if self.record.state == "starting":
                 if now >= ready_deadline:
-                    return "not-ready", "no-answer" if ports else "no-port-announced"
+                    return "not-ready", self.not_ready(ports)
                 if now >= next_probe:
                     next_probe = now + PROBE_INTERVAL_S
                     ports = scanner.ports()
-                    url = readiness.first_answer(ports) if ports else None
+                    hint = record.port_hint
+                    if hint is not None and hint not in ports:
+                        ports.append(hint)
+                    found = readiness.assess(ports, lambda: self.tree_pids(server))
+                    self.foreign = found.foreign
                     self.reap(server.pid)
                     # The answer counts only if our server is still alive after it.
                     if (
-                        url is not None
+                        found.url is not None
+                        and found.owner is not None
                         and self.server_status is None
                         and proc.is_alive(server.pid, server.start_time)
                     ):
                         self.emit(
                             "preview.ready",
-                            url=url,
+                            url=found.url,
                             pid=server.pid,
-                            note=readiness.OWNERSHIP_NOTE,
+                            note=found.owner.note,
+                            ownership=found.owner.status,
                         )
-                        self.update(state="ready", url=url, ready_at=clock.timestamp())
+                        self.update(
+                            state="ready",
+                            url=found.url,
+                            ownership=found.owner,
+                            ready_at=clock.timestamp(),
+                        )
             time.sleep(POLL_S)
 
 
