@@ -9,15 +9,12 @@ questions of a unit, and must answer them the same way:
   dependencies are not installed, the cure.
 - Python: the project's own virtualenv (``.venv`` or ``venv`` in the unit, else
   at the workspace root).
-- A command that ran and could not find a program: the shell's "not found"
-  lines (``sh: 1: vite: not found``), and exit status 127.
 
 Everything here is stat or a read of text already in hand; nothing is spawned.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +32,6 @@ NODE_MANAGERS: tuple[str, ...] = ("npm", "pnpm", "yarn", "bun")
 NODE_DEPENDENCY_KEYS: tuple[str, ...] = ("dependencies", "devDependencies", "optionalDependencies")
 NODE_NOT_INSTALLED = "package.json declares dependencies and no node_modules is installed"
 VENV_NAMES: tuple[str, ...] = (".venv", "venv")
-# What a POSIX shell exits with when it cannot find the command (and make reports as Error 127).
-COMMAND_NOT_FOUND_STATUS = 127
 
 
 @dataclass(frozen=True)
@@ -109,44 +104,3 @@ def find_venv(unit_dir: Path, workspace: Path) -> Path | None:
             if (folder / name / "bin" / "python").exists():
                 return folder / name
     return None
-
-
-_NOT_FOUND_LINES = (
-    # sh: 1: vite: not found / bash: vite: command not found / sh: line 1: vite: command not found
-    re.compile(
-        r"^(?:\S+:\s*)?(?:line \d+:\s*|\d+:\s*)?(?P<program>[^\s:]+): (?:command )?not found$"
-    ),
-    # zsh: command not found: vite
-    re.compile(r"command not found: (?P<program>\S+)$"),
-    # make: mypy: No such file or directory / env: 'node': No such file or directory
-    re.compile(
-        r"^(?:make(?:\[\d+\])?|env|xargs|nohup|exec): ['‘`]?(?P<program>[^\s:'’`]+)['’`]?: "
-        r"No such file or directory$"
-    ),
-)
-_MAKE_NOT_FOUND = re.compile(r"\bError 127\b")
-
-
-@dataclass(frozen=True)
-class NotFound:
-    """A command that could not find a program; ``program`` when the output names it."""
-
-    program: str | None
-
-
-def program_not_found(output: str, status: int | None) -> NotFound | None:
-    """Whether a command that exited with ``status`` failed because a program was missing.
-
-    It did when it exited 127, or when make reports a recipe's ``Error 127``;
-    the program is the last one a "not found" line names.
-    """
-    if status != COMMAND_NOT_FOUND_STATUS and not _MAKE_NOT_FOUND.search(output):
-        return None
-    program = None
-    for line in output.splitlines():
-        for pattern in _NOT_FOUND_LINES:
-            match = pattern.search(line.strip())
-            if match:
-                program = match.group("program")
-                break
-    return NotFound(program)

@@ -83,7 +83,8 @@ def test_check_limits() -> None:
 
 
 def test_check_tree_install_and_missing_limits() -> None:
-    from ax_check import check, installation, missing, tree
+    from ax_check import check, installation, tree
+    from libcommon import missing
 
     assert check.TREE_CHANGES_IN_MESSAGE == 5
     assert tree.MAX_SNAPSHOT_FILES == 20_000

@@ -18,7 +18,7 @@ import pytest
 from axtest import CliRunner
 
 from ax_check.cli import main
-from ax_check.missing import MissingScanner
+from libcommon.missing import MissingScanner
 
 PYPROJECT = '[project]\nname = "app"\nversion = "0"\n'
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ax_check.facts import UnitFacts, gather_facts
-from ax_check.missing import MissingScanner, classify
+from ax_check.missing import classify
 from ax_check.models import (
     KINDS,
     CheckResult,
@@ -41,6 +41,7 @@ from ax_check.tree import compare_tree, take_snapshot
 from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
 from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
+from libcommon.missing import MissingScanner
 from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
 
 DEFAULT_TIMEOUT_S = 1800.0

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Literal
 
 from ax_check.models import EnvironmentRef
-
 from libcommon.projectenv import find_venv
 
 # The programs `ax-check detect` reports, in this order.

@@ -332,12 +332,16 @@ class Supervisor:
 
     def exit_failure(self, log_path: Path) -> str:
         """Why a server that exited before it was ready failed, setting ``hint`` when known."""
-        from libcommon.projectenv import program_not_found
+        from libcommon.missing import MissingScanner
 
         assert self.server_status is not None
-        missing = program_not_found(log_tail(log_path), self.server_status)
-        if missing is not None:
-            program = missing.program or "a program"
+        scanner = MissingScanner()
+        for line in log_tail(log_path).splitlines():
+            scanner.line(line)
+        scanner.finish()
+        missing = scanner.explained(self.server_status)
+        if missing:
+            program = ", ".join(dict.fromkeys(item.program for item in missing))
             self.hint = (
                 f"the server's command could not find {program}: install it (for a package.json "
                 "script, declare it in the project's dependencies and install them) and start again"
