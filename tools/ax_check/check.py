@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ax_check.facts import gather_facts
@@ -20,10 +20,18 @@ from ax_check.models import KINDS, CheckResult, Kind, OutputExcerpt, RecipeRef, 
 from ax_check.parsers import Enrichment, OutputWatcher
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import Toolchains
-from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
+from ax_check.units import (
+    Discovery,
+    Unit,
+    UnitRefused,
+    choose_unit,
+    discover_units,
+    explain,
+    locate,
+)
 from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
-from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
+from libcommon.paths import StateLayout, check_session_id, state_layout
 
 DEFAULT_TIMEOUT_S = 1800.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -84,27 +92,17 @@ class Prepared:
     layout: StateLayout | None
     resolution: Resolved | Blocker
     scope: str | list[str]
+    workspace: Path
+    # Which unit runs and why (and how the workspace was found when it was not named).
+    selection: str
 
 
 def select_unit(discovery: Discovery, project: str | None) -> Unit:
-    """The unit a call means; more than one unit and no --project is refused, never guessed."""
-    units = discovery.units
-    listed = ", ".join(discovery.ids)
-    if project is None:
-        if len(units) == 1:
-            return units[0]
-        raise BadRequest(
-            f"the workspace holds {len(units)} units ({listed}); name one with --project",
-            hint=f"e.g. --project {units[0].id}",
-        )
-    wanted = normalize_unit_id(project)
-    for unit in units:
-        if unit.id == wanted:
-            return unit
-    raise BadRequest(
-        f"no unit {project!r} in the workspace; its units are: {listed}",
-        hint="`ax-check detect` lists the units and their manifests",
-    )
+    """The unit a call means; competing units and no --project is refused, never guessed."""
+    try:
+        return choose_unit(discovery, None, project).unit
+    except UnitRefused as exc:
+        raise BadRequest(exc.message, hint=exc.hint) from None
 
 
 def validate(request: CheckRequest) -> Kind:
@@ -151,6 +149,7 @@ def _scope(kind: Kind, unit: Unit, targets: tuple[str, ...]) -> str | list[str]:
 
 
 def _unsupported(kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str]) -> CheckResult:
+    planned = blocker.command
     return CheckResult(
         kind=kind,
         project=unit.id,
@@ -159,6 +158,9 @@ def _unsupported(kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str
         message=blocker.message,
         cure=blocker.cure,
         scope=scope,
+        would_run=None
+        if planned is None or blocker.recipe_id is None
+        else RecipeRef(id=blocker.recipe_id, command=planned.display),
     )
 
 
@@ -225,16 +227,32 @@ def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, obj
 def prepare(request: CheckRequest, environ: Mapping[str, str] | None = None) -> Prepared:
     """Everything up to the spawn: refuses a bad request before anything is written."""
     kind = validate(request)
-    workspace = resolve_workspace(request.workspace)
+    location = locate(request.workspace, None, environ)
+    workspace = location.workspace
     layout = state_layout(workspace, environ) if request.session is not None else None
     discovery = discover_units(workspace)
-    unit = select_unit(discovery, request.project)
+    try:
+        choice = choose_unit(discovery, location, request.project)
+    except UnitRefused as exc:
+        raise BadRequest(exc.message, hint=exc.hint) from None
+    unit = choice.unit
     facts = gather_facts(workspace, unit, Toolchains.from_environ(environ))
     try:
         resolution = resolve(facts, kind, request.targets)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    return Prepared(request, kind, unit, layout, resolution, _scope(kind, unit, request.targets))
+    if isinstance(resolution, Blocker) and resolution.cure is None and choice.cure is not None:
+        resolution = replace(resolution, cure=choice.cure)
+    return Prepared(
+        request,
+        kind,
+        unit,
+        layout,
+        resolution,
+        _scope(kind, unit, request.targets),
+        workspace,
+        explain(location, choice),
+    )
 
 
 def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
@@ -247,8 +265,9 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         prepared.resolution,
     )
     session = prepared.request.session
+    located = {"workspace": str(prepared.workspace), "selection": prepared.selection}
     if isinstance(resolution, Blocker):
-        result = _unsupported(kind, unit, resolution, scope)
+        result = _unsupported(kind, unit, resolution, scope).model_copy(update=located)
         try:
             _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
         except AxError as exc:
@@ -260,7 +279,7 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         timeout_s=prepared.request.timeout_s,
         sandbox=prepared.request.sandbox,
         # workspace-write may change the whole workspace, not only this unit.
-        workspace=str(resolve_workspace(prepared.request.workspace)),
+        workspace=str(prepared.workspace),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
     )
@@ -277,7 +296,9 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         hooks.on_start(resolution)
     outcome = run_managed(spec, abort=hooks.abort, on_output=watcher.feed, environ=hooks.environ)
     watcher.finish()
-    result = build_result(kind, unit, scope, resolution, outcome, watcher)
+    result = build_result(kind, unit, scope, resolution, outcome, watcher).model_copy(
+        update=located
+    )
     try:
         _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
     except AxError as exc:
