@@ -648,12 +648,16 @@ def choose_unit(discovery: Discovery, location: Location | None, project: str | 
             hint="`ax-check detect` lists the units and their manifests",
         )
     hint = f"e.g. --project {units[0].id}"
+    roots = [unit for unit in units if unit.members]
+    if roots:
+        hint = (
+            f"--project {roots[0].id} runs the whole workspace it declares; "
+            f"--project {roots[0].members[0].id} runs one member"
+        )
     if location is not None and location.start != discovery.workspace:
         inside = _containing(units, location.start)
         if inside is not None and not inside.members:
             return Choice(inside, f"the current directory {location.start} is inside it")
-        if inside is not None:
-            hint = f"--project {inside.id} runs the whole workspace it declares"
     if len(units) == 1:
         only = units[0]
         return Choice(only, "the only unit") if only.manifests else _no_manifest(only, location)
@@ -662,7 +666,7 @@ def choose_unit(discovery: Discovery, location: Location | None, project: str | 
         skipped = "; ".join(f"{unit.id} is {unit.satellite}" for unit in units if unit.satellite)
         return Choice(competing[0], f"the only unit that is not a satellite ({skipped})")
     satellites = [unit.id for unit in units if unit.satellite]
-    aside = f" ({', '.join(satellites)} are satellites)" if satellites else ""
+    aside = f" (satellites: {', '.join(satellites)})" if satellites else ""
     raise UnitRefused(
         f"the workspace holds {len(units)} units ({listed}){aside}; name one with --project",
         hint=hint,
@@ -671,7 +675,7 @@ def choose_unit(discovery: Discovery, location: Location | None, project: str | 
 
 def explain(location: Location, choice: Choice) -> str:
     """One sentence: which unit and why, and how the workspace was found when it was."""
-    if location.named:
+    if location.named or (location.start == location.workspace and choice.unit.manifests):
         return choice.why
     return f"{choice.why}; workspace {location.workspace}: {location.why}"
 
