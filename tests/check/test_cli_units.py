@@ -347,6 +347,8 @@ def test_typecheck_names_across_runners(name: str, workspace: Path, ax_check: Ru
     write(workspace, "web/package.json", json.dumps({"scripts": {name: "tsc -p ."}}))
     write(workspace, "tox/pyproject.toml", "")
     write(workspace, "tox/tox.ini", f"[tox]\nenvlist = {name}\n[testenv:{name}]\ncommands = x\n")
+    write(workspace, "just/pyproject.toml", "")
+    write(workspace, "just/justfile", f"{name}:\n    mypy src\n")
     write(workspace, "nox/pyproject.toml", "")
     write(
         workspace,
@@ -354,7 +356,9 @@ def test_typecheck_names_across_runners(name: str, workspace: Path, ax_check: Ru
         f"import nox\n\n@nox.session(name={name!r})\ndef session(s):\n    s.run('mypy')\n",
     )
     _, report, _ = ax_check("detect", cwd=workspace)
-    shown = {unit: kinds_of(report, unit)["typecheck"] for unit in (".", "web", "tox", "nox")}
+    shown = {
+        unit: kinds_of(report, unit)["typecheck"] for unit in (".", "web", "tox", "nox", "just")
+    }
     commands = {
         unit: (item["recipe"] or item["wouldRun"])["command"] for unit, item in shown.items()
     }
@@ -363,6 +367,7 @@ def test_typecheck_names_across_runners(name: str, workspace: Path, ax_check: Ru
         "web": f"npm run {name}",
         "tox": f"tox --skip-missing-interpreters=false -e {name}",
         "nox": f"nox --error-on-missing-interpreters -s {name}",
+        "just": f"just {name}",
     }
 
 

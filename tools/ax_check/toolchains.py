@@ -32,6 +32,7 @@ REPORTED_TOOLCHAINS: tuple[str, ...] = (
     "just",
     "make",
     "tox",
+    "nox",
     "hatch",
     "pdm",
     "cmake",

@@ -644,8 +644,9 @@ def choose_unit(discovery: Discovery, location: Location | None, project: str | 
                 scope = " (the whole workspace it declares)" if unit.members else ""
                 return Choice(unit, f"named with --project{scope}")
         raise UnitRefused(
-            f"no unit {project!r} in the workspace; its units are: {listed}",
-            hint="`ax-check detect` lists the units and their manifests",
+            f"no unit {project!r} in the workspace {discovery.workspace}; its units are: {listed}",
+            hint="a unit is named by its path relative to the workspace; "
+            "`ax-check detect` lists them",
         )
     hint = f"e.g. --project {units[0].id}"
     roots = [unit for unit in units if unit.members]
