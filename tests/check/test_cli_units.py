@@ -259,6 +259,7 @@ def test_satellites_say_why_and_leave_one_obvious_default(
 
 
 def test_two_real_units_still_need_a_project(workspace: Path, ax_check: Run) -> None:
+    git_init(workspace)  # the root holds no manifest: the walk must not look above it
     write(workspace, "api/pyproject.toml", "[project]\nname = 'api'\n")
     write(workspace, "web/package.json", '{"scripts": {"test": "exit 0"}}')
     write(workspace, "docs/package.json", '{"devDependencies": {"vitepress": "1"}}')
