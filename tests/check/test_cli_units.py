@@ -208,10 +208,18 @@ SATELLITE_CASES = {
     ),
     "cargo-exclude": (
         {
-            "Cargo.toml": "[package]\nname = 'lib'\n[workspace]\nexclude = ['tools/gen']\n",
+            "Cargo.toml": "[package]\nname = 'lib'\n[workspace]\nexclude = ['tools']\n",
             "tools/Cargo.toml": "[package]\nname = 'tools'\n",
         },
         "tools",
+        "excluded by the root's Cargo.toml [workspace] exclude ('tools')",
+    ),
+    "cargo-non-member": (
+        {
+            "Cargo.toml": "[package]\nname = 'lib'\n[workspace]\nmembers = ['crates/*']\n",
+            "xtask/Cargo.toml": "[package]\nname = 'xtask'\n",
+        },
+        "xtask",
         "not a member of the workspace the root declares (Cargo.toml [workspace] members)",
     ),
     "npm-non-member": (
@@ -628,3 +636,18 @@ def test_detect_before_install_shows_what_would_run(
         "npm run test",
     )
     assert "once cured, would run npm run test" in stderr
+
+
+def test_a_tool_missing_from_the_project_venv_shows_its_command(
+    workspace: Path, ax_check: Run
+) -> None:
+    write(workspace, "pyproject.toml", "[project]\nname = 'lib'\n[tool.mypy]\nstrict = true\n")
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    os.symlink(sys.executable, workspace / ".venv" / "bin" / "python")
+    (workspace / ".venv" / "lib" / f"python{PY}" / "site-packages").mkdir(parents=True)
+    _, report, _ = ax_check("detect", cwd=workspace)
+    typecheck = kinds_of(report, ".")["typecheck"]
+    assert (typecheck["reason"], typecheck["wouldRun"]) == (
+        "precondition-curable",
+        {"id": "python.mypy@.", "command": "./.venv/bin/python -m mypy ."},
+    )
