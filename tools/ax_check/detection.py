@@ -73,7 +73,9 @@ def _resolution(facts: UnitFacts, kind: Kind) -> tuple[KindResolution, Resolved 
 def _ran(resolution: Resolved | Blocker) -> str:
     if isinstance(resolution, Resolved):
         return resolution.command.display
-    return resolution.recipe_id or f"nothing ({resolution.reason})"
+    if resolution.command is not None:
+        return f"{resolution.command.display}, blocked: {resolution.message}"
+    return f"nothing ({resolution.reason})"
 
 
 def _unused(facts: UnitFacts, chosen: dict[Kind, Resolved | Blocker]) -> list[str]:
