@@ -651,3 +651,32 @@ def test_a_tool_missing_from_the_project_venv_shows_its_command(
         "precondition-curable",
         {"id": "python.mypy@.", "command": "./.venv/bin/python -m mypy ."},
     )
+
+
+def test_tox_config_in_setup_cfg(workspace: Path, ax_check: Run) -> None:
+    write(
+        workspace,
+        "setup.cfg",
+        f"[metadata]\nname = lib\n\n[tox:tox]\nenvlist = py3{{9,{sys.version_info[1]}}}, lint\n\n"
+        "[testenv:lint]\ncommands = ruff check .\n",
+    )
+    _, report, _ = ax_check("detect", cwd=workspace)
+    kinds = kinds_of(report, ".")
+    commands = {
+        kind: (kinds[kind]["recipe"] or kinds[kind]["wouldRun"])["command"]
+        for kind in ("test", "lint")
+    }
+    flag = "tox --skip-missing-interpreters=false -e"
+    assert commands == {"test": f"{flag} {PY_FACTOR}", "lint": f"{flag} lint"}
+
+
+def test_a_workspace_roots_own_script_beats_the_members(workspace: Path, ax_check: Run) -> None:
+    npm_workspace(workspace)
+    package = json.loads((workspace / "package.json").read_text())
+    package["scripts"] = {"test": "turbo run test"}
+    write(workspace, "package.json", json.dumps(package))
+    _, report, _ = ax_check("detect", cwd=workspace)
+    kinds = kinds_of(report, ".")
+    shown = {kind: (kinds[kind]["recipe"] or kinds[kind]["wouldRun"]) for kind in ("test", "lint")}
+    assert shown["test"]["command"] == "npm run test"
+    assert shown["lint"]["command"] == "npm run lint --workspaces --if-present"

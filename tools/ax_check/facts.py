@@ -197,8 +197,11 @@ def _env_names(expression: str, source: str, notes: list[str]) -> list[str]:
     return names
 
 
-def _tox_ini_tasks(text: str, notes: list[str]) -> dict[str, Task]:
-    """Every env tox.ini defines (its env list and its [testenv:...] sections) by name."""
+def _tox_ini_tasks(text: str, notes: list[str], core: str = "tox") -> dict[str, Task]:
+    """Every env tox.ini defines (its env list and its [testenv:...] sections) by name.
+
+    ``core`` is the section holding the env list: ``tox``, or ``tox:tox`` in setup.cfg.
+    """
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
@@ -211,8 +214,8 @@ def _tox_ini_tasks(text: str, notes: list[str]) -> dict[str, Task]:
             for env in _env_names(section[len("testenv:") :], "tox.ini section", notes):
                 body = _canonical({"base": base, "env": dict(parser[section])})
                 tasks.setdefault(env, Task(env, body))
-    if parser.has_section("tox"):
-        listed = parser["tox"].get("envlist", parser["tox"].get("env_list", ""))
+    if parser.has_section(core):
+        listed = parser[core].get("envlist", parser[core].get("env_list", ""))
         for env in _env_names(listed, "tox.ini envlist", notes):
             tasks.setdefault(env, Task(env, _canonical({"base": base, "env": {}})))
     return tasks
@@ -555,6 +558,8 @@ def _python_facts(facts: UnitFacts) -> None:
         envs = _tox_table_tasks(tox_toml, facts.passed_over)
     elif tox_ini is not None:
         envs = _tox_ini_tasks(tox_ini, facts.passed_over)
+    elif facts.setup_cfg is not None and facts.setup_cfg.has_section("tox:tox"):
+        envs = _tox_ini_tasks(cfg_text or "", facts.passed_over, core="tox:tox")
     elif isinstance(legacy, str):
         envs = _tox_ini_tasks(legacy, facts.passed_over)
     elif isinstance(tox_in_pyproject, dict):
