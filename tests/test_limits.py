@@ -63,7 +63,7 @@ def test_preview_limits() -> None:
 
 
 def test_check_limits() -> None:
-    from ax_check import check, parsers, progress, units
+    from ax_check import check, detection, facts, parsers, progress, units
 
     assert check.DEFAULT_TIMEOUT_S == 1800.0
     assert check.MAX_TIMEOUT_S == 24 * 3600.0
@@ -80,6 +80,8 @@ def test_check_limits() -> None:
     assert units.MAX_UNITS == 256
     assert units.MAX_DIR_ENTRIES == 4096
     assert units.MAX_MANIFEST_BYTES == 1024 * 1024
+    assert detection.MAX_UNUSED_SHOWN == 40
+    assert facts.PASSED_OVER_NAMES_SHOWN == 6
 
 
 def test_check_tree_install_and_missing_limits() -> None:

@@ -140,6 +140,7 @@ def test_detect_reports_units_recipes_and_toolchains(project: Project, run_cli: 
         "reason": "no-recipe",
         "message": "no recipe for static-analysis in unit api (python)",
         "cure": None,
+        "wouldRun": None,
     }
     names = [tool["name"] for tool in report["toolchains"]]
     assert {"node", "cargo", "go", "npm"} <= set(names)

@@ -111,7 +111,7 @@ def test_own_task_beats_the_guessed_tool_and_runner_order(
     write(workspace, "tox.ini", "[testenv]\ndeps=pytest\n[testenv:lint]\ncommands=ruff check\n")
     lint = ready(workspace, "lint")
     assert lint.recipe.id == "python.tox-lint"
-    assert lint.command.argv == ("tox", "-e", "lint")
+    assert lint.command.argv == ("tox", "--skip-missing-interpreters=false", "-e", "lint")
     write(workspace, "Makefile", "lint: deps\n\truff check .\n\ntest:\n\tpytest\n")
     assert ready(workspace, "lint").command.argv == ("make", "lint")
     assert ready(workspace, "test").command.argv == ("make", "test")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ax_check.check import BadRequest, select_unit
-from ax_check.units import MAX_UNITS, discover_units
+from ax_check.facts import expand_env_names
+from ax_check.units import MAX_UNITS, choose_unit, discover_units, load_jsonc, locate
 
 
 def write(root: Path, relative: str, text: str = "") -> None:
@@ -140,3 +141,59 @@ def test_select_unit_refuses_ambiguity_and_unknown_names(workspace: Path) -> Non
         select_unit(found, "mobile")
     assert "'mobile'" in unknown.value.message and "api, web" in unknown.value.message
     assert select_unit(found, "./web/").id == "web"
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("py3{10,11}-tests", ["py310-tests", "py311-tests"]),
+        ("{py310,py311}-{unit,lint}", ["py310-unit", "py310-lint", "py311-unit", "py311-lint"]),
+        ("py3{8-10}", ["py38", "py39", "py310"]),
+        ("py3{12-11}-x", ["py312-x", "py311-x"]),
+        ("docs", ["docs"]),
+        # Open ranges depend on the tox version; nested or unbalanced braces are not tox's.
+        ("py3{10-}", None),
+        ("py{3{10,11}}", None),
+        ("py3{10", None),
+    ],
+)
+def test_tox_generative_names(expression: str, names: list[str] | None) -> None:
+    assert expand_env_names(expression) == names
+
+
+def test_tsconfig_comments_and_trailing_commas(workspace: Path) -> None:
+    write(
+        workspace,
+        "tsconfig.json",
+        '{\n  // comment "with quotes"\n  "a": "keep // this, and ,}",  /* block */\n'
+        '  "references": [{"path": "./core",},],\n}\n',
+    )
+    assert load_jsonc(workspace / "tsconfig.json") == {
+        "a": "keep // this, and ,}",
+        "references": [{"path": "./core"}],
+    }
+
+
+def test_uninterpreted_members_never_make_a_folder_a_non_member(workspace: Path) -> None:
+    """With a member pattern ax-check cannot read, an undeclared folder may be a member."""
+    write(workspace, "package.json", json.dumps({"workspaces": ["packages/**"]}))
+    write(workspace, "tools/package.json", "{}")
+    found = discover_units(workspace)
+    assert [(unit.id, unit.satellite) for unit in found.units] == [(".", None), ("tools", None)]
+    write(workspace, "package.json", json.dumps({"workspaces": ["packages/*"]}))
+    satellite = discover_units(workspace).units[1].satellite
+    assert satellite == "not a member of the workspace the root declares (package.json workspaces)"
+
+
+def test_a_member_found_walking_up_makes_the_declaring_root_the_workspace(
+    workspace: Path,
+) -> None:
+    write(workspace, "go.work", "go 1.22\nuse ./cmd/tool\n")
+    write(workspace, "cmd/tool/go.mod", "module t\n")
+    write(workspace, "cmd/tool/internal/x.go", "package internal\n")
+    os.mkdir(workspace / ".git")
+    location = locate(None, workspace / "cmd" / "tool" / "internal")
+    assert location.workspace == workspace
+    assert "declares cmd/tool as a member (go.work use)" in location.why
+    choice = choose_unit(discover_units(workspace), location, None)
+    assert choice.unit.id == "cmd/tool"

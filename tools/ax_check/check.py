@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ax_check.facts import UnitFacts, gather_facts
@@ -38,11 +38,19 @@ from ax_check.parsers import Enrichment, OutputWatcher
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import ChildEnv, Toolchains, environment_ref
 from ax_check.tree import compare_tree, take_snapshot
-from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
+from ax_check.units import (
+    Discovery,
+    Unit,
+    UnitRefused,
+    choose_unit,
+    discover_units,
+    explain,
+    locate,
+)
 from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.missing import MissingScanner
-from libcommon.paths import StateLayout, check_session_id, resolve_workspace, state_layout
+from libcommon.paths import StateLayout, check_session_id, state_layout
 
 DEFAULT_TIMEOUT_S = 1800.0
 MAX_TIMEOUT_S = 24 * 3600.0
@@ -106,6 +114,9 @@ class Prepared:
     resolution: Resolved | Blocker
     scope: str | list[str]
     facts: UnitFacts
+    workspace: Path
+    # Which unit runs and why (and how the workspace was found when it was not named).
+    selection: str
 
     @property
     def child(self) -> ChildEnv:
@@ -114,24 +125,11 @@ class Prepared:
 
 
 def select_unit(discovery: Discovery, project: str | None) -> Unit:
-    """The unit a call means; more than one unit and no --project is refused, never guessed."""
-    units = discovery.units
-    listed = ", ".join(discovery.ids)
-    if project is None:
-        if len(units) == 1:
-            return units[0]
-        raise BadRequest(
-            f"the workspace holds {len(units)} units ({listed}); name one with --project",
-            hint=f"e.g. --project {units[0].id}",
-        )
-    wanted = normalize_unit_id(project)
-    for unit in units:
-        if unit.id == wanted:
-            return unit
-    raise BadRequest(
-        f"no unit {project!r} in the workspace; its units are: {listed}",
-        hint="`ax-check detect` lists the units and their manifests",
-    )
+    """The unit a call means; competing units and no --project is refused, never guessed."""
+    try:
+        return choose_unit(discovery, None, project).unit
+    except UnitRefused as exc:
+        raise BadRequest(exc.message, hint=exc.hint) from None
 
 
 def validate(request: CheckRequest) -> Kind:
@@ -180,6 +178,7 @@ def _scope(kind: Kind, unit: Unit, targets: tuple[str, ...]) -> str | list[str]:
 def _unsupported(
     kind: Kind, unit: Unit, blocker: Blocker, scope: str | list[str], facts: UnitFacts
 ) -> CheckResult:
+    planned = blocker.command
     return CheckResult(
         kind=kind,
         project=unit.id,
@@ -189,6 +188,9 @@ def _unsupported(
         cure=blocker.cure,
         scope=scope,
         environment=environment_ref(facts.python),
+        would_run=None
+        if planned is None or blocker.recipe_id is None
+        else RecipeRef(id=blocker.recipe_id, command=planned.display),
     )
 
 
@@ -256,17 +258,33 @@ def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, obj
 def prepare(request: CheckRequest, environ: Mapping[str, str] | None = None) -> Prepared:
     """Everything up to the spawn: refuses a bad request before anything is written."""
     kind = validate(request)
-    workspace = resolve_workspace(request.workspace)
+    location = locate(request.workspace, None, environ)
+    workspace = location.workspace
     layout = state_layout(workspace, environ) if request.session is not None else None
     discovery = discover_units(workspace)
-    unit = select_unit(discovery, request.project)
+    try:
+        choice = choose_unit(discovery, location, request.project)
+    except UnitRefused as exc:
+        raise BadRequest(exc.message, hint=exc.hint) from None
+    unit = choice.unit
     facts = gather_facts(workspace, unit, Toolchains.from_environ(environ))
     try:
         resolution = resolve(facts, kind, request.targets)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
-    scope = _scope(kind, unit, request.targets)
-    return Prepared(request, kind, unit, layout, resolution, scope, facts)
+    if isinstance(resolution, Blocker) and resolution.cure is None and choice.cure is not None:
+        resolution = replace(resolution, cure=choice.cure)
+    return Prepared(
+        request,
+        kind,
+        unit,
+        layout,
+        resolution,
+        _scope(kind, unit, request.targets),
+        facts,
+        workspace,
+        explain(location, choice),
+    )
 
 
 def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
@@ -279,8 +297,11 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         prepared.resolution,
     )
     session = prepared.request.session
+    located = {"workspace": str(prepared.workspace), "selection": prepared.selection}
     if isinstance(resolution, Blocker):
-        result = _unsupported(kind, unit, resolution, scope, prepared.facts)
+        result = _unsupported(kind, unit, resolution, scope, prepared.facts).model_copy(
+            update=located
+        )
         try:
             _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
         except AxError as exc:
@@ -292,7 +313,7 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         timeout_s=prepared.request.timeout_s,
         sandbox=prepared.request.sandbox,
         # workspace-write may change the whole workspace, not only this unit.
-        workspace=str(resolve_workspace(prepared.request.workspace)),
+        workspace=str(prepared.workspace),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
         env=prepared.child.set,
@@ -315,7 +336,7 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
     watcher.finish()
     scanner.finish()
     tree = compare_tree(snapshot)
-    result = build_result(prepared, outcome, watcher, scanner, tree)
+    result = build_result(prepared, outcome, watcher, scanner, tree).model_copy(update=located)
     try:
         _record(prepared.layout, session, [completed_event(result, resolution.recipe_id)])
     except AxError as exc:

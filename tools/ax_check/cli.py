@@ -30,7 +30,12 @@ app = make_app(
 
 ProjectOption = Annotated[
     str | None,
-    typer.Option("--project", "-p", help="The unit to check (required when there are several)."),
+    typer.Option(
+        "--project",
+        "-p",
+        help="The unit to check, by its workspace-relative path (required when several "
+        "compete); a workspace root runs the whole workspace.",
+    ),
 ]
 TargetOption = Annotated[
     list[str] | None,
@@ -84,6 +89,8 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
             out(f"ax-check: cure: {result.cure}")
         if result.recipe is not None:
             out(f"ax-check: ran {result.recipe.command}  [{result.recipe.id}]")
+        if result.would_run is not None:
+            out(f"ax-check: once cured, would run {result.would_run.command}")
     else:
         assert result.recipe is not None
         seconds = (result.duration_ms or 0) / 1000
@@ -117,6 +124,8 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
         out(f"ax-check: {_environment_text(result.environment)}")
     if result.replay_key:
         out(f"ax-check: replay key {result.replay_key}")
+    if result.selection:
+        out(f"ax-check: unit {result.project}: {result.selection}")
     if as_json:
         cliapp.emit_json(result.to_json())
     return EXIT_OF_VERDICT[result.verdict]
@@ -207,18 +216,32 @@ for _kind in KIND_HELP:
 def _print_detect(report: DetectReport) -> None:
     write = cliapp.env().stdout.write
     write(f"workspace {report.workspace}\n")
+    if report.located:
+        write(f"  found as {report.located}\n")
+    default = report.default_unit or "none (name one with --project)"
+    write(f"default unit {default}: {report.selection}\n")
     for unit in report.units:
         manifests = ", ".join(unit.manifests) or "no manifest"
         ecosystems = ", ".join(unit.ecosystems) or "-"
         write(f"\nunit {unit.id}  [{ecosystems}]  ({manifests})\n")
         if unit.environment is not None:
             write(f"  {_environment_text(unit.environment)}\n")
+        if unit.satellite:
+            write(f"  satellite: {unit.satellite}; not a default, --project {unit.id} runs it\n")
+        if unit.members:
+            write(f"  workspace root of {', '.join(unit.members)}; --project {unit.id} runs all\n")
         for item in unit.kinds:
             if item.recipe is not None:
                 write(f"  {item.kind:<16} {item.recipe.id}: {item.recipe.command}\n")
-            else:
-                cure = f" (cure: {item.cure})" if item.cure else ""
-                write(f"  {item.kind:<16} unsupported, {item.reason}: {item.message}{cure}\n")
+                continue
+            cure = f" (cure: {item.cure})" if item.cure else ""
+            write(f"  {item.kind:<16} unsupported, {item.reason}: {item.message}{cure}\n")
+            if item.would_run is not None:
+                write(f"  {'':<16} blocked: {item.would_run.id}: {item.would_run.command}\n")
+        if unit.unused:
+            write("  seen, not used:\n")
+            for line in unit.unused:
+                write(f"    {line}\n")
     found = [f"{tool.name} {tool.path}" for tool in report.toolchains if tool.path]
     missing = [tool.name for tool in report.toolchains if not tool.path]
     write("\ntoolchains on PATH:\n")

@@ -121,6 +121,11 @@ class CheckResult(Contract):
     output: OutputExcerpt | None = None
     environment: EnvironmentRef | None = None
     tree: TreeCheck | None = None
+    # The workspace the unit id is relative to, and which unit ran and why.
+    workspace: str | None = None
+    selection: str | None = None
+    # An unsupported kind whose recipe is known: what it runs once the cure is applied.
+    would_run: RecipeRef | None = None
 
 
 class KindResolution(Contract):
@@ -132,6 +137,8 @@ class KindResolution(Contract):
     reason: Reason | None = None
     message: str | None = None
     cure: str | None = None
+    # Unsupported, but a recipe was chosen: what it runs once the precondition holds.
+    would_run: RecipeRef | None = None
 
 
 class UnitReport(Contract):
@@ -141,6 +148,12 @@ class UnitReport(Contract):
     ecosystems: list[Ecosystem]
     kinds: list[KindResolution]
     environment: EnvironmentRef | None = None
+    # Why the unit does not compete for the default (it can still be named with --project).
+    satellite: str | None = None
+    # The member units its manifest declares; naming it runs the whole workspace.
+    members: list[str] = Field(default_factory=list)
+    # The project's own tasks that were seen and not used, each with why.
+    unused: list[str] = Field(default_factory=list)
 
 
 class ToolchainReport(Contract):
@@ -153,6 +166,11 @@ class DetectReport(Contract):
     units: list[UnitReport]
     toolchains: list[ToolchainReport]
     notes: list[str]
+    # How the workspace was found (named with -C, or walking up from the current directory).
+    located: str | None = None
+    # The unit a call without --project runs, and why; None (with why) when it must be named.
+    default_unit: str | None = None
+    selection: str | None = None
 
 
 class RecipeRow(Contract):

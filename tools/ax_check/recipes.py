@@ -19,13 +19,14 @@ from ax_check.facts import Task, UnitFacts
 from ax_check.installation import install_cure, missing_for_tests, shown_list
 from ax_check.models import KINDS, Ecosystem, Kind, Reason, RecipeRow
 from ax_check.toolchains import PythonEnv
+from ax_check.units import load_jsonc
 
 # The task names that stand for each kind, in order of preference.
 TASK_NAMES: dict[Kind, tuple[str, ...]] = {
     "build": ("build",),
     "test": ("test", "tests"),
     "test-targeted": (),
-    "typecheck": ("typecheck", "type-check", "types", "mypy"),
+    "typecheck": ("typecheck", "type-check", "typing", "check-types", "types", "mypy", "tsc"),
     "lint": ("lint",),
     # Only names that promise a check: a bare `format` task usually rewrites files.
     "format": ("format-check", "fmt-check", "check-format", "format:check", "fmt:check"),
@@ -42,6 +43,8 @@ class Blocker:
     message: str
     cure: str | None = None
     recipe_id: str | None = None
+    # The chosen row's command, had its precondition held: what runs once it is cured.
+    command: Command | None = None
 
 
 @dataclass(frozen=True)
@@ -140,13 +143,29 @@ class Runner:
 RUNNERS: tuple[Runner, ...] = (
     Runner("just", "just", "justfile recipe", lambda f: f.just, lambda n: ("just", n)),
     Runner("make", "make", "Makefile target", lambda f: f.make, lambda n: ("make", n)),
-    Runner("tox", "tox", "tox env", lambda f: f.tox, lambda n: ("tox", "-e", n)),
+    # A missing interpreter must fail, never skip: tox and nox exit 0 when every env or
+    # session they were asked for is skipped.
+    Runner(
+        "tox",
+        "tox",
+        "tox env",
+        lambda f: f.tox,
+        lambda n: ("tox", "--skip-missing-interpreters=false", "-e", n),
+    ),
+    Runner(
+        "nox",
+        "nox",
+        "nox session",
+        lambda f: f.nox,
+        lambda n: ("nox", "--error-on-missing-interpreters", "-s", n),
+    ),
     Runner("hatch", "hatch", "hatch script", lambda f: f.hatch, lambda n: ("hatch", "run", n)),
     Runner("pdm", "pdm", "pdm script", lambda f: f.pdm, lambda n: ("pdm", "run", n)),
 )
 
 
 def _task_for(tasks: dict[str, Task], kind: Kind) -> Task | None:
+    """The task for ``kind``, by the name of what it does (a tox env's factors, a session)."""
     for name in TASK_NAMES[kind]:
         if name in tasks:
             return tasks[name]
@@ -270,7 +289,10 @@ def _python_tool_row(
 
     def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
         found = _python_tool(facts, module, module)
-        assert not isinstance(found, Blocker)
+        if isinstance(found, Blocker):
+            # What runs once the module is installed for the unit's interpreter.
+            assert facts.python is not None
+            found = (facts.python.executable, "-m", module)
         fixed = args(facts) if callable(args) else args
         return Command((*found, *fixed))
 
@@ -368,11 +390,73 @@ def _tsc_precondition(facts: UnitFacts) -> Blocker | None:
     )
 
 
-def _tsc_build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+def _tsc(facts: UnitFacts) -> str:
     assert facts.node is not None
-    tsc = facts.node.local_bin("tsc")
-    assert tsc is not None
-    return Command((tsc, "--noEmit"))
+    # Before the install, the path it will have in the unit.
+    return facts.node.local_bin("tsc") or "./node_modules/.bin/tsc"
+
+
+def _tsc_build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+    return Command((_tsc(facts), "--noEmit"))
+
+
+def _uses_references(facts: UnitFacts) -> bool:
+    config = load_jsonc(facts.directory / "tsconfig.json")
+    references = config.get("references") if config is not None else None
+    return isinstance(references, list) and bool(references)
+
+
+def _workspace_script(facts: UnitFacts, kind: Kind) -> str | None:
+    """The first name for ``kind`` that a member of this Node workspace root declares."""
+    for name in TASK_NAMES[kind]:
+        if any(name in scripts for scripts in facts.node_members.values()):
+            return name
+    return None
+
+
+def _workspaces_row(kind: Kind) -> Recipe:
+    def applies(facts: UnitFacts) -> bool:
+        return _workspace_script(facts, kind) is not None
+
+    def precondition(facts: UnitFacts) -> Blocker | None:
+        assert facts.node is not None
+        if facts.node.manager == "yarn":
+            return Blocker(
+                "no-recipe",
+                "ax-check has no whole-workspace recipe for yarn workspaces; "
+                "name a member with --project",
+            )
+        return _node_precondition(facts)
+
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        name = _workspace_script(facts, kind)
+        assert name is not None and facts.node is not None
+        body = _canonical_scripts(facts, name)
+        if facts.node.manager == "pnpm":
+            return Command(("pnpm", "-r", "run", name), body)
+        return Command((facts.node.manager, "run", name, "--workspaces", "--if-present"), body)
+
+    return Recipe(
+        f"node.workspaces-{kind}",
+        kind,
+        "node",
+        applies,
+        "a workspace root named with --project, without its own script; "
+        f"a member has a script named {'/'.join(TASK_NAMES[kind])}",
+        precondition,
+        "node and npm or pnpm on PATH (not yarn); dependencies installed",
+        build,
+        "npm run <script> --workspaces --if-present | pnpm -r run <script>",
+    )
+
+
+def _canonical_scripts(facts: UnitFacts, name: str) -> str:
+    """Every member's script of that name: what the whole-workspace run runs."""
+    return "\n".join(
+        f"{member}: {scripts[name].body}"
+        for member, scripts in sorted(facts.node_members.items())
+        if name in scripts
+    )
 
 
 # --- Rust and Go ----------------------------------------------------------------
@@ -395,6 +479,34 @@ def _fixed_row(
         " and ".join(programs) + " on PATH",
         _fixed(*argv),
         " ".join(argv),
+    )
+
+
+def _cargo_row(
+    row_id: str,
+    kind: Kind,
+    verb: tuple[str, ...],
+    rest: tuple[str, ...],
+    programs: tuple[str, ...],
+) -> Recipe:
+    # cargo fmt spells "every package of the workspace" --all; the other verbs --workspace.
+    every = "--all" if verb == ("fmt",) else "--workspace"
+
+    def build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
+        scope = (every,) if facts.cargo_workspace else ()
+        return Command(("cargo", *verb, *scope, *rest))
+
+    shown = " ".join(("cargo", *verb, f"[{every}]", *rest))
+    return Recipe(
+        row_id,
+        kind,
+        "rust",
+        _always,
+        f"a rust unit ({every} on a workspace root named with --project)",
+        _needs(*programs),
+        " and ".join(programs) + " on PATH",
+        build,
+        shown,
     )
 
 
@@ -467,6 +579,20 @@ def _table() -> tuple[Recipe, ...]:
         ),
     ]
     rows += [_script_row(kind) for kind in KINDS]
+    rows += [_workspaces_row(kind) for kind in KINDS if kind != "test-targeted"]
+    rows.append(
+        Recipe(
+            "node.tsc-build",
+            "typecheck",
+            "node",
+            _uses_references,
+            "tsconfig.json has project references",
+            _tsc_precondition,
+            "node_modules/.bin/tsc installed",
+            lambda facts, targets: Command((_tsc(facts), "--build")),
+            "node_modules/.bin/tsc --build",
+        )
+    )
     rows.append(
         Recipe(
             "node.tsc",
@@ -481,31 +607,25 @@ def _table() -> tuple[Recipe, ...]:
         )
     )
     rows += [
-        _fixed_row("rust.cargo-build", "build", "rust", ("cargo", "build"), ("cargo", "rustc")),
-        _fixed_row("rust.cargo-test", "test", "rust", ("cargo", "test"), ("cargo", "rustc")),
+        _cargo_row("rust.cargo-build", "build", ("build",), (), ("cargo", "rustc")),
+        _cargo_row("rust.cargo-test", "test", ("test",), (), ("cargo", "rustc")),
         _hole(
             "rust.no-test-targeted",
             "test-targeted",
             "rust",
             "cargo selects tests by a name filter, and a filter that matches nothing passes",
         ),
-        _fixed_row(
-            "rust.cargo-check",
-            "typecheck",
-            "rust",
-            ("cargo", "check", "--all-targets"),
-            ("cargo", "rustc"),
+        _cargo_row(
+            "rust.cargo-check", "typecheck", ("check",), ("--all-targets",), ("cargo", "rustc")
         ),
-        _fixed_row(
+        _cargo_row(
             "rust.clippy",
             "lint",
-            "rust",
-            ("cargo", "clippy", "--all-targets", "--", "-D", "warnings"),
+            ("clippy",),
+            ("--all-targets", "--", "-D", "warnings"),
             ("cargo", "cargo-clippy"),
         ),
-        _fixed_row(
-            "rust.fmt", "format", "rust", ("cargo", "fmt", "--check"), ("cargo", "cargo-fmt")
-        ),
+        _cargo_row("rust.fmt", "format", ("fmt",), ("--check",), ("cargo", "cargo-fmt")),
         _fixed_row("go.build", "build", "go", ("go", "build", "./..."), ("go",)),
         _fixed_row("go.test", "test", "go", ("go", "test", "./..."), ("go",)),
         _hole(
@@ -573,7 +693,8 @@ def resolve(facts: UnitFacts, kind: Kind, targets: tuple[str, ...] = ()) -> Reso
             return Blocker("no-recipe", row.command_text.removeprefix("none: "), None, qualified)
         blocker = row.precondition(facts)
         if blocker is not None:
-            return Blocker(blocker.reason, blocker.message, blocker.cure, qualified)
+            planned = row.build(facts, targets) if blocker.reason != "no-recipe" else None
+            return Blocker(blocker.reason, blocker.message, blocker.cure, qualified, planned)
         return Resolved(row, facts.unit.id, row.build(facts, targets))
     ecosystems = ", ".join(facts.ecosystems) or "no manifest"
     return Blocker("no-recipe", f"no recipe for {kind} in unit {facts.unit.id} ({ecosystems})")

@@ -36,6 +36,7 @@ REPORTED_TOOLCHAINS: tuple[str, ...] = (
     "just",
     "make",
     "tox",
+    "nox",
     "hatch",
     "pdm",
     "cmake",
