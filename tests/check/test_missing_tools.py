@@ -182,7 +182,7 @@ def test_a_missing_command_in_a_tox_env_is_named(
     )
     monkeypatch.setenv("TOX_WORK_DIR", str(workspace.parent / "toxwork"))
     code, result, _ = check(run_cli, "lint", "-C", str(workspace))
-    assert result["recipe"]["command"] == "tox -e lint"
+    assert result["recipe"]["command"] == "tox --skip-missing-interpreters=false -e lint"
     assert (code, result["verdict"], result["reason"]) == (
         5,
         "unsupported",
