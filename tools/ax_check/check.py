@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ax_check.facts import gather_facts
 from ax_check.models import KINDS, CheckResult, Kind, OutputExcerpt, RecipeRef, Verdict
-from ax_check.parsers import Enrichment, OutputWatcher
+from ax_check.parsers import Enrichment, OutputWatcher, Places
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import Toolchains
 from ax_check.units import Discovery, Unit, discover_units, normalize_unit_id
@@ -254,17 +254,19 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         except AxError as exc:
             raise EvidenceNotRecorded(result, exc) from exc
         return result
+    workspace = resolve_workspace(prepared.request.workspace)
     spec = ExecSpec(
         argv=list(resolution.command.argv),
         cwd=str(unit.path),
         timeout_s=prepared.request.timeout_s,
         sandbox=prepared.request.sandbox,
         # workspace-write may change the whole workspace, not only this unit.
-        workspace=str(resolve_workspace(prepared.request.workspace)),
+        workspace=str(workspace),
         max_output_bytes=EXEC_OUTPUT_BYTES,
         spill_dir=str(prepared.layout.objects_dir) if prepared.layout is not None else None,
     )
-    watcher = OutputWatcher(Enrichment(kind))
+    places = Places(workspace=workspace, unit=unit.path)
+    watcher = OutputWatcher(Enrichment(kind, resolution.command.argv, places))
     # ax-exec has no spawn callback, so check.started is appended just before the spawn,
     # and only when the program can be found: one that cannot start gets no started event.
     if _startable(resolution.command.argv[0], unit.path, hooks.environ):

@@ -79,7 +79,7 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
         if result.summary is not None:
             parts = [
                 f"{value} {name}"
-                for name, value in result.summary.model_dump(exclude={"tool"}).items()
+                for name, value in result.summary.model_dump(exclude={"tool", "tools"}).items()
                 if value is not None
             ]
             counts = f" — {', '.join(parts)}" if parts else ""
