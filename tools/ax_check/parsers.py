@@ -115,7 +115,7 @@ _MYPY = re.compile(
     r"^(?P<path>[^:\s][^:]*\.pyi?):(?P<line>\d+):(?:(?P<col>\d+):(?:\d+:\d+:)?)? "
     r"(?P<severity>error|warning|note): (?P<msg>.*?)(?:  \[(?P<code>[a-z][a-z0-9-]*)\])?$"
 )
-_MYPY_WRAPPED_CODE = re.compile(r"^\S.*?  \[(?P<code>[a-z][a-z0-9-]*)\]$")
+_MYPY_WRAPPED_CODE = re.compile(r"^(?P<msg>\S.*?)  \[(?P<code>[a-z][a-z0-9-]*)\]$")
 _MYPY_SUMMARY = re.compile(
     r"^(?:Found \d+ errors? in \d+ files? \(checked \d+ source files?\)"
     r"|Success: no issues found in \d+ source files?)$"
@@ -272,7 +272,7 @@ class _Pending:
     lint_level_here: bool = False
     snippet: str | None = None
     # mypy --pretty: lines seen since the header while its [code] may still come.
-    wrapped: int = 0
+    wrapped: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -389,12 +389,15 @@ class Enrichment:
             self._close()
             return False
         # mypy: a header without its code, maybe wrapped by --pretty.
-        pending.wrapped += 1
         if wrapped := _MYPY_WRAPPED_CODE.match(text):
             pending.code = wrapped["code"]
+            pending.message = " ".join((pending.message, *pending.wrapped, wrapped["msg"]))
             self._close()
             return True
-        if pending.wrapped >= MAX_WRAPPED_LINES or _MYPY.match(text) or not text:
+        pending.wrapped.append(text)
+        if len(pending.wrapped) >= MAX_WRAPPED_LINES or _MYPY.match(text) or not text:
+            # Not wrapped after all: the message is its first line.
+            pending.wrapped.clear()
             self._close()
         return False
 
