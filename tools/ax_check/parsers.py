@@ -106,6 +106,7 @@ _CARGO_CLOSING = re.compile(
 _CARGO_DEPENDENCY = re.compile(
     r"^(?:failed to get `([^`]+)` as a dependency|no matching package named `([^`]+)` found)"
 )
+_RUSTFMT_DIFF = re.compile(r"^Diff in (.+?):(\d+):$")
 _CARGO_NETWORK = re.compile(
     r"spurious network error|Could(?:n't| not) resolve host|failed to download"
     r"|network failure seems to have happened|failed to resolve address"
@@ -496,6 +497,9 @@ class Enrichment:
         status = _CARGO_STATUS.match(text)
         if status and len(status.group(1)) + len(status.group(2)) == _CARGO_STATUS_WIDTH:
             self.saw("cargo")
+            return True
+        if diff := _RUSTFMT_DIFF.match(text):
+            self.finding("rustfmt", diff.group(1), int(diff.group(2)), None, None, "would reformat")
             return True
         if self._in_cargo() and _CARGO_NETWORK.search(text):
             self.signal("network-error", text)
