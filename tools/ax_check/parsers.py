@@ -47,6 +47,7 @@ TASK_RUNNERS = frozenset(
     | {"npx", "bun"}
 )
 _CARGO_SUBTOOLS = {"clippy": "clippy", "fmt": "rustfmt"}
+_CARGO_TOOLS = frozenset({"cargo", *_CARGO_SUBTOOLS.values()})
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)*)?$")
 
 _PYTEST_SESSION = re.compile(r"^=+ test session starts =+$")
@@ -177,7 +178,7 @@ class Places:
 
     Tools print paths relative to where they think the project is: tsc, ruff and
     mypy to their working folder (the unit), cargo to the Cargo workspace root,
-    pytest to its rootdir. A finding's path is the workspace-relative path of the
+    pyright and rustfmt as absolute paths. A finding's path is the workspace-relative path of the
     file the tool meant: the first reading that names an existing file inside the
     workspace, else the reading relative to the unit. A path that lies outside
     the workspace is kept absolute, so it is never mistaken for a workspace file.
@@ -293,18 +294,18 @@ class Enrichment:
     _finding_tool: str | None = None
     _pending: _Pending | None = None
     _cargo_root: Path | None = None
+    # cargo (or a tool it runs) spoke: its own error and network lines are read.
+    _cargo: bool = False
 
     def __post_init__(self) -> None:
         self._command_tool = command_tool(self.command)
         if self._command_tool is not None:
-            self.tools.append(self._command_tool)
+            self.saw(self._command_tool)
 
     def saw(self, tool: str) -> None:
         if tool not in self.tools:
             self.tools.append(tool)
-
-    def _in_cargo(self) -> bool:
-        return any(tool in ("cargo", "clippy", "rustfmt") for tool in self.tools)
+            self._cargo = self._cargo or tool in _CARGO_TOOLS
 
     def signal(self, name: str, detail: str) -> None:
         if len(self.signals) >= MAX_SIGNALS:
@@ -452,7 +453,7 @@ class Enrichment:
             self.finding(
                 pending.tool, pending.path, pending.line, pending.column, pending.code, message
             )
-            if pending.severity == "error":
+            if pending.severity == "error" and len(self.signals) < MAX_SIGNALS:
                 detail = f"{self._place(pending.path)}:{pending.line}"
                 self.signal("type-error", f"{detail}: {pending.code}" if pending.code else detail)
 
@@ -475,7 +476,8 @@ class Enrichment:
                 f"{pending.severity}: {pending.message}",
                 rust=True,
             )
-            where = f"{self._place(pending.path, rust=True)}:{pending.line}: "
+            if len(self.signals) < MAX_SIGNALS:
+                where = f"{self._place(pending.path, rust=True)}:{pending.line}: "
         if is_lint:
             self.signal("lint", f"{where}{lint or pending.message}")
         elif pending.severity != "error":
@@ -485,11 +487,11 @@ class Enrichment:
                 "compile-error",
                 f"{pending.code}: {pending.message}" if pending.code else pending.message,
             )
-        elif self._in_cargo():
+        elif self._cargo:
             self.signal("unclassified", pending.message)
 
     def _rust_tool(self) -> str:
-        return "cargo" if self._in_cargo() else "rustc"
+        return "cargo" if self._cargo else "rustc"
 
     # --- one line each -----------------------------------------------------------------
 
@@ -501,7 +503,7 @@ class Enrichment:
         if diff := _RUSTFMT_DIFF.match(text):
             self.finding("rustfmt", diff.group(1), int(diff.group(2)), None, None, "would reformat")
             return True
-        if self._in_cargo() and _CARGO_NETWORK.search(text):
+        if self._cargo and _CARGO_NETWORK.search(text):
             self.signal("network-error", text)
         header = _RUST_HEADER.match(text)
         if header is None:
@@ -513,38 +515,54 @@ class Enrichment:
             return True
         if _CARGO_CLOSING.match(message):
             return True
-        if self._in_cargo() and _CARGO_NETWORK.search(message):
+        if self._cargo and _CARGO_NETWORK.search(message):
             return True
         self._open(_Pending("cargo", severity, message, code))
         return True
 
     def _typecheck_line(self, text: str) -> bool:
-        if match := _MYPY.match(text):
-            self.saw("mypy")
-            if match["severity"] != "note":
-                column = int(match["col"]) if match["col"] else None
-                where = (match["path"], int(match["line"]), column)
-                self._open(_Pending("mypy", match["severity"], match["msg"], match["code"], *where))
-                if match["code"]:
-                    self._close()
+        # Substring tests first: most lines of a long run are none of these, and the
+        # patterns cost far more than `in` to reject them.
+        words = "error" in text or "note" in text or "warning" in text or "information" in text
+        if words and (self._mypy_line(text) or self._pyright_line(text) or self._tsc_line(text)):
             return True
-        if _MYPY_SUMMARY.match(text):
+        if text.startswith(("Found ", "Success: ")) and _MYPY_SUMMARY.match(text):
             self._no_findings_yet("mypy")
             return True
-        if match := _PYRIGHT.match(text):
-            self.saw("pyright")
-            if match["severity"] != "information":
-                message = match["msg"]
-                rule = _PYRIGHT_RULE.search(message)
-                if rule:
-                    message = message[: rule.start()]
-                where = (match["path"], int(match["line"]), int(match["col"]))
-                code = rule["rule"] if rule else None
-                self._open(_Pending("pyright", match["severity"], message, code, *where))
-            return True
-        if _PYRIGHT_SUMMARY.match(text):
+        if text.endswith(("informations", "informations ")) and _PYRIGHT_SUMMARY.match(text):
             self._no_findings_yet("pyright")
             return True
+        return False
+
+    def _mypy_line(self, text: str) -> bool:
+        if not (match := _MYPY.match(text)):
+            return False
+        self.saw("mypy")
+        if match["severity"] != "note":
+            column = int(match["col"]) if match["col"] else None
+            where = (match["path"], int(match["line"]), column)
+            self._open(_Pending("mypy", match["severity"], match["msg"], match["code"], *where))
+            if match["code"]:
+                self._close()
+        return True
+
+    def _pyright_line(self, text: str) -> bool:
+        if not text.startswith("  ") or not (match := _PYRIGHT.match(text)):
+            return False
+        self.saw("pyright")
+        if match["severity"] != "information":
+            message = match["msg"]
+            rule = _PYRIGHT_RULE.search(message)
+            if rule:
+                message = message[: rule.start()]
+            where = (match["path"], int(match["line"]), int(match["col"]))
+            code = rule["rule"] if rule else None
+            self._open(_Pending("pyright", match["severity"], message, code, *where))
+        return True
+
+    def _tsc_line(self, text: str) -> bool:
+        if "error TS" not in text:
+            return False
         if match := _TSC.match(text) or _TSC_PRETTY.match(text):
             where = (match["path"], int(match["line"]), int(match["col"]))
             self._open(_Pending("tsc", "error", match["msg"], match["code"], *where))
