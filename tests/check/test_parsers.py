@@ -419,3 +419,17 @@ def test_cargo_paths_are_read_from_the_cargo_workspace_root(tmp_path: Path) -> N
     assert {f.path for f in rust.findings} == {"src/lib.rs"}
     # Any other tool in that unit prints unit-relative paths.
     assert foo.normalise("src/lib.rs") == "crates/foo/src/lib.rs"
+
+
+def test_test_lines_are_read_after_another_tools_error_line() -> None:
+    # `make test` may print anyone's `error:` line; the narrow pytest summary after it
+    # (`= … =`) is pytest's, not the body of a rustc diagnostic.
+    text = (
+        "FAILED README.md::README.md\n"
+        "FAILED to build the docs\n"
+        "error: could not open config\n"
+        "= 1 failed, 2 passed in 0.10s =\n"
+    )
+    found = read("test", text, command=("make", "test"))
+    assert counts(found) == {"tool": "pytest", "passed": 2, "failed": 1, "tools": ["pytest"]}
+    assert signals(found) == [("test-failed", "README.md::README.md")]

@@ -54,7 +54,8 @@ _PYTEST_SESSION = re.compile(r"^=+ test session starts =+$")
 _PYTEST_SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+(?:, )?)+.* in \d+(?:\.\d+)?s\b")
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)\b")
 _PYTEST_NAMES = {"error": "errors"}
-_PYTEST_FAILED = re.compile(r"^(FAILED|ERROR) (\S+\.py(?:::\S+)?)")
+# A node id (`path::name`, `README.md::README.md`) or a file that failed to collect.
+_PYTEST_FAILED = re.compile(r"^(FAILED|ERROR) (\S+?::\S*|\S+\.py)(?=\s|$)")
 _CARGO_RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
 _CARGO_FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
 # cargo's status words are right-aligned to column 12 ("   Compiling", "    Checking").
@@ -92,7 +93,7 @@ _RUST_LINT_LEVEL_HERE = "note: the lint level is defined here"
 # The body of a rendered diagnostic (rustc's and ruff's full format): locations, the
 # gutter, notes, suggestions as diffs, child notes. Any other line ends it.
 _DIAGNOSTIC_BODY = re.compile(
-    r"^\s*(?:-->|:::|\||= |\.\.\.)|^\s*\d+\s*(?:\||[-+~](?:\s|$))|^\s+[-+~](?:\s|$)"
+    r"^\s+(?:-->|:::|\||= )|^\.\.\.$|^\s*\d+\s*(?:\||[-+~](?:\s|$))|^\s+[-+~](?:\s|$)"
     r"|^(?:help|note|suggestion):"
 )
 _RUST_SNIPPET = re.compile(r"^\s*\d+ \| (.*)$")
@@ -261,6 +262,7 @@ class HeadTail:
 class _Pending:
     """A diagnostic whose parts arrive on several lines; it is judged when it ends."""
 
+    # Whose format: rust (rustc and clippy), ruff, mypy, pyright or tsc.
     tool: str
     severity: str
     message: str
@@ -381,7 +383,7 @@ class Enrichment:
         pending = self._pending
         if pending is None:
             return False
-        if pending.tool in ("cargo", "ruff"):
+        if pending.tool in ("rust", "ruff"):
             return self._rust_part(pending, text)
         if pending.tool == "pyright":
             if _PYRIGHT_MORE.match(text):
@@ -437,7 +439,7 @@ class Enrichment:
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        if pending.tool == "cargo":
+        if pending.tool == "rust":
             self._close_rust(pending)
         elif pending.path is None:
             # ruff's header whose `-->` place never came: nothing to point at.
@@ -517,7 +519,7 @@ class Enrichment:
             return True
         if self._cargo and _CARGO_NETWORK.search(message):
             return True
-        self._open(_Pending("cargo", severity, message, code))
+        self._open(_Pending("rust", severity, message, code))
         return True
 
     def _typecheck_line(self, text: str) -> bool:
