@@ -84,6 +84,8 @@ def test_mypy_run_by_make_test_is_named_and_its_errors_are_type_errors(
     assert [(f["path"], f["line"], f["code"]) for f in result["findings"]] == [
         ("calc.py", 5, "arg-type")
     ]
+    human = run_cli(main, ["test", "-C", str(workspace)])
+    assert "test failed in . after" in human.stderr and "— 1 findings (mypy)" in human.stderr
 
 
 def test_findings_of_a_member_unit_are_workspace_relative(
