@@ -132,6 +132,37 @@ def test_a_silent_checker_is_named_by_its_command(
     }
 
 
+NODE_TESTS = """\
+const test = require("node:test");
+const assert = require("node:assert");
+
+test("adds", () => assert.strictEqual(1 + 1, 2));
+test("breaks", () => assert.strictEqual(1 + 1, 3));
+test.skip("later", () => {});
+test.todo("some day");
+"""
+
+
+def test_node_test_spec_reporter_counts(
+    workspace: Path, run_cli: CliRunner, require: Callable[[str], str]
+) -> None:
+    require("npm")
+    # The spec reporter is node's default on a terminal, and everywhere from Node 23.
+    scripts = {"test": "node --test --test-reporter=spec"}
+    write(workspace / "package.json", json.dumps({"name": "spec", "scripts": scripts}))
+    write(workspace / "test" / "a.test.js", NODE_TESTS)
+    result = check(run_cli, "test", "-C", str(workspace))
+    assert result["verdict"] == "failed", result["output"]
+    summary = result["summary"]
+    assert (summary["tool"], summary["passed"], summary["failed"], summary["skipped"]) == (
+        "node",
+        1,
+        1,
+        2,
+    )
+    assert {"name": "test-failed", "detail": "breaks"} in result["signals"]
+
+
 @pytest.fixture(scope="module")
 def cargo_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if shutil.which("cargo") is None:

@@ -70,6 +70,9 @@ _GO_PACKAGE_FAILED = re.compile(r"^FAIL\t(\S+)\t")
 _TAP_COUNT = re.compile(r"^# (pass|fail|skipped|todo|tests) (\d+)$")
 _TAP_NAMES = {"pass": "passed", "fail": "failed", "skipped": "skipped", "todo": "skipped"}
 _TAP_NOT_OK = re.compile(r"^not ok \d+ - (.+)$")
+# node --test's spec reporter (the default on a terminal, and everywhere from Node 23).
+_NODE_SPEC_COUNT = re.compile(r"^ℹ (pass|fail|skipped|todo) (\d+)$")
+_NODE_SPEC_FAILED = re.compile(r"^✖ (.+?) \(\d+(?:\.\d+)?ms\)$")
 _JEST_TESTS = re.compile(r"^Tests:\s+(.*\d+ total)")
 _JEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|todo)")
 _VITEST_RUN = re.compile(r"^\s*RUN\s+v\d+\.\d+")
@@ -605,6 +608,10 @@ class Enrichment:
             if counted is not None:
                 self.add("node", counted, int(match.group(2)))
         elif match := _TAP_NOT_OK.match(text):
+            self.signal("test-failed", match.group(1))
+        elif match := _NODE_SPEC_COUNT.match(text):
+            self.add("node", _TAP_NAMES[match.group(1)], int(match.group(2)))
+        elif match := _NODE_SPEC_FAILED.match(text):
             self.signal("test-failed", match.group(1))
         elif match := _JEST_TESTS.match(text):
             for number, word in _JEST_COUNT.findall(match.group(1)):
