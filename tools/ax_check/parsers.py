@@ -43,8 +43,22 @@ FINDING_KINDS: frozenset[Kind] = frozenset(
 )
 # Programs that run a project's own tasks: which tool spoke is read from the output.
 TASK_RUNNERS = frozenset(
-    {"make", "gmake", "just", "tox", "nox", "hatch", "pdm", "poetry", "uv", "npm", "pnpm", "yarn"}
-    | {"npx", "bun"}
+    {
+        "make",
+        "gmake",
+        "just",
+        "tox",
+        "nox",
+        "hatch",
+        "pdm",
+        "poetry",
+        "uv",
+        "npm",
+        "pnpm",
+        "yarn",
+        "npx",
+        "bun",
+    }
 )
 _CARGO_SUBTOOLS = {"clippy": "clippy", "fmt": "rustfmt"}
 _CARGO_TOOLS = frozenset({"cargo", *_CARGO_SUBTOOLS.values()})
