@@ -76,6 +76,7 @@ def test_check_limits() -> None:
     assert parsers.MAX_LINE_BYTES == 8 * 1024
     assert parsers.OUTPUT_HEAD_BYTES == 4 * 1024
     assert parsers.OUTPUT_TAIL_BYTES == 12 * 1024
+    assert parsers.MAX_WRAPPED_LINES == 3
     assert progress.PROGRESS_INTERVAL_S == 1.0
     assert units.MAX_UNITS == 256
     assert units.MAX_DIR_ENTRIES == 4096

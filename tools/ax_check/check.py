@@ -34,7 +34,7 @@ from ax_check.models import (
     TreeCheck,
     Verdict,
 )
-from ax_check.parsers import Enrichment, OutputWatcher
+from ax_check.parsers import Enrichment, OutputWatcher, Places
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import ChildEnv, Toolchains, environment_ref
 from ax_check.tree import compare_tree, take_snapshot
@@ -320,7 +320,10 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
         env_deny_patterns=list(prepared.child.unset),
     )
     scanner = MissingScanner()
-    watcher = OutputWatcher(Enrichment(kind), listeners=[scanner.line])
+    places = Places(workspace=prepared.workspace, unit=unit.path)
+    watcher = OutputWatcher(
+        Enrichment(kind, resolution.command.argv, places), listeners=[scanner.line]
+    )
     snapshot = take_snapshot(unit.path, hooks.environ)
     # ax-exec has no spawn callback, so check.started is appended just before the spawn,
     # and only when the program can be found: one that cannot start gets no started event.

@@ -98,10 +98,10 @@ def _print_result(result: CheckResult, as_json: bool) -> int:
         if result.summary is not None:
             parts = [
                 f"{value} {name}"
-                for name, value in result.summary.model_dump(exclude={"tool"}).items()
+                for name, value in result.summary.model_dump(exclude={"tool", "tools"}).items()
                 if value is not None
             ]
-            counts = f" — {', '.join(parts)}" if parts else ""
+            counts = f" — {', '.join(parts)} ({result.summary.tool})" if parts else ""
         out(f"ax-check: {what} in {result.project} after {seconds:.1f}s{counts}")
         out(f"ax-check: ran {result.recipe.command}  [{result.recipe.id}]")
         if result.message and result.verdict != "passed":

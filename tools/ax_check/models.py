@@ -46,7 +46,13 @@ class OutputExcerpt(Contract):
 
 
 class Summary(Contract):
-    """Counts a parser read from the output; None where the tool did not say."""
+    """Counts a parser read from the output; None where the tool did not say.
+
+    ``tool`` names the tool the counts come from: the test runner that reported
+    counts, else the tool the command runs itself, else the first tool whose
+    findings were read, else ``unknown``. ``tools`` lists every tool recognised,
+    from the command and from the output, in the order they were seen.
+    """
 
     tool: str
     passed: int | None = None
@@ -54,6 +60,10 @@ class Summary(Contract):
     skipped: int | None = None
     errors: int | None = None
     findings: int | None = None
+    # Expected failures that failed (pytest xfail, vitest test.fails) and ones that passed.
+    xfailed: int | None = None
+    xpassed: int | None = None
+    tools: list[str] = Field(default_factory=list)
 
 
 class Signal(Contract):

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from ax_check.facts import Task, UnitFacts
+from ax_check.facts import JUSTFILE_NAMES, MAKEFILE_NAMES, Task, UnitFacts
 from ax_check.installation import install_cure, missing_for_tests, shown_list
 from ax_check.models import KINDS, Ecosystem, Kind, Reason, RecipeRow
 from ax_check.toolchains import PythonEnv
-from ax_check.units import load_jsonc
+from ax_check.units import MAX_MANIFEST_BYTES, load_jsonc
 
 # The task names that stand for each kind, in order of preference.
 TASK_NAMES: dict[Kind, tuple[str, ...]] = {
@@ -33,6 +34,30 @@ TASK_NAMES: dict[Kind, tuple[str, ...]] = {
     "static-analysis": ("static-analysis", "analyze", "analyse"),
 }
 TARGET_PLACEHOLDER = "<target>"
+# The files of a unit that the table reads to choose a row of each ecosystem and build
+# its command: manifests, task files and tool configuration. The replay key covers
+# every one that exists (a Makefile without a `test` target is why pytest was guessed).
+DECIDING_FILES: dict[Ecosystem, tuple[str, ...]] = {
+    "python": (
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        *JUSTFILE_NAMES,
+        *MAKEFILE_NAMES,
+        "tox.ini",
+        "tox.toml",
+        "ruff.toml",
+        ".ruff.toml",
+        ".flake8",
+        "mypy.ini",
+        ".mypy.ini",
+        "pyrightconfig.json",
+    ),
+    "node": ("package.json", "tsconfig.json"),
+    "rust": ("Cargo.toml",),
+    "go": ("go.mod",),
+    "cmake": ("CMakeLists.txt",),
+}
 
 
 @dataclass(frozen=True)
@@ -71,9 +96,42 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def replay_key(recipe_id: str, command: str, body: str) -> str:
-    """``sha256(recipeId + command + sha256(body))``: consent binds to exactly what runs."""
-    return sha256_text(recipe_id + command + sha256_text(body))
+def replay_key(
+    recipe_id: str, command: str, body: str, manifests: Sequence[tuple[str, str]]
+) -> str:
+    """``sha256(recipeId + command + sha256(body) + sha256(manifests))``, hex.
+
+    Consent binds to exactly what runs, in exactly this project: ``manifests`` are
+    the (workspace-relative path, content digest) pairs of the files that chose the
+    recipe, listed one ``path NUL digest`` line each, sorted by path.
+    """
+    listing = "".join(f"{path}\0{digest}\n" for path, digest in sorted(manifests))
+    return sha256_text(recipe_id + command + sha256_text(body) + sha256_text(listing))
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a regular file's bytes, its size past the read cap, None when absent."""
+    try:
+        if not path.is_file():
+            return None
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            # Never read for the recipe either (facts treat it as missing), so its size says it.
+            return f"size:{size}"
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def deciding_manifests(facts: UnitFacts, ecosystem: Ecosystem) -> tuple[tuple[str, str], ...]:
+    """(workspace-relative path, digest) of each file of the unit that chose the recipe."""
+    prefix = "" if facts.unit.id == "." else f"{facts.unit.id}/"
+    found = []
+    for name in DECIDING_FILES[ecosystem]:
+        digest = file_digest(facts.directory / name)
+        if digest is not None:
+            found.append((f"{prefix}{name}", digest))
+    return tuple(found)
 
 
 Applies = Callable[[UnitFacts], bool]
@@ -667,6 +725,8 @@ class Resolved:
     recipe: Recipe
     unit_id: str
     command: Command
+    # The files that chose this recipe, with their digests (see deciding_manifests).
+    manifests: tuple[tuple[str, str], ...]
 
     @property
     def recipe_id(self) -> str:
@@ -675,7 +735,7 @@ class Resolved:
 
     @property
     def replay_key(self) -> str:
-        return replay_key(self.recipe_id, self.command.display, self.command.body)
+        return replay_key(self.recipe_id, self.command.display, self.command.body, self.manifests)
 
 
 def resolve(facts: UnitFacts, kind: Kind, targets: tuple[str, ...] = ()) -> Resolved | Blocker:
@@ -695,6 +755,7 @@ def resolve(facts: UnitFacts, kind: Kind, targets: tuple[str, ...] = ()) -> Reso
         if blocker is not None:
             planned = row.build(facts, targets) if blocker.reason != "no-recipe" else None
             return Blocker(blocker.reason, blocker.message, blocker.cure, qualified, planned)
-        return Resolved(row, facts.unit.id, row.build(facts, targets))
+        command = row.build(facts, targets)
+        return Resolved(row, facts.unit.id, command, deciding_manifests(facts, row.ecosystem))
     ecosystems = ", ".join(facts.ecosystems) or "no manifest"
     return Blocker("no-recipe", f"no recipe for {kind} in unit {facts.unit.id} ({ecosystems})")

@@ -71,6 +71,14 @@ def test_fix_then_pass(harness: Harness, project: Path) -> None:
     assert result.content.startswith("test check: PASSED (exit code 0)")
 
 
+def test_expected_failures_are_shown_apart_from_skips(harness: Harness, project: Path) -> None:
+    (project / "tests" / "test_known.py").write_text(
+        "import pytest\n\n\n@pytest.mark.xfail\ndef test_known_bug():\n    assert 0\n"
+    )
+    result = harness.call(TOOL, {"kind": "test"})
+    assert "summary (pytest): 1 passed, 1 failed, 1 xfailed" in result.content
+
+
 def test_unsupported_and_bad_requests_are_errors(harness: Harness, project: Path) -> None:
     unsupported = harness.call(TOOL, {"kind": "static-analysis"})
     assert unsupported.is_error

@@ -90,6 +90,8 @@ def render(result: CheckResult, saved: bool, step: int) -> str:
                 ("passed", result.summary.passed),
                 ("failed", result.summary.failed),
                 ("skipped", result.summary.skipped),
+                ("xfailed", result.summary.xfailed),
+                ("xpassed", result.summary.xpassed),
                 ("errors", result.summary.errors),
                 ("findings", result.summary.findings),
             )
