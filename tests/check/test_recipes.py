@@ -296,6 +296,27 @@ def test_a_member_unit_keys_its_own_path_and_manifests(workspace: Path) -> None:
     assert a.replay_key != b.replay_key
 
 
+def test_a_whole_workspace_run_keys_the_roots_manifests(workspace: Path) -> None:
+    """The root's Cargo.toml chose --workspace: it is in the key, and a member keys its own."""
+    write(workspace, "Cargo.toml", "[workspace]\nmembers = ['a', 'b']\n")
+    for member in ("a", "b"):
+        write(workspace, f"{member}/Cargo.toml", f"[package]\nname = '{member}'\n")
+        write(workspace, f"{member}/src/lib.rs")
+    toolchains = Toolchains(path=os.environ["PATH"])
+    units = {unit.id: unit for unit in discover_units(workspace).units}
+    root, member = (
+        resolve(gather_facts(workspace, units[unit_id], toolchains), "build")
+        for unit_id in (".", "a")
+    )
+    if isinstance(root, Blocker):
+        pytest.skip(f"cargo is not usable here: {root.message}")
+    assert isinstance(root, Resolved) and isinstance(member, Resolved)
+    assert root.command.argv == ("cargo", "build", "--workspace")
+    assert [path for path, _ in root.manifests] == ["Cargo.toml"]
+    assert [path for path, _ in member.manifests] == ["a/Cargo.toml"]
+    assert root.replay_key != member.replay_key
+
+
 def test_every_file_the_table_reads_is_covered_by_the_key(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -328,8 +349,12 @@ def test_every_file_the_table_reads_is_covered_by_the_key(
     read = {path.name for path in looked_at if path.parent == workspace}
     # Lockfiles only name the package manager, and the command line carries it.
     said_by_the_command = {"pnpm-lock.yaml", "yarn.lock", "package-lock.json"}
-    said_by_the_command.add("npm-shrinkwrap.json")
-    covered = {name for names in DECIDING_FILES.values() for name in names} | said_by_the_command
+    said_by_the_command |= {"npm-shrinkwrap.json", "bun.lockb", "bun.lock"}
+    # Python lockfiles only name the installer in a not-installed cure; a blocked kind has
+    # no key, and a ready one runs the same command whichever installer set it up.
+    said_by_the_cure = {"uv.lock", "poetry.lock", "pdm.lock"}
+    covered = {name for names in DECIDING_FILES.values() for name in names}
+    covered |= said_by_the_command | said_by_the_cure
     assert read and read <= covered, read - covered
 
 

@@ -46,6 +46,7 @@ DECIDING_FILES: dict[Ecosystem, tuple[str, ...]] = {
         *MAKEFILE_NAMES,
         "tox.ini",
         "tox.toml",
+        "noxfile.py",
         "ruff.toml",
         ".ruff.toml",
         ".flake8",
@@ -53,7 +54,8 @@ DECIDING_FILES: dict[Ecosystem, tuple[str, ...]] = {
         ".mypy.ini",
         "pyrightconfig.json",
     ),
-    "node": ("package.json", "tsconfig.json"),
+    # pnpm-workspace.yaml makes a root's members count: their scripts run the whole workspace.
+    "node": ("package.json", "tsconfig.json", "pnpm-workspace.yaml"),
     "rust": ("Cargo.toml",),
     "go": ("go.mod",),
     "cmake": ("CMakeLists.txt",),
