@@ -86,7 +86,7 @@ def test_check_limits() -> None:
 
 
 def test_check_tree_install_and_missing_limits() -> None:
-    from ax_check import check, installation, tree
+    from ax_check import check, installation, recipes, tree
     from libcommon import missing
 
     assert check.TREE_CHANGES_IN_MESSAGE == 5
@@ -95,6 +95,7 @@ def test_check_tree_install_and_missing_limits() -> None:
     assert tree.MAX_SNAPSHOT_HASH_BYTES == 32 * 1024 * 1024
     assert tree.MAX_CHANGES_LISTED == 50
     assert tree.GIT_BYTES_PER_FILE == 512
+    assert recipes.MAX_TSCONFIGS == 64
     assert installation.MAX_SITE_ENTRIES == 20_000
     assert installation.MAX_MISSING_SHOWN == 6
     assert missing.MAX_MISSING_PROGRAMS == 8

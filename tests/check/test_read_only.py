@@ -193,3 +193,95 @@ def test_past_the_file_cap_the_result_says_it_is_incomplete(
     tree_check = json.loads(result.stdout)["tree"]
     assert (tree_check["files"], tree_check["complete"]) == (2, False)
     assert "only 2 source files were watched" in result.stderr
+
+
+# tsc --build (a project with references) writes each project's outDir by design. The
+# stand-in below, named like the tool and placed where the recipe looks for it, writes
+# what a real `tsc --build` writes: one output per source, rewritten whenever its source
+# changed. The real compiler is not needed: this is about what the tree check watches.
+STAND_IN_TSC = (
+    "#!/bin/sh\n"
+    "mkdir -p out core/lib\n"
+    "cp src/main.ts out/main.js\n"
+    "cp core/src/index.ts core/lib/index.d.ts\n"
+)
+
+
+def referencing_project(root: Path, stand_in: str = STAND_IN_TSC) -> Path:
+    write(
+        root,
+        {
+            "package.json": '{"devDependencies": {"typescript": "5"}}',
+            # outDir comes from the base config the app extends (resolved from the base).
+            "tsconfig.base.json": '{"compilerOptions": {"composite": true}}',
+            "tsconfig.json": '{\n  // the app\n  "extends": "./tsconfig.base",\n'
+            '  "compilerOptions": {"outDir": "out"},\n  "references": [{"path": "./core"}],\n}\n',
+            "core/tsconfig.json": '{"compilerOptions": {"outDir": "lib", "composite": true}}',
+            "core/src/index.ts": "export const one = 1;\n",
+            "src/main.ts": "export const total = 1;\n",
+        },
+    )
+    tsc = root / "node_modules" / ".bin" / "tsc"
+    tsc.parent.mkdir(parents=True)
+    tsc.write_text(stand_in)
+    tsc.chmod(0o755)
+    return root
+
+
+@pytest.mark.parametrize("in_git", [False, True])
+def test_tsc_build_rewriting_its_own_outputs_is_not_a_source_change(
+    workspace: Path, run_cli: CliRunner, require: Callable[[str], str], in_git: bool
+) -> None:
+    require("node")
+    referencing_project(workspace)
+    if in_git:
+        # The outputs are untracked and not ignored: git alone would call them sources.
+        commit_all(workspace)
+    code, result, stderr = check(run_cli, "typecheck", "-C", str(workspace))
+    assert (code, result["verdict"]) == (0, "passed"), stderr
+    assert result["recipe"]["command"] == "./node_modules/.bin/tsc --build"
+    assert result["tree"]["outputs"] == ["core/lib", "out"]
+    # An edited source: the next build rewrites the outputs it wrote before.
+    (workspace / "src/main.ts").write_text("export const total = 2;\n")
+    code, result, stderr = check(run_cli, "typecheck", "-C", str(workspace))
+    assert (workspace / "out/main.js").read_text() == "export const total = 2;\n"
+    assert (code, result["verdict"], result["tree"]["changed"]) == (0, "passed", []), stderr
+
+
+def test_tsc_build_outputs_never_hide_a_source_it_rewrites(
+    workspace: Path, run_cli: CliRunner, require: Callable[[str], str]
+) -> None:
+    require("node")
+    referencing_project(workspace, STAND_IN_TSC + "echo '// touched' >> src/main.ts\n")
+    code, result, _ = check(run_cli, "typecheck", "-C", str(workspace))
+    assert (code, result["verdict"]) == (1, "modified")
+    assert result["tree"]["changed"] == [{"path": "src/main.ts", "change": "modified"}]
+
+
+def test_tsc_build_outputs_inside_the_unit_only(workspace: Path) -> None:
+    from ax_check.facts import gather_facts
+    from ax_check.recipes import resolve
+    from ax_check.toolchains import Toolchains
+    from ax_check.units import discover_units
+
+    referencing_project(workspace)
+    # An outDir of the unit folder itself, or outside it, is never taken out of the watch;
+    # a reference naming a tsconfig file, a list of bases (the last wins) and a cycle.
+    write(
+        workspace,
+        {
+            "tsconfig.json": '{"extends": ["./a.json", "./b.json"], "references": '
+            '[{"path": "./core/tsconfig.json"}, {"path": "./tools"}, {"path": "./self"}]}',
+            "a.json": '{"compilerOptions": {"outDir": "from-a"}}',
+            "b.json": '{"extends": "./b.json", "compilerOptions": {"declarationDir": "types"}}',
+            "tools/tsconfig.json": '{"compilerOptions": {"outDir": ".."}}',
+            "self/tsconfig.json": '{"references": [{"path": ".."}], '
+            '"compilerOptions": {"outDir": "../../elsewhere"}}',
+        },
+    )
+    unit = discover_units(workspace).units[0]
+    resolved = resolve(gather_facts(workspace, unit, Toolchains(path="/usr/bin:/bin")), "typecheck")
+    # Ready, or blocked with node missing: the command is built either way.
+    command = resolved.command
+    assert command is not None
+    assert command.outputs == ("core/lib", "from-a", "types")

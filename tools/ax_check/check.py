@@ -324,7 +324,7 @@ def execute(prepared: Prepared, hooks: Hooks | None = None) -> CheckResult:
     watcher = OutputWatcher(
         Enrichment(kind, resolution.command.argv, places), listeners=[scanner.line]
     )
-    snapshot = take_snapshot(unit.path, hooks.environ)
+    snapshot = take_snapshot(unit.path, hooks.environ, resolution.command.outputs)
     # ax-exec has no spawn callback, so check.started is appended just before the spawn,
     # and only when the program can be found: one that cannot start gets no started event.
     if _startable(resolution.command.argv[0], unit.path, prepared.child.path):

@@ -110,6 +110,9 @@ class TreeCheck(Contract):
     changed: list[TreeChange] = Field(default_factory=list)
     # All changed files, of which `changed` lists at most tree.MAX_CHANGES_LISTED.
     changed_total: int = 0
+    # Unit-relative folders the recipe writes by design (tsc --build's outDirs): their
+    # untracked files are build output, not sources, and are not watched.
+    outputs: list[str] = Field(default_factory=list)
 
 
 class CheckResult(Contract):

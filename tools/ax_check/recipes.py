@@ -11,10 +11,12 @@ A row without a command is a hole: a deliberate "no recipe", with the reason.
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ax_check.facts import JUSTFILE_NAMES, MAKEFILE_NAMES, Task, UnitFacts
 from ax_check.installation import install_cure, missing_for_tests, shown_list
@@ -34,6 +36,8 @@ TASK_NAMES: dict[Kind, tuple[str, ...]] = {
     "static-analysis": ("static-analysis", "analyze", "analyse"),
 }
 TARGET_PLACEHOLDER = "<target>"
+# tsconfig files read (references and relative extends followed) to find tsc --build's outputs.
+MAX_TSCONFIGS = 64
 # The files of a unit that the table reads to choose a row of each ecosystem and build
 # its command: manifests, task files and tool configuration. The replay key covers
 # every one that exists (a Makefile without a `test` target is why pytest was guessed).
@@ -80,6 +84,9 @@ class Command:
     # The text that decides what the command does (a script, a recipe, a tox env);
     # empty for a guessed tool, whose behaviour is the tool's own.
     body: str = ""
+    # Unit-relative folders a guessed command writes by design (tsc --build's outDirs):
+    # what it writes there is build output, not a change to the sources (tree.py).
+    outputs: tuple[str, ...] = ()
 
     @property
     def display(self) -> str:
@@ -460,6 +467,75 @@ def _tsc_build(facts: UnitFacts, targets: tuple[str, ...]) -> Command:
     return Command((_tsc(facts), "--noEmit"))
 
 
+class _Tsconfigs:
+    """tsconfig files read on a budget of ``MAX_TSCONFIGS`` (each read once)."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TSCONFIGS
+        self.read: dict[Path, dict[str, Any] | None] = {}
+
+    def load(self, path: Path) -> dict[str, Any] | None:
+        if path not in self.read:
+            if self.left <= 0:
+                return None
+            self.left -= 1
+            self.read[path] = load_jsonc(path)
+        return self.read[path]
+
+    def option(self, path: Path, key: str, seen: frozenset[Path] = frozenset()) -> Path | None:
+        """``compilerOptions[key]`` as tsc reads it: the file's own, else what it extends.
+
+        The value is relative to the file that sets it; only relative ``extends`` are
+        followed (a package's base config sets no project folders).
+        """
+        config = self.load(path)
+        if config is None or path in seen:
+            return None
+        options = config.get("compilerOptions")
+        value = options.get(key) if isinstance(options, dict) else None
+        if isinstance(value, str) and value:
+            return path.parent / value
+        extends = config.get("extends")
+        bases = [extends] if isinstance(extends, str) else extends
+        # The last of several bases wins, as in tsc.
+        for base in reversed(bases) if isinstance(bases, list) else ():
+            if isinstance(base, str) and base.startswith(("./", "../")):
+                target = path.parent / base
+                if not target.is_file() and target.suffix != ".json":
+                    target = target.with_name(f"{target.name}.json")
+                found = self.option(target, key, seen | {path})
+                if found is not None:
+                    return found
+        return None
+
+
+def _tsc_build_outputs(facts: UnitFacts) -> tuple[str, ...]:
+    """The unit-relative ``outDir``/``declarationDir`` of the project and its references."""
+    tsconfigs = _Tsconfigs()
+    pending = [facts.directory / "tsconfig.json"]
+    done: set[Path] = set()
+    found: set[str] = set()
+    while pending:
+        path = Path(os.path.normpath(pending.pop(0)))
+        config = tsconfigs.load(path)
+        if config is None or path in done:
+            continue
+        done.add(path)
+        for key in ("outDir", "declarationDir"):
+            folder = tsconfigs.option(path, key)
+            relative = os.path.relpath(os.path.normpath(folder), facts.directory) if folder else ""
+            # The unit folder itself, or a folder outside it, is never taken out of the watch.
+            if relative and relative != "." and not relative.startswith(".."):
+                found.add(relative.replace(os.sep, "/"))
+        references = config.get("references")
+        for reference in references if isinstance(references, list) else ():
+            target = reference.get("path") if isinstance(reference, dict) else None
+            if isinstance(target, str):
+                linked = path.parent / target
+                pending.append(linked / "tsconfig.json" if linked.is_dir() else linked)
+    return tuple(sorted(found))
+
+
 def _uses_references(facts: UnitFacts) -> bool:
     config = load_jsonc(facts.directory / "tsconfig.json")
     references = config.get("references") if config is not None else None
@@ -649,7 +725,9 @@ def _table() -> tuple[Recipe, ...]:
             "tsconfig.json has project references",
             _tsc_precondition,
             "node_modules/.bin/tsc installed",
-            lambda facts, targets: Command((_tsc(facts), "--build")),
+            lambda facts, targets: Command(
+                (_tsc(facts), "--build"), outputs=_tsc_build_outputs(facts)
+            ),
             "node_modules/.bin/tsc --build",
         )
     )

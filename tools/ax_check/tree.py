@@ -9,7 +9,8 @@ The sources of a unit are the files under its folder that:
 - elsewhere, or when git cannot answer: every file under the folder.
 
 Untracked and walked files under a build-output or cache folder
-(``BUILD_DIRS``, ``*.egg-info``) or named like a tool's artifact
+(``BUILD_DIRS``, ``*.egg-info``, and the folders the recipe itself writes by
+design, ``Command.outputs``) or named like a tool's artifact
 (``ARTIFACT_NAMES``, ``*.pyc``, ``*.tsbuildinfo``) are not sources: a test
 that writes ``.pytest_cache``, ``__pycache__``, ``target/``,
 ``node_modules/.cache`` or ``dist/`` has not changed them. Files the run
@@ -79,10 +80,16 @@ ARTIFACT_SUFFIXES: tuple[str, ...] = (".pyc", ".pyo", ".tsbuildinfo")
 _READ_CHUNK = 1024 * 1024
 
 
-def _artifact(relative: str) -> bool:
+def _output(relative: str, outputs: tuple[str, ...]) -> bool:
+    return any(relative == folder or relative.startswith(f"{folder}/") for folder in outputs)
+
+
+def _artifact(relative: str, outputs: tuple[str, ...] = ()) -> bool:
     parts = relative.split("/")
     name = parts[-1]
     if name in ARTIFACT_NAMES or name.startswith(".coverage.") or name.endswith(ARTIFACT_SUFFIXES):
+        return True
+    if _output(relative, outputs):
         return True
     return any(part in BUILD_DIRS or part.endswith(".egg-info") for part in parts[:-1])
 
@@ -131,9 +138,12 @@ class Snapshot:
     method: str  # "git" or "walk"
     complete: bool
     entries: dict[str, _Entry] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
 
 
-def _git_sources(root: Path, environ: Mapping[str, str]) -> tuple[list[str], bool] | None:
+def _git_sources(
+    root: Path, environ: Mapping[str, str], outputs: tuple[str, ...]
+) -> tuple[list[str], bool] | None:
     """Tracked files and untracked non-ignored non-artifacts; None outside a work tree."""
     listing = run_git(
         root,
@@ -150,7 +160,7 @@ def _git_sources(root: Path, environ: Mapping[str, str]) -> tuple[list[str], boo
     for record in records:
         tag, _, raw = record.partition(b" ")
         relative = os.fsdecode(raw)
-        if not relative or (tag == b"?" and _artifact(relative)):
+        if not relative or (tag == b"?" and _artifact(relative, outputs)):
             continue
         paths.append(relative)
     if not paths:
@@ -160,7 +170,7 @@ def _git_sources(root: Path, environ: Mapping[str, str]) -> tuple[list[str], boo
     return list(dict.fromkeys(paths)), not listing.truncated
 
 
-def _walk(root: Path) -> tuple[list[str], bool]:
+def _walk(root: Path, outputs: tuple[str, ...]) -> tuple[list[str], bool]:
     paths: list[str] = []
     seen = 0
     pending = [""]
@@ -181,9 +191,10 @@ def _walk(root: Path) -> tuple[list[str], bool]:
             except OSError:
                 continue
             if is_dir:
-                if entry.name not in BUILD_DIRS and not entry.name.endswith(".egg-info"):
+                skipped = entry.name in BUILD_DIRS or entry.name.endswith(".egg-info")
+                if not skipped and not _output(relative, outputs):
                     pending.append(relative)
-            elif not _artifact(relative):
+            elif not _artifact(relative, outputs):
                 paths.append(relative)
     return paths, True
 
@@ -198,15 +209,20 @@ def _watched(paths: list[str], root: Path) -> Iterator[tuple[str, os.stat_result
             yield relative, info
 
 
-def take_snapshot(root: Path, environ: Mapping[str, str] | None = None) -> Snapshot:
-    """The unit's sources before a run: signatures, and hashes within the byte budget."""
-    found = _git_sources(root, os.environ if environ is None else environ)
+def take_snapshot(
+    root: Path, environ: Mapping[str, str] | None = None, outputs: tuple[str, ...] = ()
+) -> Snapshot:
+    """The unit's sources before a run: signatures, and hashes within the byte budget.
+
+    ``outputs`` are unit-relative folders the command writes by design (``Command.outputs``).
+    """
+    found = _git_sources(root, os.environ if environ is None else environ, outputs)
     method = "git"
     if found is None:
         method = "walk"
-        found = _walk(root)
+        found = _walk(root, outputs)
     paths, complete = found
-    snapshot = Snapshot(root, method, complete)
+    snapshot = Snapshot(root, method, complete, outputs=outputs)
     budget = MAX_SNAPSHOT_HASH_BYTES
     for relative, info in _watched(paths, root):
         if len(snapshot.entries) >= MAX_SNAPSHOT_FILES:
@@ -245,4 +261,5 @@ def compare_tree(snapshot: Snapshot) -> TreeCheck:
         complete=snapshot.complete,
         changed=changes[:MAX_CHANGES_LISTED],
         changed_total=len(changes),
+        outputs=list(snapshot.outputs),
     )
