@@ -20,6 +20,11 @@ message goes with, so a real failure is never turned into a blocker:
   directory: 'x'`` when the env's last reported command was ``x`` and exited 2;
 - nox ``nox > Program x not found.`` (what ``session.run`` logs) with nox's
   exit status 1;
+- a Python interpreter a tox env or nox session asks for and cannot find (tox
+  ``env: failed with could not find python interpreter matching any of the
+  specs python3.8``, nox ``nox > Session s-3.8 failed: Python interpreter 3.8
+  not found``; ax-check tells both to fail rather than skip it), with exit
+  status 1, named as the program (``python3.8``; ``py38`` is ``python3.8``);
 - ``python: No module named x`` (``python -m x``) with exit status 1;
 - rustup's proxy for a component that is not installed (exit 1), and cargo's
   ``no such command: `x``` (exit 101), whose cure names the component or the
@@ -44,6 +49,7 @@ MAKE_FAILED_EXIT = 2
 TOX_COMMAND_NOT_FOUND_EXIT = 2
 PYTHON_NO_MODULE_EXIT = 1
 NOX_FAILED_EXIT = 1
+INTERPRETER_MISSING_EXIT = 1
 RUSTUP_EXIT = 1
 CARGO_EXIT = 101
 
@@ -69,6 +75,13 @@ _TOX_MISSING = re.compile(
 )
 _TOX_EXIT = re.compile(r"^(?P<env>[\w.-]+): exit (?P<code>-?\d+) \(.*?\) .*?> (?P<command>.*)$")
 _NOX_MISSING = re.compile(rf"^nox > Program {_PROGRAM} not found\.?$")
+_TOX_NO_INTERPRETER = re.compile(
+    r"^[\w.-]+: failed with could not find python interpreter "
+    r"(?:matching any of the specs|with spec\(s\):) (?P<spec>[^\s,]+)"
+)
+_NOX_NO_INTERPRETER = re.compile(
+    r"^nox > Session \S+ failed: Python interpreter (?P<spec>\S+?) not found\.?$"
+)
 _PYTHON_MODULE = re.compile(r"^\S*python[\d.]*: No module named (?P<program>[\w.]+)$")
 _RUSTUP_COMPONENT = re.compile(
     r"^error: the '(?P<component>[\w-]+)' component which provides the command "
@@ -85,11 +98,27 @@ _ENV_FOLDER = re.compile(
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
 
+def _interpreter(spec: str) -> str | None:
+    """The program a tox/nox interpreter spec names: ``3.8``, ``py38`` -> ``python3.8``.
+
+    A path, or a spec that is not a plain version or interpreter name, is not classified.
+    """
+    if re.fullmatch(r"\d+(?:\.\d+)*", spec):
+        return f"python{spec}"
+    factor = re.fullmatch(r"py(?P<major>\d)(?P<minor>\d+)?", spec)
+    if factor is not None:
+        minor = factor["minor"]
+        return f"python{factor['major']}" + (f".{minor}" if minor else "")
+    if re.fullmatch(r"(?:c?python|pypy)\d*(?:\.\d+)*", spec):
+        return spec.removeprefix("c")
+    return None
+
+
 @dataclass(frozen=True)
 class Missing:
     program: str
     # Found by which evidence (the exit status it needs is checked against this).
-    via: str  # shell, tox, nox, python, rustup, cargo
+    via: str  # shell, tox, nox, interpreter, python, rustup, cargo
     # The environment folder a path pointed into (".venv", "node_modules/.bin", ...).
     env_folder: str | None = None
     cure: str | None = None
@@ -138,6 +167,10 @@ class MissingScanner:
             self.tox_last_exit = (int(match["code"]), match["command"].split(" ", 1)[0])
         elif match := _NOX_MISSING.match(text):
             self._program(match["program"], "nox")
+        elif match := _TOX_NO_INTERPRETER.match(text) or _NOX_NO_INTERPRETER.match(text):
+            name = _interpreter(match["spec"])
+            if name is not None:
+                self._add(Missing(name, "interpreter"))
         elif match := _PYTHON_MODULE.match(text):
             self._add(Missing(match["program"].split(".", 1)[0], "python"))
         elif match := _RUSTUP_COMPONENT.match(text):
@@ -176,6 +209,7 @@ class MissingScanner:
                 )
                 or (item.via == "python" and exit_code == PYTHON_NO_MODULE_EXIT)
                 or (item.via == "nox" and exit_code == NOX_FAILED_EXIT)
+                or (item.via == "interpreter" and exit_code == INTERPRETER_MISSING_EXIT)
                 or (item.via == "rustup" and exit_code == RUSTUP_EXIT)
                 or (item.via == "cargo" and exit_code == CARGO_EXIT)
             ):

@@ -191,6 +191,41 @@ def test_a_missing_command_in_a_tox_env_is_named(
     assert "could not find mypyzz" in result["message"]
 
 
+def test_a_tox_env_whose_python_is_missing_is_not_a_failure(
+    workspace: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tox runs with --skip-missing-interpreters=false: a missing Python fails it, exit 1."""
+    own_bin = os.path.realpath(os.path.join(sys.prefix, "bin"))
+    path = os.pathsep.join(
+        entry
+        for entry in os.environ["PATH"].split(os.pathsep)
+        if os.path.realpath(entry) != own_bin
+    )
+    if shutil.which("tox", path=path) is None:
+        pytest.skip("tox is not installed outside ax-check's own environment")
+    # No machine has Python 3.4 any more (checked below, so the test never lies).
+    if shutil.which("python3.4", path=path) is not None:
+        pytest.skip("python3.4 is installed on this machine")
+    write(
+        workspace,
+        {
+            "pyproject.toml": PYPROJECT,
+            "tox.ini": "[tox]\nskipsdist = true\n[testenv:lint]\nskip_install = true\n"
+            "basepython = python3.4\ncommands = python -c pass\n",
+        },
+    )
+    monkeypatch.setenv("TOX_WORK_DIR", str(workspace.parent / "toxwork"))
+    code, result, _ = check(run_cli, "lint", "-C", str(workspace))
+    assert result["exitCode"] == 1
+    assert (code, result["verdict"], result["reason"]) == (
+        5,
+        "unsupported",
+        "toolchain-unavailable",
+    )
+    assert "could not find python3.4" in result["message"]
+    assert result["cure"] == "install python3.4 so that it is on PATH"
+
+
 @pytest.mark.parametrize(
     ("lines", "exit_code", "programs", "cure"),
     [
@@ -228,7 +263,41 @@ def test_a_missing_command_in_a_tox_env_is_named(
             ["vite"],
             None,
         ),
+        # A Python a tox env or nox session asks for: tox 4's words (and its older ones),
+        # and nox's (not installed here: the line its session result logs).
+        (
+            [
+                "lint: failed with could not find python interpreter matching any of the "
+                "specs python3.4",
+            ],
+            1,
+            ["python3.4"],
+            None,
+        ),
+        (
+            ["py38: failed with could not find python interpreter with spec(s): py38"],
+            1,
+            ["python3.8"],
+            None,
+        ),
+        (
+            ["nox > Session tests-3.8 failed: Python interpreter 3.8 not found."],
+            1,
+            ["python3.8"],
+            None,
+        ),
+        # A path is the project's own setting, not a program to install.
+        (
+            [
+                "lint: failed with could not find python interpreter matching any of the "
+                "specs /opt/py/bin/python",
+            ],
+            1,
+            [],
+            None,
+        ),
         # The same words with another exit status are a real failure.
+        (["nox > Session tests-3.8 failed: Python interpreter 3.8 not found."], 2, [], None),
         (["error: no such command: `nextest`"], 1, [], None),
         (["/usr/bin/python3: No module named pytest"], 2, [], None),
         (["sh: 1: vite: not found"], 1, [], None),
