@@ -99,6 +99,21 @@ def test_a_subfolder_walks_up_to_the_nearest_unit_root(tmp_path: Path, ax_check:
     assert "walking up" in report["located"]
 
 
+def test_finding_paths_from_a_subfolder_are_relative_to_the_workspace_found(
+    tmp_path: Path, ax_check: Run, needs_module: Callable[[str], None]
+) -> None:
+    """The walk's workspace, not the current folder, is what finding paths are relative to."""
+    needs_module("ruff")
+    root = python_project(tmp_path / "calc")
+    write(root, "calc/ops.py", "import os\n")
+    git_init(root)
+    code, result, stderr = ax_check("lint", cwd=root / "calc")
+    assert (code, result["verdict"], result["workspace"]) == (1, "failed", str(root)), stderr
+    assert ("calc/ops.py", 1, "F401") in {
+        (item["path"], item["line"], item["code"]) for item in result["findings"]
+    }
+
+
 def test_a_named_workspace_is_pinned_and_says_where_the_unit_is(
     tmp_path: Path, ax_check: Run
 ) -> None:
