@@ -51,11 +51,14 @@ def check_proposal_id(value: str) -> str:
 def _read_proposal(path: Path) -> Proposal:
     from pydantic import ValidationError
 
+    from libcommon.cliapp import describe_validation_error
+
     data = jsonio.read_json(path)
     try:
         return Proposal.model_validate(data)
     except ValidationError as exc:
-        raise CorruptStore(str(path), f"not a proposal ({exc.errors()[0]['msg']})") from None
+        problem = describe_validation_error(exc, "proposal")
+        raise CorruptStore(str(path), f"not a proposal ({problem})") from None
 
 
 def _pending_files(layout: StateLayout) -> list[Path]:

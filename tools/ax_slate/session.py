@@ -78,6 +78,8 @@ def read_slate(files: SessionFiles) -> SessionSlate:
     """The slate document; missing → SlateUnavailable, unreadable → CorruptStore."""
     from pydantic import ValidationError
 
+    from libcommon.cliapp import describe_validation_error
+
     data = jsonio.read_json(files.slate)
     if data is None:
         raise SlateUnavailable(
@@ -87,9 +89,7 @@ def read_slate(files: SessionFiles) -> SessionSlate:
     try:
         return SessionSlate.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "(root)"
-        raise CorruptStore(str(files.slate), f"field '{where}': {problem['msg']}") from None
+        raise CorruptStore(str(files.slate), describe_validation_error(exc, "slate")) from None
 
 
 def _write_slate(files: SessionFiles, slate: SessionSlate) -> None:
