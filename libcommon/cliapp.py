@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     ModelT = TypeVar("ModelT", bound=BaseModel)
 
 REQUEST_MAX_BYTES = 16 * 1024 * 1024
+# How much of a refused value an error message echoes (its repr, redacted).
+REFUSED_VALUE_MAX_CHARS = 80
 
 
 class ReaderGone(Exception):
@@ -270,7 +272,38 @@ def describe_validation_error(exc: Any, what: str) -> str:
     """``request field 'a.b': <problem>; …`` from a pydantic ValidationError."""
     parts = []
     for error in exc.errors():
-        location = ".".join(str(item) for item in error["loc"]) or "(root)"
-        problem = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        parts.append(f"{what} field '{location}': {problem}")
+        parts.append(f"{what} field '{error_location(error)}': {describe_problem(error)}")
     return "; ".join(parts)
+
+
+def error_location(error: Mapping[str, Any]) -> str:
+    """``a.b.0`` for one of a ValidationError's ``errors()``; ``(root)`` for the whole value."""
+    return ".".join(str(item) for item in error["loc"]) or "(root)"
+
+
+def describe_problem(error: Mapping[str, Any]) -> str:
+    """What is wrong with one field, for one of a ValidationError's ``errors()``.
+
+    A value refused by an enum or literal field is echoed (redacted, its repr
+    clipped to ``REFUSED_VALUE_MAX_CHARS``) beside the values that field allows,
+    so the sender sees which of its values was the wrong one.
+    """
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind in ("literal_error", "enum"):
+        expected = (error.get("ctx") or {}).get("expected")
+        if expected is not None:
+            return f"{refused_value(error.get('input'))} is not allowed; expected {expected}"
+    return str(error["msg"])
+
+
+def refused_value(value: Any) -> str:
+    """``repr(value)``, redacted, then clipped to ``REFUSED_VALUE_MAX_CHARS`` characters."""
+    from libcommon.redact import redact
+
+    # Redacted whole before it is clipped: a secret cut in half no longer looks like one.
+    text = redact(repr(value))
+    if len(text) <= REFUSED_VALUE_MAX_CHARS:
+        return text
+    return text[: REFUSED_VALUE_MAX_CHARS - 1] + "…"

@@ -18,6 +18,7 @@ def test_libcommon_limits() -> None:
     assert procfs.CMDLINE_READ_MAX_BYTES == 4096
     assert locks.LOCK_TIMEOUT_S == 30.0
     assert cliapp.REQUEST_MAX_BYTES == 16 * 1024 * 1024
+    assert cliapp.REFUSED_VALUE_MAX_CHARS == 80
     assert paths.SLUG_HASH_CHARS == 12
     assert atomic.TMP_NAME_KEEP_CHARS == 40
     assert paths.SESSION_ID_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"

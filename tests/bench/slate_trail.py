@@ -28,10 +28,11 @@ def main() -> int:
         (root / "ws").mkdir()
         os.environ["AX_STATE_DIR"] = str(root / "state")
 
-        from ax_slate import RecordRequest, record
+        from ax_slate import RecordRequest, open_session, record
         from libcommon.paths import state_layout
 
         layout = state_layout(root / "ws")
+        open_session(layout, "bench")
         costs: list[float] = []
         for step in range(1, STEPS + 1):
             request = RecordRequest(

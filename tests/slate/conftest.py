@@ -17,6 +17,15 @@ def layout(workspace: Path, state_dir: Path) -> StateLayout:
 
 
 @pytest.fixture
+def started(layout: StateLayout) -> str:
+    """Session ``s1`` with its slate started, as a harness starts one."""
+    from ax_slate import open_session
+
+    open_session(layout, "s1")
+    return "s1"
+
+
+@pytest.fixture
 def trust(state_dir: Path) -> Callable[..., None]:
     """``trust(ws, ...)`` writes trust.json in ax-policy's format, trusting exactly those."""
 

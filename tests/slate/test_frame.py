@@ -101,7 +101,9 @@ def test_no_spelling_of_the_markers_survives_inside_the_section(
 
 
 def test_missing_slate_is_reported_not_invented(layout: StateLayout) -> None:
-    steps(layout, "s1", 2)  # a trail alone is not a slate
+    open_session(layout, "s1")
+    steps(layout, "s1", 2)
+    (layout.session_dir("s1") / "slate.json").unlink()  # a trail alone is not a slate
     with pytest.raises(SlateUnavailable) as caught:
         build_frame(layout, "s1")
     assert "has no slate" in caught.value.message

@@ -13,6 +13,8 @@ from ax_slate.recall import PAGE_CHARS
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
+pytestmark = pytest.mark.usefixtures("started")
+
 
 def test_recall_pages_the_full_output(layout: StateLayout) -> None:
     text = "".join(f"line {i:05d}\n" for i in range(1500))  # 16,500 characters

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 import ax_slate.jsonl as jsonl_module
-from ax_slate import RecordRequest, read_trail, record, save_output
+from ax_slate import RecordRequest, SlateUnavailable, read_trail, record, save_output
 from ax_slate.cli import main
 from ax_slate.trail import ARGS_DIGEST_MAX_CHARS, OUTCOME_MAX_CHARS
 from libcommon.errors import CorruptStore, OperationFailed, UsageError
 from libcommon.paths import StateLayout
+
+pytestmark = pytest.mark.usefixtures("started")
 
 
 def rec(layout: StateLayout, tool: str = "read_file", **args: object) -> int:
@@ -111,7 +113,8 @@ def test_filters(layout: StateLayout) -> None:
     )
     assert [e.step for e in read_trail(layout, "s1", file="m1")] == [1, *range(10, 20)]
     assert [e.step for e in read_trail(layout, "s1", from_step=5, to_step=8)] == [5, 6, 7, 8]
-    assert read_trail(layout, "other") == []
+    with pytest.raises(SlateUnavailable):
+        read_trail(layout, "other")
     with pytest.raises(UsageError):
         read_trail(layout, "s1", count=0)
 
@@ -142,7 +145,7 @@ def test_record_refuses_bad_input(
     result = run_cli(main, ["record", "--session", "s1", "-C", str(workspace)], stdin)
     assert result.exit_code == 2
     assert problem in result.stderr
-    assert not (layout.sessions_dir / "s1").exists()
+    assert not (layout.session_dir("s1") / "trail.jsonl").exists()
 
 
 @pytest.mark.parametrize("session", ["../escape", "a/b", "..", ".hidden", "x.jsonl"])

@@ -167,7 +167,7 @@ def run_command(
     except ValidationError as exc:
         problems = [
             f"{_FLAGS.get(str(error['loc'][0]), error['loc'][0]) if error['loc'] else 'command'}: "
-            f"{error['msg']}"
+            f"{cliapp.describe_problem(error)}"
             for error in exc.errors()
         ]
         raise UsageError("; ".join(problems)) from None

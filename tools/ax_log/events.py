@@ -514,9 +514,9 @@ def body_fields(body: EventBody) -> dict[str, Any]:
 
 
 def _describe(exc: ValidationError, where: str) -> str:
-    parts = []
-    for error in exc.errors():
-        location = ".".join(str(item) for item in error["loc"]) or "(root)"
-        problem = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        parts.append(f"{where}: field '{location}': {problem}")
-    return "; ".join(parts)
+    from libcommon.cliapp import describe_problem, error_location
+
+    return "; ".join(
+        f"{where}: field '{error_location(error)}': {describe_problem(error)}"
+        for error in exc.errors()
+    )

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from ax_mcp import jsonrpc
 from libcommon import __version__, jsonio
 from libcommon.cliapp import describe_validation_error
+from libcommon.contracts import published_schema
 from libcommon.errors import AxError
 
 # Newest first; an unknown offer is answered with the newest.
@@ -48,10 +49,8 @@ class Tool:
             "name": self.name,
             "title": self.title or self.name,
             "description": self.description,
-            "inputSchema": self.input_model.model_json_schema(by_alias=True),
-            "outputSchema": self.output_model.model_json_schema(
-                by_alias=True, mode="serialization"
-            ),
+            "inputSchema": published_schema(self.input_model),
+            "outputSchema": published_schema(self.output_model, mode="serialization"),
             "annotations": {
                 "readOnlyHint": self.read_only,
                 "destructiveHint": False,

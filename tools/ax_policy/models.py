@@ -67,22 +67,46 @@ FactPaths = Annotated[list[FactPath], Field(max_length=MAX_FACT_PATHS)]
 class PathFacts(_Model):
     """What validate_path found out about one path; facts with reasons, never a verdict."""
 
-    raw: str
-    write: bool
-    valid: bool
-    invalid_reason: str | None = None
-    resolved: str | None = None
-    inside_workspace: bool = False
-    containment_reason: str | None = None
-    protected: bool = False
-    protected_reason: str | None = None
-    secret: bool = False
-    secret_reason: str | None = None
-    workspace_root: bool = False
-    hard_linked: bool = False
-    hard_linked_reason: str | None = None
-    special: bool = False
-    special_reason: str | None = None
+    # ax-mcp publishes these (policy_check_path); a model reads each description.
+    raw: str = Field(description="The path as given.")
+    write: bool = Field(description="True when it was checked as a write target.")
+    valid: bool = Field(
+        description="False when the path cannot be used at all; the other facts are then unset."
+    )
+    invalid_reason: str | None = Field(default=None, description="Why it is not valid, or null.")
+    resolved: str | None = Field(
+        default=None, description="The absolute path after following links; null if not valid."
+    )
+    inside_workspace: bool = Field(
+        default=False, description="True when the resolved path lies inside the workspace."
+    )
+    containment_reason: str | None = Field(
+        default=None, description="Where the resolved path lies relative to the workspace."
+    )
+    protected: bool = Field(
+        default=False,
+        description="True for a place ax never lets a tool change (e.g. .git, ax's state root).",
+    )
+    protected_reason: str | None = Field(default=None, description="Why it is protected, or null.")
+    secret: bool = Field(
+        default=False, description="True when its name or folder looks like it holds credentials."
+    )
+    secret_reason: str | None = Field(default=None, description="Why it looks secret, or null.")
+    workspace_root: bool = Field(
+        default=False, description="True when it is the workspace folder itself."
+    )
+    hard_linked: bool = Field(
+        default=False, description="True for a file with more than one hard link."
+    )
+    hard_linked_reason: str | None = Field(
+        default=None, description="Why the hard links matter, or null."
+    )
+    special: bool = Field(
+        default=False, description="True for a device, FIFO or socket rather than a file."
+    )
+    special_reason: str | None = Field(
+        default=None, description="What kind of special file it is, or null."
+    )
 
     def refusal(self) -> tuple[str, str] | None:
         """The rule and reason that refuse this operation outright, or None.
@@ -127,7 +151,9 @@ class PathFacts(_Model):
 class PathCheck(PathFacts):
     """PathFacts plus the verdict a caller acts on: true only when no question is needed."""
 
-    ok: bool
+    ok: bool = Field(
+        description="True only when using the path this way would need no question and no refusal."
+    )
 
 
 # --- Command review --------------------------------------------------------------------
@@ -136,10 +162,16 @@ class PathCheck(PathFacts):
 class CommandReview(_Model):
     """The outcome of reviewing one shell command string."""
 
-    verdict: ReviewVerdict
-    reasons: list[str]
-    executable: str | None = None
-    argv: list[str] | None = None
+    verdict: ReviewVerdict = Field(
+        description="'read-only' only when proven read-only; otherwise 'ask' or 'deny'."
+    )
+    reasons: list[str] = Field(description="Why, one sentence per finding.")
+    executable: str | None = Field(
+        default=None, description="The absolute path ax resolved the program to, or null."
+    )
+    argv: list[str] | None = Field(
+        default=None, description="The words ax parsed the command into, or null."
+    )
 
 
 # --- The decision engine ---------------------------------------------------------------

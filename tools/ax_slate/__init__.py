@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         write_seed,
     )
     from ax_slate.frame import FRAME_TRAIL_TOKENS, FrameKeeper, build_frame
-    from ax_slate.gate import list_proposals, read_knowledge, review
+    from ax_slate.gate import list_proposals, read_knowledge, review, show_proposal
     from ax_slate.models import (
         CloseRequest,
         CloseResult,
@@ -91,7 +91,7 @@ _EXPORTS = {
         "WriteSeedRequest",
     ],
     "ax_slate.recall": ["archive_message", "recall_step", "search"],
-    "ax_slate.gate": ["list_proposals", "read_knowledge", "review"],
+    "ax_slate.gate": ["list_proposals", "read_knowledge", "review", "show_proposal"],
     "ax_slate.session": [
         "SlateUnavailable",
         "delete_note",
@@ -153,6 +153,7 @@ __all__ = [
     "session_files",
     "set_course",
     "set_note",
+    "show_proposal",
     "write_seed",
 ]
 

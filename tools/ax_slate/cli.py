@@ -25,6 +25,8 @@ note_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(note_app, name="note")
+proposals_app = typer.Typer(rich_markup_mode=None)
+app.add_typer(proposals_app, name="proposals")
 
 SessionOption = Annotated[str, typer.Option("--session", help="The session id.")]
 StaleOption = Annotated[
@@ -315,9 +317,14 @@ def search(
 # ---- the review gate --------------------------------------------------------
 
 
-@app.command("proposals")
-def proposals(workspace: WorkspaceOption = None, json: JsonOption = False) -> None:
-    """List pending proposals and unbound candidates, with origin and trust."""
+@proposals_app.callback(invoke_without_command=True)
+def proposals(
+    ctx: typer.Context, workspace: WorkspaceOption = None, json: JsonOption = False
+) -> None:
+    """List pending proposals and unbound candidates; `proposals show ID` prints one whole."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {"workspace": workspace, "json": json}
+        return
     from .gate import list_proposals
 
     rows = list_proposals(_layout(workspace))
@@ -333,6 +340,50 @@ def proposals(workspace: WorkspaceOption = None, json: JsonOption = False) -> No
         )
     if not rows:
         cliapp.chrome("nothing awaits review")
+
+
+@proposals_app.command("show")
+def proposals_show(
+    ctx: typer.Context,
+    proposal_id: Annotated[str, typer.Argument(metavar="ID", help="A proposal or candidate id.")],
+    workspace: WorkspaceOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Print one proposal or candidate with every Seed, without reviewing it (read-only)."""
+    from libcommon import jsonio
+
+    from .gate import show_proposal
+
+    # `proposals -C DIR show ID` means the same as `proposals show ID -C DIR`.
+    given = ctx.obj or {}
+    if workspace is not None and given.get("workspace") is not None:
+        raise UsageError("give -C/--workspace once, before or after `show`")
+    layout = _layout(workspace if workspace is not None else given.get("workspace"))
+    proposal = show_proposal(layout, proposal_id)
+    if json or given.get("json"):
+        cliapp.emit_json(proposal.to_json())
+        return
+    out = cliapp.env().stdout
+    out.write(
+        f"{proposal.kind} {proposal.id} ({proposal.status}) from {proposal.origin.harness} "
+        f"session {proposal.external_session_id}, trust {proposal.trust}\n"
+        f"workspace: {proposal.workspace_id or '-'}  created: {proposal.created_at}"
+        + (f"  reviewed: {proposal.reviewed_at}" if proposal.reviewed_at else "")
+        + "\n"
+        + f"anchors: {_printable(jsonio.dumps(proposal.anchors).decode())}\n"
+    )
+    total = len(proposal.seeds)
+    for number, seed in enumerate(proposal.seeds, start=1):
+        decided = proposal.decisions.get(seed.id)
+        out.write(
+            f"\nSeed {number} of {total} [{_kind_label(seed)}] {seed.id} {seed.ts}"
+            + (f" {decided}" if decided else "")
+            + "\n  "
+            + _printable(seed.text).replace("\n", "\n  ")
+            + "\n"
+        )
+    if proposal.status == "pending":
+        cliapp.chrome(f"to decide each seed: ax-slate review {proposal.id}")
 
 
 @app.command("review")
@@ -374,13 +425,16 @@ def _printable(text: str) -> str:
     return "".join(ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
-def _ask_at_terminal(seed: SlateSeed, number: int, total: int) -> bool:
+def _kind_label(seed: SlateSeed) -> str:
     from .models import DEFAULT_SEED_KIND
 
+    return seed.kind or f"{DEFAULT_SEED_KIND} (untagged)"
+
+
+def _ask_at_terminal(seed: SlateSeed, number: int, total: int) -> bool:
     environment = cliapp.env()
-    kind = seed.kind or f"{DEFAULT_SEED_KIND} (untagged)"
     cliapp.chrome(
-        f"\nSeed {number} of {total} [{kind}] from {seed.origin.harness} "
+        f"\nSeed {number} of {total} [{_kind_label(seed)}] from {seed.origin.harness} "
         f"session {seed.origin.external_session_id}, trust: {seed.trust}\n"
         + "  "
         + _printable(seed.text).replace("\n", "\n  ")

@@ -106,13 +106,16 @@ def _lock_file(ctx: ExternalContext, external_id: str) -> Path:
 def _load(path: Path) -> ExternalSlate | None:
     from pydantic import ValidationError
 
+    from libcommon.cliapp import describe_validation_error
+
     data = jsonio.read_json(path)
     if data is None:
         return None
     try:
         return ExternalSlate.model_validate(data)
     except ValidationError as exc:
-        raise CorruptStore(str(path), f"not an external slate ({exc.errors()[0]['msg']})") from None
+        problem = describe_validation_error(exc, "slate")
+        raise CorruptStore(str(path), f"not an external slate ({problem})") from None
 
 
 def _save(path: Path, slate: ExternalSlate) -> None:

@@ -19,7 +19,7 @@ from libcommon.paths import StateLayout
 
 from .budget import estimate_tokens
 from .models import Frame, TrailEntry
-from .session import SlateUnavailable, read_slate, session_files
+from .session import SlateUnavailable, read_slate, started_files
 from .trail import iter_newest
 
 FRAME_TRAIL_TOKENS = 2_500
@@ -52,7 +52,7 @@ def build_frame(layout: StateLayout, session_id: str, budget: int = FRAME_TRAIL_
     """
     if budget < 0:
         raise ValueError("budget must not be negative")
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     try:
         slate = read_slate(files)
         newest: list[str] = []

@@ -51,11 +51,14 @@ def check_proposal_id(value: str) -> str:
 def _read_proposal(path: Path) -> Proposal:
     from pydantic import ValidationError
 
+    from libcommon.cliapp import describe_validation_error
+
     data = jsonio.read_json(path)
     try:
         return Proposal.model_validate(data)
     except ValidationError as exc:
-        raise CorruptStore(str(path), f"not a proposal ({exc.errors()[0]['msg']})") from None
+        problem = describe_validation_error(exc, "proposal")
+        raise CorruptStore(str(path), f"not a proposal ({problem})") from None
 
 
 def _pending_files(layout: StateLayout) -> list[Path]:
@@ -95,10 +98,28 @@ def find_proposal(layout: StateLayout, proposal_id: str) -> tuple[Path, Proposal
         path = folder / f"{proposal_id}.json"
         if path.exists():
             return path, _read_proposal(path)
+    import shlex
+
     raise OperationFailed(
-        f"no proposal or candidate {proposal_id!r} in this project",
-        hint="list them with `ax-slate proposals`",
+        f"no proposal or candidate {proposal_id!r} in this project ({layout.workspace})",
+        hint=f"list them with `ax-slate proposals -C {shlex.quote(str(layout.workspace))}`",
     )
+
+
+def show_proposal(layout: StateLayout, proposal_id: str) -> Proposal:
+    """One proposal or candidate, pending or reviewed, whole: its Seeds, anchors and decisions.
+
+    Seed text was redacted when it was written; it and the anchors (stored as
+    the agent sent them) pass through the redactor again on their way out, as
+    recalled output does. Nothing is changed.
+    """
+    from libcommon.redact import redact, redact_value
+
+    _, proposal = find_proposal(layout, proposal_id)
+    for seed in proposal.seeds:
+        seed.text = redact(seed.text)
+    proposal.anchors = redact_value(proposal.anchors)
+    return proposal
 
 
 def pending_proposal(layout: StateLayout, proposal_id: str) -> Proposal:

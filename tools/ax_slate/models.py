@@ -105,56 +105,99 @@ class SearchResult(Contract):
 
 
 # ---- external slates (served by ax-slate and ax-mcp) -------------------------
+# ax-mcp publishes these as its slate tools' schemas, and a model reads every
+# field's description there: each says what the field holds, briefly and truly.
+
+_EXTERNAL_ID = "Your external session id: 1-128 letters, digits, '_' or '-'."
+_TIMESTAMP = "RFC 3339 UTC time with milliseconds"
 
 
 class SeedOrigin(Contract):
-    harness: str
-    external_session_id: str
+    """Who wrote a Seed, as recorded by the server."""
+
+    harness: str = Field(description="The writer's harness; 'mcp-external' for MCP clients.")
+    external_session_id: str = Field(description="The external session id that wrote it.")
 
 
 class SlateSeed(Contract):
-    id: str
-    text: str
-    ts: str
-    kind: SeedKind | None = None
-    origin: SeedOrigin
-    trust: str
+    """A draft Seed: never used until a person accepts it in review."""
+
+    id: str = Field(description="The Seed's id, assigned by the server.")
+    text: str = Field(description="The Seed's text, redacted of secret-shaped strings.")
+    ts: str = Field(description=f"When it was written ({_TIMESTAMP}).")
+    kind: SeedKind | None = Field(
+        default=None, description="Its kind; null is reviewed as 'follow-up'."
+    )
+    origin: SeedOrigin = Field(description="Who wrote it (set by the server).")
+    trust: str = Field(description="Trust label set by the server: 'external-unverified'.")
 
 
 class CloseOutcome(Contract):
     """Where a closed slate's seeds went."""
 
-    bound_workspace_id: str | None
-    proposal_id: str | None
-    candidate_id: str | None
-    reason: str
-    stale: bool = False
+    bound_workspace_id: str | None = Field(
+        description="The trusted workspace the Seeds were proposed to, or null if none."
+    )
+    proposal_id: str | None = Field(
+        description="The proposal awaiting review in that workspace, or null."
+    )
+    candidate_id: str | None = Field(
+        description="The unbound candidate kept when no trusted workspace matched, or null."
+    )
+    reason: str = Field(description="Why the slate was bound (or not), in words.")
+    stale: bool = Field(
+        default=False,
+        description="True when the server closed it for lying idle past the stale window "
+        "(30 minutes unless the server was started with another).",
+    )
 
 
 class ExternalSlate(Contract):
-    """``external-slates/<id>.json``."""
+    """One external session's private slate (``external-slates/<id>.json``)."""
 
-    version: Literal[1] = 1
-    external_session_id: str
-    workspace_id: str | None = None
-    anchors: dict[str, Any]
-    seeds: list[SlateSeed] = Field(default_factory=list)
-    created_at: str
-    last_write_at: str
-    closed_at: str | None = None
-    close_outcome: CloseOutcome | None = None
+    version: Literal[1] = Field(default=1, description="The slate file's format version.")
+    external_session_id: str = Field(description="The external session id that owns it.")
+    workspace_id: str | None = Field(
+        default=None, description="The workspace id given at open, or null."
+    )
+    anchors: dict[str, Any] = Field(description="The anchors given at open, stored as sent.")
+    seeds: list[SlateSeed] = Field(
+        default_factory=list, description="The Seeds written so far, oldest first."
+    )
+    created_at: str = Field(description=f"When it was opened ({_TIMESTAMP}).")
+    last_write_at: str = Field(description=f"When it last changed ({_TIMESTAMP}).")
+    closed_at: str | None = Field(
+        default=None, description=f"When it was closed ({_TIMESTAMP}), or null while open."
+    )
+    close_outcome: CloseOutcome | None = Field(
+        default=None, description="Where its Seeds went, once closed; null while open."
+    )
 
 
 class OpenRequest(Contract):
-    external_session_id: str
-    anchors: dict[str, Any] = Field(default_factory=dict)
-    workspace_id: str | None = None
+    """Open (or fetch) the private slate of one external session id."""
+
+    external_session_id: str = Field(description=_EXTERNAL_ID)
+    anchors: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the work is rooted in, stored as sent (at most 64 KiB of JSON); "
+        "a string 'root' (a folder, relative to the server's workspace) chooses the "
+        "workspace the Seeds are proposed to.",
+    )
+    workspace_id: str | None = Field(
+        default=None,
+        description="A trusted workspace's id (its project slug) to propose the Seeds to.",
+    )
 
 
 class WriteSeedRequest(Contract):
-    external_session_id: str
-    text: str
-    kind: SeedKind | None = None
+    """Add one draft Seed to an open slate."""
+
+    external_session_id: str = Field(description=_EXTERNAL_ID)
+    text: str = Field(description="The Seed's text, 1-4,000 characters; secrets are redacted.")
+    kind: SeedKind | None = Field(
+        default=None, description="What kind of knowledge it is; omitted: reviewed as 'follow-up'."
+    )
     # Accepted so a caller that sends them is not refused, and then ignored:
     # the handler alone writes origin and trust.
     origin: Any = Field(default=None, description="Ignored: the server writes the origin.")
@@ -162,14 +205,21 @@ class WriteSeedRequest(Contract):
 
 
 class CloseRequest(Contract):
-    external_session_id: str
+    """Close a slate: its Seeds go to a person's review."""
+
+    external_session_id: str = Field(description=_EXTERNAL_ID)
 
 
 class CloseResult(Contract):
-    external_session_id: str
-    closed: bool
-    already_closed: bool
-    outcome: CloseOutcome
+    """What closing did."""
+
+    external_session_id: str = Field(description="The external session id that was closed.")
+    closed: bool = Field(description="True: the slate is closed.")
+    already_closed: bool = Field(
+        description="True when it was closed before this call: by an earlier close, or "
+        "for lying idle past the stale window."
+    )
+    outcome: CloseOutcome = Field(description="Where the Seeds went.")
 
 
 # ---- the review gate ---------------------------------------------------------

@@ -23,7 +23,7 @@ from libcommon.redact import redact, redact_value
 
 from .jsonl import append_line, last_line
 from .models import RecallPage, SearchHit, SearchResult
-from .session import SessionFiles, session_files
+from .session import SessionFiles, started_files
 from .trail import find_step
 
 PAGE_CHARS = 6_000
@@ -45,7 +45,7 @@ def _page_of(text: str, page: int) -> tuple[str, int]:
 
 def recall_step(layout: StateLayout, session_id: str, step: int, page: int = 1) -> RecallPage:
     """Page ``page`` of the full output saved for ``step``."""
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     entry = find_step(files, step)
     if entry.output is None:
         raise OperationFailed(f"step {step} ({entry.tool}) saved no full output")
@@ -78,8 +78,7 @@ def archive_message(layout: StateLayout, session_id: str, message: dict[str, Any
     Each line is ``{"row": N, "message": {...}}``; the next row number comes
     from the last line, so an append does not read the archive.
     """
-    files = session_files(layout, session_id)
-    files.dir.mkdir(parents=True, exist_ok=True)
+    files = started_files(layout, session_id)
     redacted = redact_value(message)
     with flock_lock(files.archive_lock):
         row = _last_row(files) + 1
@@ -144,7 +143,7 @@ def search(
     """Find ``query`` in the archive, or read row ``row`` whole, a page at a time."""
     if (query is None) == (row is None):
         raise UsageError("search takes exactly one of a query or a row")
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     if row is not None:
         return _read_row(files, row, page)
     assert query is not None

@@ -35,6 +35,8 @@ class SessionFiles:
 
     session_id: str
     dir: Path
+    # The workspace the session belongs to, for the command a refusal names.
+    workspace: Path
 
     @property
     def slate(self) -> Path:
@@ -66,30 +68,53 @@ class SessionFiles:
 
 
 def session_files(layout: StateLayout, session_id: str) -> SessionFiles:
+    """Where the session's files are, whether or not its slate was started."""
     # session_dir checks the id before any path is built.
-    return SessionFiles(session_id, layout.session_dir(session_id))
+    return SessionFiles(session_id, layout.session_dir(session_id), layout.workspace)
 
 
 class SlateUnavailable(OperationFailed):
     """slate.json is missing or unreadable: no frame can be built from it."""
 
 
+def _no_slate(files: SessionFiles) -> SlateUnavailable:
+    import shlex
+
+    start = f"ax-slate start --session {files.session_id} -C {shlex.quote(str(files.workspace))}"
+    return SlateUnavailable(
+        f"session {files.session_id} has no slate ({files.slate} is missing); nothing was "
+        "read or written",
+        hint=f"a slate is made when its session starts: `{start}` (ax-agent runs it for you)",
+    )
+
+
+def started_files(layout: StateLayout, session_id: str) -> SessionFiles:
+    """The session's files, once its slate exists: every verb but ``start`` needs one.
+
+    Only ``open_session`` makes a slate. A step recorded, an output saved or a
+    message archived for a session that never started would leave a trail with
+    no slate beside it (and a mistyped id would quietly begin a new one), so
+    every other verb refuses here, before it writes anything.
+    """
+    files = session_files(layout, session_id)
+    if not files.slate.exists():
+        raise _no_slate(files)
+    return files
+
+
 def read_slate(files: SessionFiles) -> SessionSlate:
     """The slate document; missing → SlateUnavailable, unreadable → CorruptStore."""
     from pydantic import ValidationError
 
+    from libcommon.cliapp import describe_validation_error
+
     data = jsonio.read_json(files.slate)
     if data is None:
-        raise SlateUnavailable(
-            f"session {files.session_id} has no slate ({files.slate} is missing)",
-            hint="the harness creates it when the session starts",
-        )
+        raise _no_slate(files)
     try:
         return SessionSlate.model_validate(data)
     except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "(root)"
-        raise CorruptStore(str(files.slate), f"field '{where}': {problem['msg']}") from None
+        raise CorruptStore(str(files.slate), describe_validation_error(exc, "slate")) from None
 
 
 def _write_slate(files: SessionFiles, slate: SessionSlate) -> None:
@@ -118,7 +143,15 @@ def open_session(
     if previous is not None and previous.session_id == files.session_id:
         raise UsageError("a session cannot continue itself")
     # Read what is carried over first, so a bad `continues` leaves nothing behind.
-    notes = read_slate(previous).notes if previous is not None else {}
+    notes: dict[str, Note] = {}
+    if previous is not None:
+        try:
+            notes = read_slate(previous).notes
+        except SlateUnavailable:
+            raise SlateUnavailable(
+                f"session {continues} has no slate to continue from; nothing was written",
+                hint="--continues takes the id of a session that was started",
+            ) from None
     files.dir.mkdir(parents=True, exist_ok=True)
     with file_lock(files.slate_lock):
         if files.slate.exists():
@@ -160,7 +193,7 @@ def _changing(files: SessionFiles) -> Iterator[SessionSlate]:
 def update_slate(
     layout: StateLayout, session_id: str, change: Callable[[SessionSlate], None]
 ) -> SessionSlate:
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     with _changing(files) as slate:
         change(slate)
     return slate
@@ -229,7 +262,7 @@ def delete_note(layout: StateLayout, session_id: str, key: str) -> bool:
 
 
 def list_notes(layout: StateLayout, session_id: str, key: str | None = None) -> list[Note]:
-    slate = read_slate(session_files(layout, session_id))
+    slate = read_slate(started_files(layout, session_id))
     if key is None:
         return list(slate.notes.values())
     check_note_key(key)

@@ -24,7 +24,7 @@ from libcommon.redact import redact, redact_value
 
 from .jsonl import append_line, last_line, lines_newest_first
 from .models import RecordRequest, TrailEntry
-from .session import SessionFiles, session_files
+from .session import SessionFiles, started_files
 
 ARGS_DIGEST_MAX_CHARS = 240
 OUTCOME_MAX_CHARS = 240
@@ -51,13 +51,12 @@ def args_digest(args: dict[str, Any]) -> str:
 
 def record(layout: StateLayout, session_id: str, request: RecordRequest) -> TrailEntry:
     """Append one step to the session's trail and return the stored entry."""
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     output = request.output
     if output is not None:
         if len(output) > OUTPUT_PATH_MAX_CHARS:
             raise UsageError(f"output path is longer than {OUTPUT_PATH_MAX_CHARS} characters")
         output = os.path.abspath(output)
-    files.dir.mkdir(parents=True, exist_ok=True)
     with flock_lock(files.trail_lock):
         step = _last_step(files) + 1
         entry = TrailEntry(
@@ -114,7 +113,7 @@ def read_trail(
     """The newest ``count`` entries that pass the filters, oldest first."""
     if count is not None and count < 1:
         raise UsageError("--count must be at least 1")
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     found: list[TrailEntry] = []
     for entry in iter_newest(files):
         if from_step is not None and entry.step < from_step:
@@ -143,7 +142,7 @@ def find_step(files: SessionFiles, step: int) -> TrailEntry:
 
 def save_output(layout: StateLayout, session_id: str, text: str) -> Path:
     """Keep a step's full output (redacted) under ``outputs/``; the path goes in the trail."""
-    files = session_files(layout, session_id)
+    files = started_files(layout, session_id)
     data = redact(text).encode("utf-8", "surrogateescape")
     path = files.outputs / f"{hashlib.sha256(data).hexdigest()}.txt"
     if not path.exists():

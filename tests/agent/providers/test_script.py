@@ -197,11 +197,11 @@ def test_scripted_provider_error(tmp_path: Path) -> None:
     ("script", "problem"),
     [
         ({"turns": [{"txt": "typo"}]}, "turns.0.txt"),
-        ({"turns": [{"stopReason": "done"}]}, "turns.0.stopReason"),
+        ({"turns": [{"stopReason": "done"}]}, "turns.0.stopReason: 'done' is not allowed"),
         ({"turns": [{"hang": True, "toolCalls": [{"name": "x"}]}]}, "hang or error turn"),
         ({"turns": [{"toolCalls": [{"input": {}}]}]}, "turns.0.toolCalls.0.name"),
         ({"steps": []}, "turns"),
-        ([{"text": "a list is not a script"}], "(top)"),
+        ([{"text": "a list is not a script"}], "(root)"),
         ("{not json", "not valid JSON"),
     ],
 )

@@ -51,9 +51,13 @@ def test_schema_is_flat_and_described(name: str) -> None:
     assert "anyOf" not in text
     assert body["type"] == "object"
     assert body["additionalProperties"] is False
+    # pydantic's generated titles restate the names; the model is sent descriptions only.
+    assert "title" not in body
     for field, spec in body["properties"].items():
         assert field == field.lower(), f"{name}.{field} is not snake_case"
         assert spec.get("description"), f"{name}.{field} has no description"
+        assert "title" not in spec, f"{name}.{field} has a title"
+        assert "title" not in spec.get("items", {}), f"{name}.{field} items have a title"
 
 
 def test_inputs_refuse_unknown_and_camel_case_names() -> None:

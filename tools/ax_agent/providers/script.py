@@ -92,9 +92,10 @@ def parse_script(data: Any, source: str = "script") -> Script:
     try:
         return Script.model_validate(data)
     except ValidationError as exc:
+        from libcommon.cliapp import describe_problem, error_location
+
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or '(top)'}: {error['msg']}"
-            for error in exc.errors()
+            f"{error_location(error)}: {describe_problem(error)}" for error in exc.errors()
         )
         raise UsageError(
             f"{source} is not a valid script: {problems}",

@@ -65,7 +65,6 @@ class ModelTool:
 
     def schema(self) -> ToolSchema:
         from ax_agent.providers.base import ToolSchema
+        from libcommon.contracts import published_schema
 
-        return ToolSchema(
-            self.name, self.description, self.input_model.model_json_schema(by_alias=True)
-        )
+        return ToolSchema(self.name, self.description, published_schema(self.input_model))
