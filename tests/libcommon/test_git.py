@@ -62,3 +62,62 @@ def test_no_git_and_a_hung_git_are_none(repo: Path, tmp_path: Path) -> None:
     environ = {**os.environ, "PATH": str(stand_in.parent)}
     assert run_git(repo, ["status"], environ, timeout_s=0.5) is None
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("program", ["clean", "process", "smudge"])
+def test_a_planted_filter_driver_never_runs(repo: Path, tmp_path: Path, program: str) -> None:
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("* filter=evil.v2\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "evil.v2"]\n\t{program} = "touch {canary}; cat"\n')
+    (repo / "file-00.txt").write_text("changed\n")
+    # status hashes the changed file through the filter, and checkout smudges it: plain
+    # git runs the plant, so its absence below is the runner's doing.
+    plain = ["checkout", "--", "file-00.txt"] if program == "smudge" else ["status"]
+    subprocess.run(["git", *plain], cwd=repo, capture_output=True, check=False)
+    assert canary.exists()
+    canary.unlink()
+    (repo / "file-00.txt").write_text("changed again\n")
+    for args in (["status", "--porcelain"], ["diff", "--stat"], ["checkout", "--", "file-01.txt"]):
+        run_git(repo, args, os.environ)
+    assert not canary.exists()
+
+
+def test_a_planted_textconv_never_runs(repo: Path, tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("*.txt diff=evil\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[diff "evil"]\n\ttextconv = "touch {canary}; cat"\n')
+    (repo / "file-00.txt").write_text("changed\n")
+    subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=False)
+    assert canary.exists()
+    canary.unlink()
+    done = run_git(repo, ["diff"], os.environ)
+    assert done is not None and done.ok and b"changed" in done.stdout
+    assert not canary.exists()
+
+
+def test_a_config_git_cannot_read_is_no_answer(repo: Path) -> None:
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("[broken\n")
+    assert run_git(repo, ["status", "--porcelain"], os.environ) is None
+
+
+def test_a_planted_external_diff_never_runs_and_a_plain_diff_works(
+    repo: Path, tmp_path: Path
+) -> None:
+    canary = tmp_path / "canary"
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    (repo / "file-00.txt").write_text("changed\n")
+    plain = run_git(repo, ["diff"], os.environ)
+    assert plain is not None and plain.ok and b"+changed" in plain.stdout
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[diff]\n\texternal = "touch {canary}; true"\n')
+    subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=False)
+    assert canary.exists()
+    canary.unlink()
+    done = run_git(repo, ["diff"], os.environ)
+    assert done is not None and not done.ok
+    assert not canary.exists()

@@ -128,7 +128,10 @@ def probe_git(workspace: Path, environ: Mapping[str, str]) -> GitFacts:
         return GitFacts(repo=False, reason="not inside a git work tree")
     branch = run("rev-parse", "--abbrev-ref", "HEAD")
     head = run("rev-parse", "--verify", "-q", "HEAD")
-    status = run("status", "--porcelain=v1", "-z", "--untracked-files=normal")
+    # Submodules keep out: git would run in each with that repository's own config.
+    status = run(
+        "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=all"
+    )
     return GitFacts(
         repo=True,
         branch=branch.strip() if branch else None,
