@@ -25,12 +25,6 @@ TOOLS = [
     "policy_review_command",
     "policy_check_path",
 ]
-# ax-check's result models are being reshaped by issue 17's check-* branches, which own
-# tools/ax_check; their fields get descriptions there. strict: the day they do, this
-# marker must go.
-AX_CHECK_OUTPUTS = pytest.mark.xfail(
-    strict=True, reason="tools/ax_check/models.py has no field descriptions yet"
-)
 
 
 @pytest.fixture(scope="module")
@@ -89,28 +83,12 @@ def test_the_list_is_every_tool(published: dict[str, dict[str, Any]]) -> None:
 
 @pytest.mark.parametrize(
     ("tool", "which"),
-    [
-        *[(name, "inputSchema") for name in TOOLS],
-        *[
-            pytest.param(name, "outputSchema", marks=[AX_CHECK_OUTPUTS])
-            if name.startswith("check_")
-            else (name, "outputSchema")
-            for name in TOOLS
-        ],
-    ],
+    [(name, which) for name in TOOLS for which in ("inputSchema", "outputSchema")],
 )
 def test_every_property_is_described_and_no_title_remains(
     published: dict[str, dict[str, Any]], tool: str, which: str
 ) -> None:
     assert problems(published[tool][which], f"{tool}.{which}") == []
-
-
-def test_no_generated_title_remains_anywhere(published: dict[str, dict[str, Any]]) -> None:
-    # The titles half holds for ax-check's outputs too: it is ax-mcp's to strip.
-    for name, tool in published.items():
-        for which in ("inputSchema", "outputSchema"):
-            titled = [p for p in problems(tool[which], f"{name}.{which}") if ": title " in p]
-            assert titled == []
 
 
 def test_the_tool_itself_keeps_its_title(published: dict[str, dict[str, Any]]) -> None:
