@@ -97,6 +97,13 @@ def test_badly_typed_fact_denies(ctx: DecisionContext, value: Any) -> None:
     assert decide(command_tool, {}, ctx).rule == "fact-error"
 
 
+def test_an_invalid_fact_names_the_field(ctx: DecisionContext) -> None:
+    decision = decide(ToolFacts("t", check=lambda i: {"kind": "", "replayKey": "x"}), {}, ctx)
+    assert decision.rule == "fact-error"
+    assert "fact field 'kind': String should have at least 1 character" in decision.reason
+    assert "fact field 'replayKey': String should match pattern" in decision.reason
+
+
 def test_missing_input_key_denies(ctx: DecisionContext) -> None:
     assert decide(READ_FILE, {}, ctx).rule == "fact-error"
 

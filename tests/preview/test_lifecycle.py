@@ -264,6 +264,17 @@ def test_corrupt_record_is_a_hard_error(pv: Any) -> None:
     assert os.path.getsize(previews / "pv-broken.json") > 0
 
 
+def test_a_corrupt_record_names_the_field_and_the_refused_value(pv: Any) -> None:
+    code, result = pv.start("crash")
+    assert code == 1, result
+    pv.edit_record(result["id"], stopReason="exploded")
+    for verb in (["list"], ["logs", result["id"]]):
+        listed = pv.cli(*verb)
+        assert listed.exit_code == 1
+        assert "record field 'stopReason': 'exploded' is not allowed; expected" in listed.stderr
+        assert "'crashed'" in listed.stderr
+
+
 def test_start_in_a_pipeline_returns_while_the_server_keeps_running(
     pv: Any, tool_path: Callable[[str], str]
 ) -> None:

@@ -184,7 +184,7 @@ class TreeChange(Contract):
 
 
 class TreeCheck(Contract):
-    """Whether the command changed the unit's sources (tree.py says which files count)."""
+    """Whether the command changed the unit's sources, which a check must leave as they were."""
 
     method: Literal["git", "walk"] = Field(
         description="How the sources were listed. git: the files git tracks under the unit "

@@ -234,7 +234,11 @@ def _checked(kind: str, value: Any) -> Any:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        raise TypeError(f"not a valid {kind} fact ({exc.error_count()} problems)") from None
+        from libcommon.cliapp import describe_validation_error
+
+        raise TypeError(
+            f"not a valid {kind} fact: {describe_validation_error(exc, 'fact')}"
+        ) from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -53,10 +53,9 @@ def _parse(path: Path, data: object) -> PreviewRecord:
     try:
         return PreviewRecord.model_validate(data)
     except ValidationError as exc:
-        problem = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
-            for error in exc.errors()
-        )
+        from libcommon.cliapp import describe_validation_error
+
+        problem = describe_validation_error(exc, "record")
         raise CorruptStore(str(path), f"not a preview record ({problem})") from None
 
 
