@@ -67,6 +67,15 @@ def test_abort_hook_kills_the_run_and_is_an_error(project: Project) -> None:
     assert time.monotonic() - begin < 10
 
 
+def test_a_run_killed_by_a_signal_fails_and_says_which(project: Project) -> None:
+    ws = project("pyproj")
+    # pytest loads conftest.py and the process kills itself: no exit status, only a signal.
+    (ws / "conftest.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    result = run_check(CheckRequest(kind="test", workspace=ws))
+    assert (result.verdict, result.exit_code) == ("failed", None), result.message
+    assert result.message is not None and "signal SIGKILL" in result.message
+
+
 def test_bad_request_raises_before_anything_runs(project: Project) -> None:
     ws = project("twounits")
     started: list[str] = []

@@ -211,6 +211,8 @@ def _message(outcome: ExecOutcome) -> str | None:
         return f"the command could not start: {outcome.error}"
     if outcome.exit_code not in (0, None):
         return f"exited with status {outcome.exit_code}"
+    if outcome.signal is not None:
+        return f"killed by signal {outcome.signal} before it exited (no exit status)"
     return None
 
 

@@ -235,9 +235,9 @@ class CheckResult(Contract):
     )
     message: str | None = Field(
         default=None,
-        description="Why it is unsupported, or how the command ended (its exit status, a "
-        "timeout, an abort, why it could not start) and which sources it changed; null for "
-        "a clean pass and for a command killed by a signal.",
+        description="Why it is unsupported, or how the command ended (its exit status, the "
+        "signal that killed it, a timeout, an abort, why it could not start) and which "
+        "sources it changed; null for a clean pass.",
     )
     cure: str | None = Field(
         default=None,
