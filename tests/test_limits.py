@@ -10,7 +10,7 @@ from libcommon import atomic, cliapp, locks, paths
 
 
 def test_libcommon_limits() -> None:
-    from libcommon import procfs, redact
+    from libcommon import procfs, pyproject_env, redact
 
     assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
     assert procfs.NET_TABLE_READ_MAX_BYTES == 16 * 1024 * 1024
@@ -27,6 +27,8 @@ def test_libcommon_limits() -> None:
     assert redact.STREAM_CONTEXT_LINES == 8
     assert redact.STREAM_HOLD_CHARS == 256 * 1024
     assert redact.STREAM_CUT_TRIES == 4
+    assert pyproject_env.MAX_MANIFEST_BYTES == 1024 * 1024
+    assert pyproject_env.MAX_SITE_ENTRIES == 20_000
 
 
 def test_preview_limits() -> None:
@@ -81,7 +83,6 @@ def test_check_limits() -> None:
     assert progress.PROGRESS_INTERVAL_S == 1.0
     assert units.MAX_UNITS == 256
     assert units.MAX_DIR_ENTRIES == 4096
-    assert units.MAX_MANIFEST_BYTES == 1024 * 1024
     assert detection.MAX_UNUSED_SHOWN == 40
     assert facts.PASSED_OVER_NAMES_SHOWN == 6
 
@@ -97,7 +98,6 @@ def test_check_tree_install_and_missing_limits() -> None:
     assert tree.MAX_CHANGES_LISTED == 50
     assert tree.GIT_BYTES_PER_FILE == 512
     assert recipes.MAX_TSCONFIGS == 64
-    assert installation.MAX_SITE_ENTRIES == 20_000
     assert installation.MAX_MISSING_SHOWN == 6
     assert missing.MAX_MISSING_PROGRAMS == 8
 
