@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_SITE_ENTRIES = 20_000
+MAX_MISSING_SHOWN = 6
 REQUIREMENTS_FILES: tuple[str, ...] = (
     "requirements.txt",
     "requirements-dev.txt",
@@ -107,6 +108,13 @@ def installed_distributions(site_dirs: Iterable[Path]) -> set[str]:
         except OSError:
             continue
     return names
+
+
+def shown_list(names: list[str]) -> str:
+    """Missing distributions as a message names them: the first few, then a count."""
+    if len(names) <= MAX_MISSING_SHOWN:
+        return ", ".join(names)
+    return ", ".join(names[:MAX_MISSING_SHOWN]) + f" and {len(names) - MAX_MISSING_SHOWN} more"
 
 
 def site_dirs_of_venv(venv: Path) -> list[Path]:

@@ -29,6 +29,7 @@ def test_libcommon_limits() -> None:
     assert redact.STREAM_CUT_TRIES == 4
     assert pyproject_env.MAX_MANIFEST_BYTES == 1024 * 1024
     assert pyproject_env.MAX_SITE_ENTRIES == 20_000
+    assert pyproject_env.MAX_MISSING_SHOWN == 6
 
 
 def test_preview_limits() -> None:
@@ -88,7 +89,7 @@ def test_check_limits() -> None:
 
 
 def test_check_tree_install_and_missing_limits() -> None:
-    from ax_check import check, installation, recipes, tree
+    from ax_check import check, recipes, tree
     from libcommon import missing
 
     assert check.TREE_CHANGES_IN_MESSAGE == 5
@@ -98,7 +99,6 @@ def test_check_tree_install_and_missing_limits() -> None:
     assert tree.MAX_CHANGES_LISTED == 50
     assert tree.GIT_BYTES_PER_FILE == 512
     assert recipes.MAX_TSCONFIGS == 64
-    assert installation.MAX_MISSING_SHOWN == 6
     assert missing.MAX_MISSING_PROGRAMS == 8
 
 

@@ -48,7 +48,6 @@ from libcommon.pyproject_env import (
     strings,
 )
 
-MAX_MISSING_SHOWN = 6
 TEST_GROUP_NAMES: tuple[str, ...] = ("test", "tests", "testing")
 # Folders whose conftest.py may put the source folder on sys.path.
 CONFTEST_FOLDERS: tuple[str, ...] = (".", "tests", "test")
@@ -176,12 +175,6 @@ def missing_for_tests(
     needed = project.needs(project.test_groups)
     missing += [name for name in needed if name != "pytest" and name not in installed]
     return missing
-
-
-def shown_list(names: list[str]) -> str:
-    if len(names) <= MAX_MISSING_SHOWN:
-        return ", ".join(names)
-    return ", ".join(names[:MAX_MISSING_SHOWN]) + f" and {len(names) - MAX_MISSING_SHOWN} more"
 
 
 def install_cure(
