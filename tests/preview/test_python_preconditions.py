@@ -107,83 +107,83 @@ def _cli(
     )
 
 
-def _assert_refused(
-    done: subprocess.CompletedProcess[str], cure: str, where: str, state_dir: Path
-) -> None:
-    assert done.returncode == 5, (done.stdout, done.stderr)
-    answer = json.loads(done.stdout)
-    assert set(answer) == {"state", "reason", "message", "hint", "cure"}
-    assert (answer["state"], answer["reason"], answer["cure"]) == (
-        "unsupported",
-        "precondition-curable",
-        cure,
-    )
-    assert f"declared dependencies ({DEPENDENCY}) are not installed {where}" in answer["message"]
-    assert f"hint: {cure} in " in done.stderr
-    assert not any(state_dir.rglob("pv-*"))
+Refused = Callable[[subprocess.CompletedProcess[str], str, str], None]
+
+
+@pytest.fixture
+def python_app(workspace: Path) -> Path:
+    """The app: a pyproject declaring ax-fixture-dep and a Procfile server that imports it."""
+    shutil.copy(FIXTURE_SERVER, workspace)
+    return _app(workspace, {"pyproject.toml": PYPROJECT, "Procfile": PROCFILE})
+
+
+@pytest.fixture
+def refused(
+    state_dir: Path, no_leftover_processes: str, marked_processes: Callable[[str], list[int]]
+) -> Refused:
+    """Checks a refusal: exit 5, the Node refusal's JSON shape, the cure, nothing started."""
+
+    def check(done: subprocess.CompletedProcess[str], cure: str, where: str) -> None:
+        assert done.returncode == 5, (done.stdout, done.stderr)
+        answer = json.loads(done.stdout)
+        assert set(answer) == {"state", "reason", "message", "hint", "cure"}
+        assert (answer["state"], answer["reason"], answer["cure"]) == (
+            "unsupported",
+            "precondition-curable",
+            cure,
+        )
+        assert f"dependencies ({DEPENDENCY}) are not installed {where}" in answer["message"]
+        assert f"hint: {cure} in " in done.stderr
+        assert not any(state_dir.rglob("pv-*"))
+        assert marked_processes(no_leftover_processes) == []
+
+    return check
 
 
 def test_no_venv_and_python3_on_path_lacking_the_dependency_is_refused_with_the_cure(
     workspace: Path,
-    state_dir: Path,
     tmp_path: Path,
     tool_path: Callable[[str], str],
-    no_leftover_processes: str,
-    marked_processes: Callable[[str], list[int]],
+    python_app: Path,
+    refused: Refused,
 ) -> None:
-    shutil.copy(FIXTURE_SERVER, workspace)
-    unit = _app(workspace, {"pyproject.toml": PYPROJECT, "Procfile": PROCFILE})
     # The interpreter on PATH is a real one that is no virtualenv: ax-preview asks it where
     # its packages are.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    base = Path(os.path.realpath(sys.executable))
-    (bin_dir / "python3").symlink_to(base)
+    (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable))
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.defpath}"}
-    env.pop("PYTHONPATH", None)
     done = _cli(tool_path, workspace, "start", "--project", "app", env=env)
-    _assert_refused(
+    refused(
         done,
         "python3 -m venv .venv && .venv/bin/pip install -e .",
         f"for {bin_dir / 'python3'} (on PATH), and it has no .venv or venv",
-        state_dir,
     )
-    assert marked_processes(no_leftover_processes) == []
-    assert not (unit / ".venv").exists()
+    assert not (python_app / ".venv").exists()
 
 
 def test_an_empty_venv_is_refused_then_the_installed_dependency_starts(
     workspace: Path,
-    state_dir: Path,
     tmp_path: Path,
     tool_path: Callable[[str], str],
-    no_leftover_processes: str,
-    marked_processes: Callable[[str], list[int]],
+    python_app: Path,
+    refused: Refused,
 ) -> None:
-    shutil.copy(FIXTURE_SERVER, workspace)
-    unit = _app(workspace, {"pyproject.toml": PYPROJECT, "Procfile": PROCFILE})
-    venv = unit / ".venv"
+    venv = python_app / ".venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    done = _cli(tool_path, workspace, "start", "--project", "app", env=env)
-    _assert_refused(
-        done,
-        ".venv/bin/pip install -e .",
-        "in its virtualenv .venv",
-        state_dir,
-    )
-    assert marked_processes(no_leftover_processes) == []
+    done = _cli(tool_path, workspace, "start", "--project", "app")
+    refused(done, ".venv/bin/pip install -e .", "in its virtualenv .venv")
     # Installed into the project's venv (offline, from a folder this test makes): it starts.
     _wheel(tmp_path / "wheels")
     pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
     pip += ["-q", "--no-index", "--find-links", str(tmp_path / "wheels"), DEPENDENCY]
     subprocess.run(pip, check=True, capture_output=True, timeout=120)
-    done = _cli(tool_path, workspace, "start", "--project", "app", "--ready-timeout", "20", env=env)
+    done = _cli(tool_path, workspace, "start", "--project", "app", "--ready-timeout", "20")
     assert done.returncode == 0, (done.stdout, done.stderr)
     result = json.loads(done.stdout)
     assert result["state"] == "ready"
     assert result["environment"] == str(venv)
-    assert _cli(tool_path, workspace, "stop", result["id"], env=env).returncode == 0
+    assert _cli(tool_path, workspace, "stop", result["id"]).returncode == 0
 
 
 def test_requirements_txt_is_what_a_procfile_server_needs_and_the_cure_installs_it(
