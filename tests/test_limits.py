@@ -33,7 +33,16 @@ def test_libcommon_limits() -> None:
 
 
 def test_preview_limits() -> None:
-    from ax_preview import launch, manage, proc, readiness, registry, scripts, supervisor
+    from ax_preview import (
+        launch,
+        manage,
+        proc,
+        pythonenv,
+        readiness,
+        registry,
+        scripts,
+        supervisor,
+    )
 
     assert launch.DEFAULT_TTL_S == 30 * 60.0
     assert launch.MAX_TTL_S == 24 * 3600.0
@@ -63,6 +72,7 @@ def test_preview_limits() -> None:
     assert manage.LOGS_READ_MAX_BYTES == 1024 * 1024
     assert scripts.SCRIPT_NAMES == ("dev", "start", "serve", "preview")
     assert scripts.MANIFEST_MAX_BYTES == 1024 * 1024
+    assert pythonenv.PYTHON_PROBE_TIMEOUT_S == 10.0
     assert registry.PREVIEW_ID_PATTERN.pattern == r"^pv-[A-Za-z0-9_-]{1,64}$"
 
 
