@@ -223,7 +223,7 @@ def test_requirements_txt_is_what_a_procfile_server_needs_and_the_cure_installs_
         ({"Makefile": "serve:\n\tuv run flask run\n"}, "uv picks the environment"),
         ({"Makefile": "serve:\n\tpoetry run flask run\n"}, "poetry picks the environment"),
         ({"Makefile": "serve:\n\tdocker compose run web python app.py\n"}, "in a container"),
-        ({"Makefile": "serve:\n\t./bin/server --port 0\n"}, "no python, no declared program"),
+        ({"Makefile": "serve:\n\t# not python\n\t./bin/server --port 0\n"}, "no python"),
         ({".venv/pyvenv.cfg": "include-system-site-packages = true\n"}, "a --system-site venv"),
     ],
 )

@@ -86,7 +86,8 @@ def recipe_lines(text: str, name: str) -> str | None:
         for following in lines[index + 1 :]:
             if following.strip() and not following[0].isspace():
                 break
-            body.append(following)
+            if not following.lstrip().startswith("#"):
+                body.append(following)
         return "\n".join(body)
     return ""
 
