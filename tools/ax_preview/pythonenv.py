@@ -55,6 +55,7 @@ ENVIRONMENT_CHOOSERS = re.compile(
     r"(?<![\w./-])(?:(?:uv|poetry|pdm|hatch|pipenv|rye|pipx|conda)\s+run|uvx|docker|podman)"
     r"(?![\w.-])"
 )
+# Installs run before the server: what is missing now may not be by then.
 INSTALLERS = re.compile(
     r"(?<![\w.-])(?:pip3?\s+install|uv\s+sync|uv\s+pip\s+(?:install|sync)|"
     r"(?:poetry|pdm|pipenv)\s+install|pip-sync)(?![\w.-])"
