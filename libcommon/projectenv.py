@@ -8,7 +8,8 @@ questions of a unit, and must answer them the same way:
   else npm), whether ``node_modules`` is installed there, and, when declared
   dependencies are not installed, the cure.
 - Python: the project's own virtualenv (``.venv`` or ``venv`` in the unit, else
-  at the workspace root).
+  at the workspace root); whether what the project declares is installed in an
+  environment, and the cure, is libcommon.pyproject_env's.
 
 Everything here is stat or a read of text already in hand; nothing is spawned.
 """

@@ -10,7 +10,7 @@ from libcommon import atomic, cliapp, locks, paths
 
 
 def test_libcommon_limits() -> None:
-    from libcommon import procfs, redact
+    from libcommon import procfs, pyproject_env, redact
 
     assert procfs.ENVIRON_READ_MAX_BYTES == 1024 * 1024
     assert procfs.NET_TABLE_READ_MAX_BYTES == 16 * 1024 * 1024
@@ -27,10 +27,22 @@ def test_libcommon_limits() -> None:
     assert redact.STREAM_CONTEXT_LINES == 8
     assert redact.STREAM_HOLD_CHARS == 256 * 1024
     assert redact.STREAM_CUT_TRIES == 4
+    assert pyproject_env.MAX_MANIFEST_BYTES == 1024 * 1024
+    assert pyproject_env.MAX_SITE_ENTRIES == 20_000
+    assert pyproject_env.MAX_MISSING_SHOWN == 6
 
 
 def test_preview_limits() -> None:
-    from ax_preview import launch, manage, proc, readiness, registry, scripts, supervisor
+    from ax_preview import (
+        launch,
+        manage,
+        proc,
+        pythonenv,
+        readiness,
+        registry,
+        scripts,
+        supervisor,
+    )
 
     assert launch.DEFAULT_TTL_S == 30 * 60.0
     assert launch.MAX_TTL_S == 24 * 3600.0
@@ -60,6 +72,7 @@ def test_preview_limits() -> None:
     assert manage.LOGS_READ_MAX_BYTES == 1024 * 1024
     assert scripts.SCRIPT_NAMES == ("dev", "start", "serve", "preview")
     assert scripts.MANIFEST_MAX_BYTES == 1024 * 1024
+    assert pythonenv.PYTHON_PROBE_TIMEOUT_S == 10.0
     assert registry.PREVIEW_ID_PATTERN.pattern == r"^pv-[A-Za-z0-9_-]{1,64}$"
 
 
@@ -81,13 +94,12 @@ def test_check_limits() -> None:
     assert progress.PROGRESS_INTERVAL_S == 1.0
     assert units.MAX_UNITS == 256
     assert units.MAX_DIR_ENTRIES == 4096
-    assert units.MAX_MANIFEST_BYTES == 1024 * 1024
     assert detection.MAX_UNUSED_SHOWN == 40
     assert facts.PASSED_OVER_NAMES_SHOWN == 6
 
 
 def test_check_tree_install_and_missing_limits() -> None:
-    from ax_check import check, installation, recipes, tree
+    from ax_check import check, recipes, tree
     from libcommon import missing
 
     assert check.TREE_CHANGES_IN_MESSAGE == 5
@@ -97,8 +109,6 @@ def test_check_tree_install_and_missing_limits() -> None:
     assert tree.MAX_CHANGES_LISTED == 50
     assert tree.GIT_BYTES_PER_FILE == 512
     assert recipes.MAX_TSCONFIGS == 64
-    assert installation.MAX_SITE_ENTRIES == 20_000
-    assert installation.MAX_MISSING_SHOWN == 6
     assert missing.MAX_MISSING_PROGRAMS == 8
 
 

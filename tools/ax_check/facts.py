@@ -20,10 +20,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ax_check.installation import PythonProject, installed_distributions, read_project
+from ax_check.installation import ProjectForTests, read_project
 from ax_check.toolchains import ChildEnv, PythonEnv, Toolchains, child_env, python_env
-from ax_check.units import MAX_MANIFEST_BYTES, Unit, load_json_object, load_toml, read_small
+from ax_check.units import Unit, load_json_object, load_toml
 from libcommon.projectenv import NodeEnv, node_env
+from libcommon.pyproject_env import (
+    MAX_MANIFEST_BYTES,
+    installed_distributions,
+    parse_setup_cfg,
+    read_small,
+)
 
 JUSTFILE_NAMES: tuple[str, ...] = ("justfile", "Justfile", ".justfile")
 MAKEFILE_NAMES: tuple[str, ...] = ("GNUmakefile", "makefile", "Makefile")
@@ -66,7 +72,7 @@ class UnitFacts:
     npm_scripts: dict[str, Task] = field(default_factory=dict)
     tool_config: set[str] = field(default_factory=set)
     python: PythonEnv | None = None
-    project: PythonProject | None = None
+    project: ProjectForTests | None = None
     node: NodeEnv | None = None
     # What every command of the unit sees (its PATH is also what `toolchains` searches).
     child: ChildEnv | None = None
@@ -179,9 +185,8 @@ def _tox_ini_tasks(text: str, notes: list[str], core: str = "tox") -> dict[str, 
 
     ``core`` is the section holding the env list: ``tox``, or ``tox:tox`` in setup.cfg.
     """
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        parser.read_string(text)
+        parser = parse_setup_cfg(text)
     except configparser.Error:
         return {}
     base = dict(parser["testenv"]) if parser.has_section("testenv") else {}
@@ -472,10 +477,8 @@ def _python_facts(facts: UnitFacts) -> None:
         facts.pyproject = pyproject or {}
     cfg_text = read_small(directory / "setup.cfg")
     if cfg_text is not None:
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
-            parser.read_string(cfg_text)
-            facts.setup_cfg = parser
+            facts.setup_cfg = parse_setup_cfg(cfg_text)
         except configparser.Error as exc:
             facts.problems.setdefault("python", f"setup.cfg: not valid ({exc})")
     facts.tool_config = _python_tool_config(directory, facts.pyproject, facts.setup_cfg)

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ax_check.facts import JUSTFILE_NAMES, MAKEFILE_NAMES, Task, UnitFacts
-from ax_check.installation import install_cure, missing_for_tests, shown_list
+from ax_check.installation import install_cure, missing_for_tests
 from ax_check.models import KINDS, Ecosystem, Kind, Reason, RecipeRow
 from ax_check.toolchains import PythonEnv
-from ax_check.units import MAX_MANIFEST_BYTES, load_jsonc
+from ax_check.units import load_jsonc
+from libcommon.pyproject_env import MAX_MANIFEST_BYTES, shown_list
 
 # The task names that stand for each kind, in order of preference.
 TASK_NAMES: dict[Kind, tuple[str, ...]] = {

@@ -7,7 +7,6 @@ verdict (an error or a failure), never a pass.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import site
@@ -20,6 +19,7 @@ from typing import Literal
 
 from ax_check.models import EnvironmentRef
 from libcommon.projectenv import find_venv
+from libcommon.pyproject_env import includes_system_site, site_dirs_of_venv
 
 # The programs `ax-check detect` reports, in this order.
 REPORTED_TOOLCHAINS: tuple[str, ...] = (
@@ -67,12 +67,6 @@ class Toolchains:
         return self._found[name]
 
 
-def site_dirs_of_venv(venv: Path) -> list[Path]:
-    return [
-        Path(found) for found in sorted(glob.glob(str(venv / "lib" / "python*" / "site-packages")))
-    ]
-
-
 def site_dirs_of_running_interpreter() -> list[Path]:
     dirs = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     dirs += site.getsitepackages()
@@ -97,7 +91,6 @@ def module_installed(site_dirs: list[Path], module: str) -> bool:
 
 
 EnvSource = Literal["project", "active", "ax-check"]
-VENV_NAMES: tuple[str, ...] = (".venv", "venv")
 
 
 @dataclass(frozen=True)
@@ -137,18 +130,6 @@ def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _includes_system_site(venv: Path) -> bool:
-    try:
-        text = (venv / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "include-system-site-packages":
-            return value.strip().lower() == "true"
-    return False
-
-
 def _pythonpath_dirs(environ: Mapping[str, str]) -> list[Path]:
     return [Path(entry) for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
 
@@ -161,7 +142,7 @@ def _venv_env(
         venv=venv,
         site_dirs=(*site_dirs_of_venv(venv), *extra),
         source=source,
-        complete=not _includes_system_site(venv),
+        complete=not includes_system_site(venv),
         on_path=True,
         shown=shown,
     )
@@ -191,7 +172,7 @@ def python_env(
         venv=own,
         site_dirs=(*site_dirs_of_running_interpreter(), *extra),
         source="ax-check",
-        complete=own is None or not _includes_system_site(own),
+        complete=own is None or not includes_system_site(own),
         shown=str(own) if own is not None else sys.executable,
     )
 

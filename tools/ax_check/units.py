@@ -26,6 +26,7 @@ from typing import Any
 
 from ax_check.models import Ecosystem
 from libcommon.paths import resolve_workspace
+from libcommon.pyproject_env import read_small
 
 MANIFESTS: tuple[str, ...] = (
     "pyproject.toml",
@@ -74,7 +75,6 @@ DOCS_GENERATORS: tuple[str, ...] = (
 )
 MAX_UNITS = 256
 MAX_DIR_ENTRIES = 4096
-MAX_MANIFEST_BYTES = 1024 * 1024
 
 _GLOB_CHARS = re.compile(r"[*?\[\]{}!]")
 
@@ -143,16 +143,6 @@ class UnitRefused(Exception):
         super().__init__(message)
         self.message = message
         self.hint = hint
-
-
-def read_small(path: Path) -> str | None:
-    """A manifest's text, or None when it is missing, too large or unreadable."""
-    try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def load_toml(path: Path, notes: list[str] | None = None) -> dict[str, Any] | None:

@@ -8,9 +8,11 @@ answers to ``start``, Heroku's meaning of it). The first manifest that defines
 the name wins, in that order.
 
 Before anything starts, the project must be able to run it: the runner on
-PATH, and for a package.json script the dependencies installed, by the same
-rule ax-check applies (libcommon.projectenv). A project's virtualenv, when it
-has one, is the environment its server runs in.
+PATH, and the dependencies installed by the rule ax-check applies: for a
+package.json script libcommon.projectenv's, for a script that runs the
+project's Python libcommon.pyproject_env's (pythonenv.py says when a script
+does, and which interpreter it runs). A project's virtualenv, when it has one,
+is the environment its server runs in.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ax_preview.pythonenv import recipe_lines, server_uninstalled
 from libcommon.errors import Unsupported, UsageError
 from libcommon.projectenv import NODE_NOT_INSTALLED, find_venv, node_env
 
@@ -142,6 +145,8 @@ def resolve_script(
     source = found.get(name)
     if source is None:
         raise NoSuchScript(name, found)
+    # The text a Python server's command runs (None: not a Python server's, or unknown).
+    runs: str | None = None
     if source == "package.json":
         node = node_env(project, root, _package_manifest(project))
         argv = [_runner(node.manager), "run", name]
@@ -153,14 +158,20 @@ def resolve_script(
         procfile = _read(project / "Procfile") or ""
         match = _PROCFILE_WEB.search(procfile)
         assert match is not None  # available_scripts found it
-        argv = ["/bin/sh", "-c", match.group(1).strip()]
-    elif source.lower().endswith("justfile"):
-        argv = [_runner("just"), "--justfile", str(project / source), name]
+        runs = match.group(1).strip()
+        argv = ["/bin/sh", "-c", runs]
     else:
-        argv = [_runner("make"), "-f", str(project / source), name]
-    return ResolvedScript(
-        name=name, source=source, argv=argv, cwd=project, environment=find_venv(project, root)
-    )
+        runs = recipe_lines(_read(project / source) or "", name)
+        if source.lower().endswith("justfile"):
+            argv = [_runner("just"), "--justfile", str(project / source), name]
+        else:
+            argv = [_runner("make"), "-f", str(project / source), name]
+    venv = find_venv(project, root)
+    if runs is not None:
+        uninstalled = server_uninstalled(project, root, venv, runs)
+        if uninstalled is not None:
+            raise NotInstalled(uninstalled.problem, uninstalled.cure, project)
+    return ResolvedScript(name=name, source=source, argv=argv, cwd=project, environment=venv)
 
 
 class NotInstalled(Unsupported):
