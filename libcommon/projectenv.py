@@ -16,6 +16,9 @@ Everything here is stat or a read of text already in hand; nothing is spawned.
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,3 +108,51 @@ def find_venv(unit_dir: Path, workspace: Path) -> Path | None:
             if (folder / name / "bin" / "python").exists():
                 return folder / name
     return None
+
+
+def own_venv() -> Path | None:
+    """The virtualenv the running ax tool is installed in, or None under a base interpreter."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    return Path(os.path.realpath(sys.prefix))
+
+
+def same_path(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+@dataclass(frozen=True)
+class ChildEnv:
+    """What a project's command sees: PATH, and the variables set and removed."""
+
+    path: str
+    set: dict[str, str]
+    unset: tuple[str, ...]
+
+
+def child_env(environ: Mapping[str, str], chosen: Path | None, own: Path | None) -> ChildEnv:
+    """The child's PATH with the project's environment ``chosen`` first and ``own`` gone.
+
+    ax's own virtualenv (``own``) never reaches a project's PATH (its ``pytest``,
+    ``mypy`` or ``python`` would run the project's command with ax's packages)
+    unless it is the project's chosen environment; a ``VIRTUAL_ENV`` naming it is
+    removed likewise. With a chosen environment its ``bin`` goes first,
+    ``VIRTUAL_ENV`` names it and ``PYTHONHOME`` is removed (it would point the
+    venv's interpreter at another standard library), as its ``activate`` would.
+    """
+    entries = environ.get("PATH", os.defpath).split(os.pathsep)
+    dropped = [own / "bin"] if own is not None else []
+    if chosen is not None:
+        dropped.append(chosen / "bin")
+    kept = [e for e in entries if not (e and any(same_path(e, d) for d in dropped))]
+    overrides: dict[str, str] = {}
+    unset: list[str] = []
+    if chosen is not None:
+        kept.insert(0, str(chosen / "bin"))
+        overrides["VIRTUAL_ENV"] = str(chosen)
+        unset.append("PYTHONHOME")
+    elif own is not None and environ.get("VIRTUAL_ENV") and same_path(environ["VIRTUAL_ENV"], own):
+        unset.append("VIRTUAL_ENV")
+    path = os.pathsep.join(kept)
+    overrides["PATH"] = path
+    return ChildEnv(path=path, set=overrides, unset=tuple(unset))

@@ -210,3 +210,18 @@ def test_the_server_gets_port_in_its_environment(pv: Any, tmp_path: Path) -> Non
     assert env["PATH"] == os.pathsep.join([f"{venv}/bin", "/usr/bin"])
     assert env["VIRTUAL_ENV"] == venv
     assert "PYTHONHOME" not in env
+
+
+@pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="ax-preview is not running in a venv")
+def test_ax_previews_own_venv_never_reaches_the_servers_path(tmp_path: Path) -> None:
+    # Its python or gunicorn would serve the project with ax's packages.
+    from ax_preview.supervisor import server_environment
+
+    own_bin = os.path.join(sys.prefix, "bin")
+    parent = {"PATH": os.pathsep.join([own_bin, "/usr/bin"]), "VIRTUAL_ENV": sys.prefix}
+    env = server_environment(parent, "tok", None, None)
+    assert env["PATH"] == "/usr/bin" and "VIRTUAL_ENV" not in env
+    venv = str(tmp_path / ".venv")
+    env = server_environment(parent, "tok", None, venv)
+    assert env["PATH"] == os.pathsep.join([f"{venv}/bin", "/usr/bin"])
+    assert env["VIRTUAL_ENV"] == venv

@@ -36,7 +36,7 @@ from ax_check.models import (
 )
 from ax_check.parsers import Enrichment, OutputWatcher, Places
 from ax_check.recipes import Blocker, Resolved, resolve
-from ax_check.toolchains import ChildEnv, Toolchains, environment_ref
+from ax_check.toolchains import Toolchains, environment_ref
 from ax_check.tree import compare_tree, take_snapshot
 from ax_check.units import (
     Discovery,
@@ -51,6 +51,7 @@ from ax_exec import AbortHook, ExecOutcome, ExecSpec, SandboxProfile, run_manage
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.missing import MissingScanner
 from libcommon.paths import StateLayout, check_session_id, state_layout
+from libcommon.projectenv import ChildEnv
 
 DEFAULT_TIMEOUT_S = 1800.0
 MAX_TIMEOUT_S = 24 * 3600.0

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ax_check.installation import ProjectForTests, read_project
-from ax_check.toolchains import ChildEnv, PythonEnv, Toolchains, child_env, python_env
+from ax_check.toolchains import PythonEnv, Toolchains, child_env, python_env
 from ax_check.units import Unit, load_json_object, load_toml
-from libcommon.projectenv import NodeEnv, node_env
+from libcommon.projectenv import ChildEnv, NodeEnv, node_env
 from libcommon.pyproject_env import (
     MAX_MANIFEST_BYTES,
     installed_distributions,

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from ax_check.models import EnvironmentRef
-from libcommon.projectenv import find_venv
+from libcommon.projectenv import ChildEnv, find_venv, own_venv, same_path
+from libcommon.projectenv import child_env as project_child_env
 from libcommon.pyproject_env import includes_system_site, site_dirs_of_venv
 
 # The programs `ax-check detect` reports, in this order.
@@ -119,17 +120,6 @@ class PythonEnv:
         return module_installed(list(self.site_dirs), module)
 
 
-def own_venv() -> Path | None:
-    """The virtualenv ax-check runs in, or None when it runs under a base interpreter."""
-    if sys.prefix == sys.base_prefix:
-        return None
-    return Path(os.path.realpath(sys.prefix))
-
-
-def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
 def _pythonpath_dirs(environ: Mapping[str, str]) -> list[Path]:
     return [Path(entry) for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
 
@@ -163,7 +153,7 @@ def python_env(
         return _venv_env(venv, "project", executable, shown, extra)
     active = env.get("VIRTUAL_ENV")
     own = own_venv()
-    if active and (own is None or not _same(active, own)):
+    if active and (own is None or not same_path(active, own)):
         candidate = Path(active) / "bin" / "python"
         if candidate.exists():
             return _venv_env(Path(active), "active", str(candidate), active, extra)
@@ -177,44 +167,10 @@ def python_env(
     )
 
 
-@dataclass(frozen=True)
-class ChildEnv:
-    """What a unit's commands see: PATH, and the variables set and removed."""
-
-    path: str
-    set: dict[str, str]
-    unset: tuple[str, ...]
-
-
 def child_env(environ: Mapping[str, str] | None, python: PythonEnv | None) -> ChildEnv:
-    """The child's PATH with the project's environment first and ax-check's own venv gone.
-
-    ax-check's own virtualenv never reaches a project's PATH (its ``pytest``,
-    ``mypy`` or ``python`` would run the project's task with ax-check's
-    packages) unless it is the project's chosen environment; a ``VIRTUAL_ENV``
-    naming it is removed likewise. With a project environment its ``bin`` goes
-    first, ``VIRTUAL_ENV`` names it and ``PYTHONHOME`` is removed (it would
-    point the venv's interpreter at another standard library).
-    """
-    env = os.environ if environ is None else environ
-    own = own_venv()
+    """What a unit's commands see: its chosen environment first, ax-check's own venv gone."""
     chosen = python.venv if python is not None and python.on_path else None
-    entries = env.get("PATH", os.defpath).split(os.pathsep)
-    dropped = [own / "bin"] if own is not None else []
-    if chosen is not None:
-        dropped.append(chosen / "bin")
-    kept = [entry for entry in entries if not (entry and any(_same(entry, d) for d in dropped))]
-    overrides: dict[str, str] = {}
-    unset: list[str] = []
-    if chosen is not None:
-        kept.insert(0, str(chosen / "bin"))
-        overrides["VIRTUAL_ENV"] = str(chosen)
-        unset.append("PYTHONHOME")
-    elif own is not None and env.get("VIRTUAL_ENV") and _same(env["VIRTUAL_ENV"], own):
-        unset.append("VIRTUAL_ENV")
-    path = os.pathsep.join(kept)
-    overrides["PATH"] = path
-    return ChildEnv(path=path, set=overrides, unset=tuple(unset))
+    return project_child_env(os.environ if environ is None else environ, chosen, own_venv())
 
 
 def environment_ref(python: PythonEnv | None) -> EnvironmentRef | None:

@@ -63,20 +63,19 @@ def server_environment(
     ``BROWSER=none``: dev servers that would open a browser on start should not.
     ``port`` (``--port``) becomes ``PORT``, which most servers read for where to
     listen. ``environment``, the project's virtualenv, is activated as its own
-    ``activate`` script would: first on PATH, ``VIRTUAL_ENV`` set, no ``PYTHONHOME``.
+    ``activate`` script would: first on PATH, ``VIRTUAL_ENV`` set, no ``PYTHONHOME``;
+    ax-preview's own virtualenv is never on the server's PATH (libcommon.projectenv).
     """
     from ax_exec import clean_environment
+    from libcommon.projectenv import child_env, own_venv
 
-    overrides = {proc.TOKEN_VARIABLE: token, "BROWSER": "none"}
+    child = child_env(parent, Path(environment) if environment is not None else None, own_venv())
+    overrides = {**child.set, proc.TOKEN_VARIABLE: token, "BROWSER": "none"}
     if port is not None:
         overrides["PORT"] = str(port)
-    if environment is not None:
-        overrides["VIRTUAL_ENV"] = environment
-        search = parent.get("PATH", os.defpath)
-        overrides["PATH"] = os.pathsep.join([os.path.join(environment, "bin"), search])
     variables = clean_environment(parent, overrides=overrides).variables
-    if environment is not None:
-        variables.pop("PYTHONHOME", None)
+    for name in child.unset:
+        variables.pop(name, None)
     return variables
 
 
