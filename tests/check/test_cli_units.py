@@ -457,12 +457,19 @@ def test_nox_sessions_are_read_statically_and_run_by_name(
     assert kinds_of(report, ".")["typecheck"]["recipe"]["id"] == "python.mypy@."
 
 
-def test_a_real_nox_runs_the_session(workspace: Path, ax_check: Run) -> None:
-    if shutil.which("nox") is None:
+def test_a_real_nox_runs_the_session(workspace: Path, tmp_path: Path, ax_check: Run) -> None:
+    nox = shutil.which("nox")
+    if nox is None:
         pytest.skip("nox is not installed on this machine")
+    # The test group installs nox beside ax-check, whose own venv never reaches a project's
+    # PATH: give the command a folder of its own holding nox, as a pipx install would.
+    own_bin = tmp_path / "nox-bin"
+    own_bin.mkdir()
+    (own_bin / "nox").symlink_to(nox)
     write(workspace, "pyproject.toml", "[project]\nname = 'lib'\n")
     write(workspace, "noxfile.py", NOXFILE)
-    code, result, stderr = ax_check("lint", cwd=workspace)
+    path = os.pathsep.join([str(own_bin), os.environ.get("PATH", os.defpath)])
+    code, result, stderr = ax_check("lint", cwd=workspace, env={"PATH": path})
     assert (code, result["verdict"]) == (0, "passed"), stderr
     assert "linted" in result["output"]["head"]
 
