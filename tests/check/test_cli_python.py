@@ -12,16 +12,12 @@ from typing import Any
 
 import pytest
 from axtest import CliRunner, files_holding_secrets, secrets_file
+from check.checkcli import check
 
 from ax_check.cli import main
 from libcommon.paths import state_layout
 
 Project = Callable[[str], Path]
-
-
-def check(run_cli: CliRunner, *argv: str) -> tuple[int, dict[str, Any], str]:
-    result = run_cli(main, [*argv, "--json"])
-    return result.exit_code, json.loads(result.stdout), result.stderr
 
 
 def events(workspace: Path, session: str) -> list[dict[str, Any]]:

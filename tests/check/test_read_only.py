@@ -12,26 +12,13 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from axtest import CliRunner
+from check.checkcli import check, write
 
 from ax_check.cli import main
 from libcommon.paths import state_layout
-
-
-def check(run_cli: CliRunner, *argv: str) -> tuple[int, dict[str, Any], str]:
-    result = run_cli(main, [*argv, "--json"])
-    return result.exit_code, json.loads(result.stdout), result.stderr
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def commit_all(root: Path) -> None:
