@@ -2,8 +2,8 @@
 
 One scanner for every tool that runs a project's own commands (ax-check's checks,
 ax-preview's dev servers): a command that could not find a program is a missing
-tool, not a failing project. The cure depends on the tool asking, so it is not here.
-
+tool, not a failing project. The cure depends on the tool asking (ax-check's
+``missing.py`` names one per unit), except where the message itself names it.
 
 The output is read line by line for the messages that say a program was not
 found, and a run is classified only when its exit status is the one that
