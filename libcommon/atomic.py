@@ -36,6 +36,20 @@ def write_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
     under its name is never written through; the rename replaces the entry
     ``name`` itself (a link there is replaced, not followed).
     """
+    _publish(dir_fd, name, data, mode, replace=True)
+
+
+def create_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
+    """Like ``write_at``, but only when nothing is at ``name``: FileExistsError otherwise.
+
+    The whole file appears at once (a hard link to the written temporary file), and
+    ``linkat`` fails rather than replace any entry, a link included, even one that
+    appeared while the data was being written.
+    """
+    _publish(dir_fd, name, data, mode, replace=False)
+
+
+def _publish(dir_fd: int, name: str, data: bytes, mode: int, *, replace: bool) -> None:
     tmp_name = f".{name[:TMP_NAME_KEEP_CHARS]}.{secrets.token_hex(6)}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp_name, flags, 0o600, dir_fd=dir_fd)
@@ -48,7 +62,11 @@ def write_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if replace:
+            os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            os.link(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            os.unlink(tmp_name, dir_fd=dir_fd)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp_name, dir_fd=dir_fd)

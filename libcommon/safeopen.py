@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from libcommon.atomic import write_at
+from libcommon.atomic import create_at, write_at
 from libcommon.errors import OperationFailed
 
 # Compared case-insensitively (a case-insensitive filesystem opens .GIT as .git).
@@ -235,6 +235,24 @@ def write_bytes(root: Path, relative: str, data: bytes, new_mode: int) -> bool:
         mode = entry_mode(folder, name, relative)
         write_at(folder, name, data, new_mode if mode is None else mode)
         return mode is None
+
+
+def create_bytes(root: Path, relative: str, data: bytes, new_mode: int) -> None:
+    """Atomically create a workspace file that does not exist, making missing folders.
+
+    Anything already at the name (a file, a folder, a link) is refused and left as it
+    was, even when it appeared a moment before the file would have.
+    """
+    with open_parent(root, relative, create=True) as (folder, name):
+        assert folder is not None  # create=True makes every folder on the way
+        try:
+            create_at(folder, name, data, new_mode)
+        except FileExistsError:
+            raise UnsafePath(
+                relative,
+                "something is there already, and this write never replaces anything",
+                hint="nothing was written; move the existing one aside first",
+            ) from None
 
 
 def remove_empty_folder(root: Path, relative: str) -> bool:

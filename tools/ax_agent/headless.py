@@ -18,6 +18,7 @@ from typing import IO, Any, Literal
 from libcommon import jsonio
 from libcommon.errors import ExitStatus
 
+from .instructions import TruncationNotice
 from .loop import TurnResult, run_turn, usage_json
 from .session import Session, StartOptions, start_session
 
@@ -80,6 +81,8 @@ def run_headless(
         options.listeners.append(stream)
     else:
         options.listeners.append(_chrome_listener(chrome))
+    # Said on stderr whatever the output format: stdout may be a stream of events.
+    options.listeners.append(TruncationNotice(chrome))
     session = start_session(options)
     chrome(
         f"ax-agent: session {session.id} ({session.provider.name}, model {session.model})"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -34,6 +35,7 @@ from .providers import (
 )
 from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
+from .window.window import place_pinned
 
 if TYPE_CHECKING:
     from ax_policy import Decision, DeclaredFacts
@@ -133,9 +135,17 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         request = ProviderRequest(
             system=session.system, messages=session.messages, tools=schemas, model=session.model
         )
+        # Instruction files loaded since the start ride on the message they first reach.
+        pinned = (
+            session.instructions.pin(len(session.messages) - 1)
+            if session.instructions is not None
+            else []
+        )
         if session.window is not None:
             # Bounded context (issue 13): the request sends a bounded view of the history.
-            request = session.window.bound(request)
+            request = session.window.bound(request, pinned)
+        elif pinned:
+            request = replace(request, messages=place_pinned(request.messages, pinned))
         try:
             response = session.provider.complete(request, on_text=session.on_text, abort=abort)
         except ProviderAborted:
@@ -299,7 +309,8 @@ def _execute(
                 f" ({answer.detail})" if answer.detail else ""
             )
             return _complete(session, use, why, ok=False, summary=why, outcome="declined")
-    result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1)
+    touched: list[Path] = []
+    result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1, touched)
     content = result.content
     if state.repeats >= LOOP_WARN_AT:
         content += (
@@ -336,6 +347,11 @@ def _execute(
     if not recorded:
         session.record(completed)
     _trail(session, use, value, result, output_path)
+    if touched and session.instructions is not None:
+        # The folders the call worked in may hold instruction files not read yet.
+        loaded = session.instructions.touch(touched)
+        if loaded is not None:
+            session.record(loaded)
     return ToolResultBlock(use.id, content, is_error=result.is_error)
 
 
@@ -460,8 +476,6 @@ def _record_mutations(
     since the write, say); that is a fact about the workspace to report, not a
     reason to end the turn.
     """
-    from pathlib import Path
-
     from ax_log import hash_recorded
 
     changed: dict[str, str] = {}
@@ -580,6 +594,7 @@ def _run_tool(
     decision: Decision,
     abort: threading.Event,
     step: int,
+    touched: list[Path],
 ) -> ToolResult:
     from .tools.base import ToolContext, ToolResult
 
@@ -592,6 +607,7 @@ def _run_tool(
         decision=decision,
         abort=abort,
         environ=session.environ,
+        touched=touched,
     )
     try:
         return tool.run(value, context)

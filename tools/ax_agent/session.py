@@ -2,10 +2,12 @@
 
 Start: the workspace's realpath (a state root inside it is refused) → the
 trust gate (nothing before it reads a workspace byte) → the configuration →
-the sandbox probe → the read-only git probe → project instructions → the
+the sandbox probe → the read-only git probe → the instruction files → the
 system prompt → a new session, or the old one rebuilt from its log. Then the
 first records, always in this order: ``session.started``, ``trust.verified``,
-``config.loaded``, ``sandbox.status``, ``git.context``, ``memory.loaded``.
+``config.loaded``, ``sandbox.status``, ``git.context``, ``memory.loaded``. A
+resumed session then loads again the instruction files its earlier lives
+loaded as they worked (a second ``memory.loaded``, trigger ``resume``).
 
 A session is owned by one live process at a time (an owner lease next to its
 log); a second one is refused (exit 4) and a crashed owner's lease is taken over.
@@ -27,14 +29,12 @@ from libcommon.paths import StateLayout, check_session_id, state_layout
 
 from .approvals import Approver, DenyingApprover
 from .compose import make_seam
-from .context import (
-    GitFacts,
+from .context import GitFacts, SandboxFacts, git_toplevel, probe_git, probe_sandbox, system_prompt
+from .instructions import (
     Instructions,
-    SandboxFacts,
+    folders_loaded_before,
     load_instructions,
-    probe_git,
-    probe_sandbox,
-    system_prompt,
+    working_folder,
 )
 from .providers import Message, Provider, make_provider
 from .seam import Seam
@@ -56,6 +56,9 @@ Listener = Callable[[dict[str, Any]], None]
 @dataclass
 class StartOptions:
     workspace: str | Path | None = None
+    # The current directory the session was started in (None: this process's); when it
+    # is inside the workspace, instruction files are read down to it.
+    cwd: str | Path | None = None
     environ: Mapping[str, str] = field(default_factory=dict)
     provider: str | None = None
     model: str | None = None
@@ -107,6 +110,8 @@ class Session:
     shown_offset: int = 0
     # Bounded context (issue 13); None sends the whole history (sessions built by hand).
     window: ContextWindow | None = None
+    # The instruction files (issue 19): those of the start, and the loader of the rest.
+    instructions: Instructions | None = None
 
     @property
     def workspace(self) -> Path:
@@ -179,7 +184,16 @@ def start_session(options: StartOptions) -> Session:
     config = load_config(layout)
     sandbox = probe_sandbox()
     git = probe_git(layout.workspace, options.environ)
-    instructions = load_instructions(layout.workspace, config)
+    working = working_folder(layout.workspace, options.cwd or os.getcwd())
+    instructions = load_instructions(
+        layout.workspace,
+        config,
+        working=working,
+        toplevel=git.toplevel
+        if working == layout.workspace
+        else git_toplevel(working, options.environ),
+        user_folder=layout.root,
+    )
     provider = _provider(options, config)
     system = system_prompt(layout.workspace, sandbox, git, instructions)
     # Bounded context (issue 13): the system prompt says how older rounds leave.
@@ -211,8 +225,14 @@ def start_session(options: StartOptions) -> Session:
             resumed=history is not None,
             # A resumed session streams only what this life appends.
             shown_offset=_complete_end(log) if history is not None else 0,
+            instructions=instructions,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
+        if history is not None:
+            folders = [layout.workspace / folder for folder in folders_loaded_before(history)]
+            again = instructions.touch(folders, "resume")
+            if again is not None:
+                session.record(again)
         session.seam.call("slate.start", SlateStartRequest())
         session.trail_step = _last_trail_step(layout, session_id)
         # Bounded context (issue 13): requests send a bounded view of the history, the

@@ -119,10 +119,13 @@ class GitContext(EventBody):
 
 @register
 class MemoryLoaded(EventBody):
-    """Project instruction documents injected into the system prompt, one row each."""
+    """Instruction documents given to the model, one row each; ``trigger`` says when:
+    ``start`` (the system prompt), ``lazy`` (a folder the agent worked in), ``resume``
+    (folders an earlier life loaded) or ``init`` (the file ``/init`` wrote)."""
 
     type: Literal["memory.loaded"] = "memory.loaded"
     documents: list[dict[str, Any]]
+    trigger: Literal["start", "lazy", "resume", "init"] | None = None
 
 
 @register

@@ -20,6 +20,9 @@ from libcommon.contracts import Contract
 MAX_PATTERNS_PER_LIST = 256
 MAX_PATTERN_CHARS = 256
 MAX_STEPS_CAP = 10_000
+# The user's own list of instruction file names ax-agent falls back to (CLAUDE.md …).
+MAX_INSTRUCTION_FALLBACKS = 8
+MAX_FILE_NAME_CHARS = 255
 # Caps on a decision request's facts, so a request cannot make decide() walk forever.
 MAX_FACT_PATHS = 256
 MAX_FACT_TEXT_CHARS = 65_536
@@ -57,6 +60,20 @@ Pattern = Annotated[
 ]
 PatternList = Annotated[list[Pattern], Field(max_length=MAX_PATTERNS_PER_LIST)]
 ToolName = Annotated[str, StringConstraints(pattern=_TOOL_NAME)]
+
+
+def _plain_file_name(value: str) -> str:
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError("a file name, not a path: no '/', '\\', '.' or '..'")
+    return value
+
+
+FileName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_FILE_NAME_CHARS),
+    AfterValidator(_no_control),
+    AfterValidator(_plain_file_name),
+]
 FactPath = Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT_CHARS)]
 FactPaths = Annotated[list[FactPath], Field(max_length=MAX_FACT_PATHS)]
 
@@ -272,6 +289,12 @@ class UserConfig(WorkspaceConfig):
     model: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
     base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
     max_steps: Annotated[int, Field(ge=1, le=MAX_STEPS_CAP)] | None = None
+    # ax-agent's instruction files: the names tried after AGENTS.override.md, AGENTS.md
+    # and AGENT.md in each folder (None: ax-agent's default, CLAUDE.md). User layer only:
+    # a repository already chooses which files it ships.
+    instruction_fallbacks: (
+        Annotated[list[FileName], Field(max_length=MAX_INSTRUCTION_FALLBACKS)] | None
+    ) = None
 
 
 class ConfigSource(_Model):

@@ -72,6 +72,14 @@ class MenuApprover:
         finally:
             self.status.resume()
 
+    def confirm(self, question: str) -> bool:
+        """A yes/no question about the person's own command (``/init``): the same menu,
+        with the highlight on "No", so Enter, Esc and end of input never mean yes."""
+        self.screen.line(self.screen.style(question, "bold", "yellow"))
+        rows = offered(("no", "once"))
+        answer = self._menu(rows) if self.keys is not None else self._typed(rows)
+        return answer.choice == "once"
+
     def _show(self, request: ApprovalRequest) -> None:
         screen = self.screen
         glyphs = screen.glyphs

@@ -38,6 +38,8 @@ class Context:
     options: StartOptions
     screen: Screen
     renderer: Renderer
+    # Asks the person a yes/no question (the approval menu's "No" / "Yes"); None: no one to ask.
+    confirm: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,9 @@ def _notes(context: Context, args: list[str]) -> Action:
 
 def _context(context: Context, args: list[str]) -> Action:
     _no_args(args, "/context")
+    instructions = context.session.instructions
+    for line in instructions.lines() if instructions is not None else []:
+        _say(context, "  " + line)
     window = context.session.window
     figures = window.figures() if window is not None else None
     if figures is None:
@@ -325,6 +330,14 @@ def _completion_content(context: Context, step: int) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _init(context: Context, args: list[str]) -> Action:
+    from .init import run_init
+
+    _no_args(args, "/init")
+    run_init(context.session, lambda text: _say(context, text), context.confirm)
+    return None
+
+
 def _clear(context: Context, args: list[str]) -> Action:
     _no_args(args, "/clear")
     return "clear"
@@ -343,11 +356,17 @@ COMMANDS: tuple[Command, ...] = (
     Command("report", "[section]", "the session report (or one section)", _report),
     Command("trail", "[count] [tool=NAME] [file=TEXT]", "the steps executed so far", _trail),
     Command("notes", "[key]", "the slate's notes", _notes),
-    Command("context", "", "what the last request was made of, in tokens", _context),
+    Command(
+        "context",
+        "",
+        "the instruction files loaded, and what the last request was made of, in tokens",
+        _context,
+    ),
     Command("expand", "N", "the full output of step N", _expand),
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),
     Command("accept", "", "record that you accept this session's work", _accept),
+    Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),
 )

@@ -163,6 +163,17 @@ class Renderer:
         shown = command if isinstance(command, str) else " ".join(map(str, command or []))
         self.status.set("running: " + " ".join(clean(shown).split()))
 
+    def _memory_loaded(self, record: dict[str, Any]) -> None:
+        # The start's files are for /context; one loaded as the agent works is news.
+        if record.get("trigger") in (None, "start"):
+            return
+        for row in record.get("documents", []):
+            if row.get("status") == "loaded":
+                self._result(f"read instructions {clean(str(row.get('path')))}", "dim")
+            else:
+                why = clean(str(row.get("reason")))
+                self._result(f"skipped instructions {clean(str(row.get('path')))}: {why}", "dim")
+
     def _file_mutated(self, record: dict[str, Any]) -> None:
         self._result(f"changed {clean(str(record.get('path')))}", "dim")
 

@@ -23,6 +23,7 @@ from libcommon.errors import AxError
 
 from ..approvals import AnnouncingApprover
 from ..headless import abort_on_signals
+from ..instructions import TruncationNotice
 from ..loop import run_turn
 from ..session import Session, StartOptions, start_session
 from . import commands
@@ -72,14 +73,20 @@ class Terminal:
         self.typeahead = TypeAhead()
         self.fd = _fileno(environment.stdin) if environment.stdin_isatty else None
         self.renderer = Renderer(self.screen, self.status)
+        # The menu answers the model's approvals and asks the person's own confirmations
+        # (/init); --dangerously-allow-all answers the former only.
+        self.menu = MenuApprover(
+            self.screen,
+            self.status,
+            self._keys() if self.screen.escapes else None,
+            self._read_answer,
+        )
         if not isinstance(options.approver, AnnouncingApprover):
-            options.approver = MenuApprover(
-                self.screen,
-                self.status,
-                self._keys() if self.screen.escapes else None,
-                self._read_answer,
-            )
+            options.approver = self.menu
         options.listeners.append(self.renderer.on_event)
+        options.listeners.append(
+            TruncationNotice(lambda text: self.screen.line(self.screen.style(text, "yellow")))
+        )
         options.on_text = self.renderer.on_text
         options.on_output = self.renderer.on_output
 
@@ -160,7 +167,9 @@ class Terminal:
         return 0
 
     def _context(self, session: Session) -> commands.Context:
-        return commands.Context(session, self.options, self.screen, self.renderer)
+        return commands.Context(
+            session, self.options, self.screen, self.renderer, self.menu.confirm
+        )
 
     def _start(self, options: StartOptions) -> Session:
         session = start_session(options)

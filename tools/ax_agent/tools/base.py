@@ -37,6 +37,9 @@ class ToolContext:
     decision: Decision
     abort: threading.Event = field(default_factory=threading.Event)
     environ: Mapping[str, str] = field(default_factory=dict)
+    # Every real path the call resolved (common.resolve): the folders it worked in,
+    # whose instruction files the loop loads the first time.
+    touched: list[Path] = field(default_factory=list)
 
     @property
     def workspace(self) -> Path:

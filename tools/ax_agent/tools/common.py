@@ -122,6 +122,7 @@ def resolve(raw: str, ctx: ToolContext, *, write: bool = False) -> Path:
                 "decided on: a folder on the way changed since the decision (a symbolic "
                 f"link?), so nothing was {'written' if write else 'read'}"
             )
+        ctx.touched.append(target)
         return target
     if not write and _read_seen_by_policy(target, ctx):
         return target

@@ -3,21 +3,26 @@
 The turn loop hands it each request before it goes to the provider
 (``bound``); it prices the request, asks ``elide`` for the view, logs each
 rewrite (``context.compacted``) and each rewrite held back (``context.held``),
-and keeps the figures ``/context`` shows. As a session listener (``archive``)
-it keeps every message whole in the slate's archive, which is what the recall
-tools read back. A resumed session adds up its ``context.compacted`` events,
-so what was elided stays elided after a restart.
+and keeps the figures ``/context`` shows. Instruction files loaded after the
+start (``place_pinned``) are placed into the view after elision, like the
+system prompt outside its accounting: they count as fixed overhead, are never
+elided, and stay on the message they first rode on (or, once it has left the
+request, on the stand-in for the rounds that left), so the cached prefix holds.
+As a session listener (``archive``) it keeps every message whole in the
+slate's archive, which is what the recall tools read back. A resumed session
+adds up its ``context.compacted`` events, so what was elided stays elided
+after a restart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from libcommon.errors import AxError
 
-from ..providers.base import Message, ProviderRequest, ToolResultBlock
+from ..providers.base import Message, ProviderRequest, TextBlock, ToolResultBlock
 from ..seam import Seam
 from ..seam_models import ArchiveRequest, FrameRequest
 from .budget import Budget, budget_for
@@ -37,8 +42,10 @@ from .tokens import (
     count_request,
     estimate_request,
     fixed_tokens,
-    message_tokens,
 )
+
+if TYPE_CHECKING:
+    from ..instructions import Pinned
 
 # The frame is read from the slate only once a request comes within this share of
 # the trigger: it is needed only when rounds leave.
@@ -68,6 +75,8 @@ class ContextFigures:
     target: int
     system: int
     tools: int
+    # Instruction files loaded after the start (those of the start are in the system prompt).
+    instructions: int
     frame: int
     history: int
     tool_results: int
@@ -87,6 +96,7 @@ class ContextFigures:
             f"request: {self.total} tokens ({share:.0f}% of the budget, {self.counted_by})",
             f"  system prompt  {self.system}",
             f"  tool schemas   {self.tools}",
+            f"  instructions   {self.instructions} (files loaded since the start)",
             f"  slate frame    {self.frame}",
             f"  history        {self.history}",
             f"  tool results   {self.tool_results}",
@@ -106,18 +116,27 @@ def context_figures(
     budget: Budget,
     state: ContextState,
     counter: TokenCounter | None = None,
+    pinned: Sequence[Pinned] = (),
 ) -> ContextFigures:
-    """Break ``request`` (a bounded one) down by what each part is."""
+    """Break ``request`` (a bounded one, with ``pinned`` placed in it) down by what each part is."""
     from ax_slate import estimate_tokens
 
     messages = request.messages
-    frame = message_tokens(messages[0]) if state.cut and messages else 0
-    history = tool_results = elided = 0
-    for message in messages[1:] if state.cut else messages:
-        history += MESSAGE_OVERHEAD_TOKENS
+    ids = {id(item.block) for item in pinned}
+    frame_message = messages[0] if state.cut and messages else None
+    frame = history = tool_results = elided = instructions = 0
+    for message in messages:
+        if message is frame_message:
+            frame += MESSAGE_OVERHEAD_TOKENS
+        else:
+            history += MESSAGE_OVERHEAD_TOKENS
         for block in message.content:
             cost = block_tokens(block)
-            if isinstance(block, ToolResultBlock):
+            if id(block) in ids:
+                instructions += cost
+            elif message is frame_message:
+                frame += cost
+            elif isinstance(block, ToolResultBlock):
                 if block.tool_use_id in state.elided:
                     elided += cost
                 else:
@@ -125,7 +144,7 @@ def context_figures(
             else:
                 history += cost
     system = estimate_tokens(request.system)
-    estimate = fixed_tokens(request) + frame + history + tool_results + elided
+    estimate = fixed_tokens(request) + instructions + frame + history + tool_results + elided
     counted_by: Literal["provider", "estimate"] = "estimate"
     total = estimate
     if counter is not None:
@@ -141,6 +160,7 @@ def context_figures(
         target=budget.target,
         system=system,
         tools=fixed_tokens(request) - system,
+        instructions=instructions,
         frame=frame,
         history=history,
         tool_results=tool_results,
@@ -152,6 +172,45 @@ def context_figures(
         total=total,
         counted_by=counted_by,
     )
+
+
+def place_pinned(
+    view: list[Message],
+    pinned: Sequence[Pinned],
+    history: Sequence[Message] | None = None,
+    state: ContextState | None = None,
+) -> list[Message]:
+    """``view`` with each pinned block on the message it is anchored to.
+
+    ``history`` and ``state`` say how ``view`` was made from the history (None:
+    the view is the history itself). A block anchored to a message that has left
+    the request goes on the stand-in for the rounds that left (the view's first
+    message). It goes right after the message's own content, before a notice
+    elision may have added, so the message reads the same in every later request.
+    """
+    if not pinned:
+        return view
+    history = view if history is None else history
+    cut = state.cut if state is not None else 0
+    stubbed = state.stubbed if state is not None else frozenset()
+    offset = 1 if cut else 0
+    additions: dict[int, list[TextBlock]] = {}
+    for item in pinned:
+        at = 0 if item.anchor < cut else item.anchor - cut + offset
+        additions.setdefault(at, []).append(item.block)
+    placed = list(view)
+    for at, blocks in additions.items():
+        message = placed[at]
+        anchor = at - offset + cut
+        own = len(message.content) if at < offset else _own_blocks(anchor, history, stubbed)
+        content = list(message.content)
+        placed[at] = Message(message.role, [*content[:own], *blocks, *content[own:]])
+    return placed
+
+
+def _own_blocks(index: int, history: Sequence[Message], stubbed: frozenset[int]) -> int:
+    """How many blocks history message ``index`` has in the view (a stub is one)."""
+    return 1 if index in stubbed else len(history[index].content)
 
 
 def archived_message(record: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -180,6 +239,7 @@ class ContextWindow:
     decision: Decision | None = None
     # The last bounded request and its budget, which /context breaks down on demand.
     last: tuple[ProviderRequest, Budget] | None = None
+    last_pinned: tuple[Pinned, ...] = ()
     # Archive rows of tool outputs kept by this process, named in markers.
     rows: dict[str, int] = field(default_factory=dict)
     memo: ElisionMemo = field(default_factory=ElisionMemo)
@@ -194,10 +254,11 @@ class ContextWindow:
     ) -> ContextWindow:
         return cls(seam, record, state=state_from_events(events), **options)
 
-    def bound(self, request: ProviderRequest) -> ProviderRequest:
-        """``request`` with its history replaced by the bounded view."""
+    def bound(self, request: ProviderRequest, pinned: Sequence[Pinned] = ()) -> ProviderRequest:
+        """``request`` with its history replaced by the bounded view, ``pinned`` placed in it."""
         budget = budget_for(request.model, request.max_tokens)
-        overhead = fixed_tokens(request)
+        # Pinned instruction blocks are never elided: they count like the system prompt.
+        overhead = fixed_tokens(request) + sum(block_tokens(item.block) for item in pinned)
         if self.state.cut and self.state.frame is None:
             # Resumed after rounds had left: the frame standing in for them is rebuilt.
             self.state = replace(self.state, frame=self._frame())
@@ -213,8 +274,10 @@ class ContextWindow:
         self.state = decision.state
         self.decision = decision
         self._log(decision)
+        view = place_pinned(view, pinned, request.messages, self.state)
         bounded = replace(request, messages=view)
         self.last = (bounded, budget)
+        self.last_pinned = tuple(pinned)
         return bounded
 
     def figures(self) -> ContextFigures | None:
@@ -222,7 +285,7 @@ class ContextWindow:
         if self.last is None:
             return None
         request, budget = self.last
-        return context_figures(request, budget, self.state, self.counter)
+        return context_figures(request, budget, self.state, self.counter, self.last_pinned)
 
     def _elide(
         self, history: list[Message], budget: Budget, frame: str | None, overhead: int
