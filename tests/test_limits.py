@@ -370,12 +370,29 @@ def test_agent_core_limits() -> None:
     assert approvals.SUMMARY_MAX_CHARS == 300
     assert calls.FACT_ERROR_MAX_CHARS == 300
     assert context.GIT_TIMEOUT_S == 5.0
-    assert context.INSTRUCTIONS_MAX_BYTES == 24 * 1024
-    assert context.INSTRUCTION_FILES == ("AGENT.md", "AGENTS.md")
     assert seam_process.ABORT_POLL_S == 0.05
     assert seam_process.ABORT_GRACE_S == 10.0
     assert cli.PROMPT_MAX_CHARS == 1024 * 1024
     assert demo.DEMO_MAX_STEPS == 10
+
+
+def test_agent_instruction_file_limits() -> None:
+    from ax_agent import instructions
+    from ax_agent.terminal import init
+    from ax_policy import models
+
+    assert instructions.USER_MAX_BYTES == 16 * 1024
+    assert instructions.PROJECT_MAX_BYTES == 24 * 1024
+    # The worst case the instruction files inject, markers and labels included, as one
+    # ceiling (beside two fixed sentences: the system prompt's introduction to them and
+    # the one budget-spent notice).
+    assert instructions.USER_MAX_BYTES + instructions.PROJECT_MAX_BYTES == 40 * 1024
+    assert instructions.FILE_MAX_BYTES == 1024 * 1024
+    assert instructions.INSTRUCTION_NAMES == ("AGENTS.override.md", "AGENTS.md", "AGENT.md")
+    assert instructions.DEFAULT_FALLBACKS == ("CLAUDE.md",)
+    assert models.MAX_INSTRUCTION_FALLBACKS == 8
+    assert models.MAX_FILE_NAME_CHARS == 255
+    assert init.INIT_UNITS_SHOWN == 40
 
 
 def test_agent_terminal_limits() -> None:

@@ -12,6 +12,7 @@ from libcommon.errors import OperationFailed
 from libcommon.locks import flock_lock
 from libcommon.safeopen import (
     UnsafePath,
+    create_bytes,
     open_for_reading,
     open_state_file,
     read_bytes,
@@ -170,3 +171,23 @@ def test_a_state_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
     fd = open_state_file(tmp_path / "plain", os.O_WRONLY | os.O_CREAT)
     os.close(fd)
     assert stat.S_IMODE((tmp_path / "plain").stat().st_mode) == 0o600
+
+
+def test_create_makes_a_new_file_and_never_replaces_anything(tmp_path: Path) -> None:
+    create_bytes(tmp_path, "a/new.md", b"one", 0o644)
+    target = tmp_path / "a" / "new.md"
+    assert target.read_bytes() == b"one" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert os.listdir(target.parent) == ["new.md"]
+    with pytest.raises(UnsafePath, match="never replaces anything"):
+        create_bytes(tmp_path, "a/new.md", b"two", 0o644)
+    assert target.read_bytes() == b"one"
+    # A dangling link, or a folder, under the name is kept and not written through.
+    (tmp_path / "a" / "link.md").symlink_to(tmp_path / "elsewhere.md")
+    (tmp_path / "a" / "dir.md").mkdir()
+    for name in ("link.md", "dir.md"):
+        with pytest.raises(UnsafePath, match="never replaces anything"):
+            create_bytes(tmp_path, f"a/{name}", b"two", 0o644)
+    assert not (tmp_path / "elsewhere.md").exists()
+    assert sorted(os.listdir(target.parent)) == ["dir.md", "link.md", "new.md"]
+    with pytest.raises(UnsafePath, match=".git"):
+        create_bytes(tmp_path, ".git/AGENTS.md", b"x", 0o644)

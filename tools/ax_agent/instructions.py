@@ -135,56 +135,80 @@ class Found:
     data: bytes
 
 
+def region(found: Found, text: str, hidden: int) -> str:
+    """The delimited block of a file: its shown text and, when cut, the marker."""
+    name = shown_name(found.path)
+    scope = " scope=user" if found.scope == "user" else ""
+    cut = f"[… {hidden} bytes of {name} not shown]" if hidden else ""
+    inner = "\n".join(part for part in (text.rstrip("\n"), cut) if part)
+    return (
+        f"{DELIMITER_OPEN}{MARKER_WORDS} file={name}{scope}{DELIMITER_CLOSE}\n"
+        f"{inner}\n{DELIMITER_OPEN}end {MARKER_WORDS}{DELIMITER_CLOSE}"
+    )
+
+
+def region_overhead(found: Found) -> int:
+    """The most a file's block adds to its text: markers, name, the cut marker, a newline."""
+    return len(region(found, "", len(found.data)).encode()) + 1
+
+
 @dataclass(frozen=True)
 class Fitted:
-    """A file as it is injected: its neutralised text within the budget, and what was left out."""
+    """A file as it is injected: its neutralised text within the budget, and what was left out.
+
+    ``block`` is None for an empty file (nothing to show, nothing cut) and for one
+    the budget had no room left to even announce.
+    """
 
     found: Found
     text: str
     hidden: int
+    block: str | None
 
     @property
     def shown_bytes(self) -> int:
         return len(self.text.encode())
+
+    @property
+    def charge(self) -> int:
+        """What it costs the budget: the whole block, markers included."""
+        return len(self.block.encode()) + 1 if self.block is not None else 0
 
     def row(self) -> dict[str, Any]:
         data = self.found.data
         row: dict[str, Any] = {"path": self.found.path, "scope": self.found.scope}
         if self.found.directory is not None:
             row["directory"] = self.found.directory
-        return {
-            **row,
-            "status": "loaded",
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "shownBytes": self.shown_bytes,
-            "hiddenBytes": self.hidden,
-            "truncated": self.hidden > 0,
-        }
-
-    def region(self) -> str | None:
-        """The delimited block; None for an empty file (nothing to show, nothing cut)."""
-        if not self.text.strip() and not self.hidden:
-            return None
-        name = shown_name(self.found.path)
-        scope = " scope=user" if self.found.scope == "user" else ""
-        body = self.text.rstrip("\n")
-        cut = f"[… {self.hidden} bytes of {name} not shown]" if self.hidden else ""
-        inner = "\n".join(part for part in (body, cut) if part)
-        return (
-            f"{DELIMITER_OPEN}{MARKER_WORDS} file={name}{scope}{DELIMITER_CLOSE}\n"
-            f"{inner}\n{DELIMITER_OPEN}end {MARKER_WORDS}{DELIMITER_CLOSE}"
+        row.update(
+            status="loaded",
+            bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            shownBytes=self.shown_bytes,
+            hiddenBytes=self.hidden,
+            truncated=self.hidden > 0,
         )
+        if self.block is None and self.hidden:
+            row["reason"] = "the instruction budget had no room left to show it"
+        return row
 
 
 def fit_from_most_specific(found: Sequence[Found], budget: int) -> list[Fitted]:
-    """``found`` (top folder first) within ``budget`` bytes, the deepest file served first."""
+    """``found`` within ``budget`` bytes of blocks, the deepest file served first.
+
+    Returned top folder first. Each block's markers are charged with its text, so
+    what the files inject never passes ``budget``.
+    """
     fitted: list[Fitted] = []
     left = budget
     for item in sorted(found, key=_depth, reverse=True):
-        text, hidden = fit_whole_lines(item.data, left)
-        piece = Fitted(item, text, hidden)
-        left -= piece.shown_bytes
+        room = left - region_overhead(item)
+        if room < 0:
+            piece = Fitted(item, "", len(item.data), None)
+        else:
+            text, hidden = fit_whole_lines(item.data, room)
+            shown = region(item, text, hidden) if text.strip() or hidden else None
+            piece = Fitted(item, text, hidden, shown)
+        left -= piece.charge
         fitted.append(piece)
     return sorted(fitted, key=lambda piece: _depth(piece.found))
 
@@ -206,15 +230,19 @@ def _read_project_file(
 
     The text goes to the model unasked, so it is read only when ax-policy would let
     read_file read it without a question under ``config`` (a link to ``.env``, a file
-    with another hard link or a device is skipped), by walking its resolved path
-    without following a link.
+    with another hard link, a device or a name with a control character is skipped),
+    by walking its resolved path without following a link.
     """
     from ax_policy import validate_path
 
     real = Path(os.path.realpath(workspace / relative))
     if not is_within(real, workspace) or real == workspace:
         return _skipped(row, "not a file in the workspace")
-    concerns = validate_path(relative, workspace, config=config).concerns()
+    facts = validate_path(relative, workspace, config=config)
+    refusal = facts.refusal()
+    if refusal is not None:
+        return _skipped(row, f"read_file would be refused it ({refusal[1]})")
+    concerns = facts.concerns()
     if concerns:
         return _skipped(row, f"reading it would need a person's answer ({'; '.join(concerns)})")
     try:
@@ -303,6 +331,8 @@ class Instructions:
     # Blocks loaded since the last request, then anchored to the message they first rode on.
     pending: list[TextBlock] = field(default_factory=list)
     pinned: list[Pinned] = field(default_factory=list)
+    # The model was told that the budget is spent and later files go unannounced.
+    spent_said: bool = False
 
     def event(self) -> dict[str, Any]:
         return {"type": "memory.loaded", "trigger": "start", "documents": self.documents}
@@ -328,17 +358,22 @@ class Instructions:
         if not folders:
             return None
         found, rows = self._look_in(folders)
-        fitted = fit_from_most_specific(found, self.remaining)
-        self.remaining -= sum(piece.shown_bytes for piece in fitted)
+        head = f"[ax: {_WHY[trigger]}. {AUTHORITY} {PRECEDENCE} {CUT_NOTE}]"
+        # The head is charged once, and only when a block comes with it.
+        fitted = fit_from_most_specific(found, self.remaining - len(head.encode()) - 1)
+        blocks = [piece.block for piece in fitted if piece.block is not None]
+        if blocks:
+            self.remaining -= len(head.encode()) + 1 + sum(piece.charge for piece in fitted)
+            self.pending.append(TextBlock("\n".join([head, *blocks])))
+        elif any(piece.hidden for piece in fitted) and not self.spent_said:
+            # Said once, at a fixed size: the budget is what bounds these blocks.
+            self.spent_said = True
+            first = shown_name(next(piece.found.path for piece in fitted if piece.hidden))
+            self.pending.append(TextBlock(_SPENT.format(first=first)))
         rows += [piece.row() for piece in fitted]
         if not rows:
             return None
         self.rows += rows
-        regions = [region for piece in fitted if (region := piece.region()) is not None]
-        if regions:
-            names = ", ".join(shown_name(piece.found.path) for piece in fitted)
-            head = f"[ax: {_WHY[trigger]}: {names}. {AUTHORITY} {PRECEDENCE} {CUT_NOTE}]"
-            self.pending.append(TextBlock("\n".join([head, *regions])))
         return {"type": "memory.loaded", "trigger": trigger, "documents": rows}
 
     def reconsider(self, folder: Path, trigger: Trigger) -> dict[str, Any] | None:
@@ -389,6 +424,11 @@ class Instructions:
         return found, rows
 
 
+_SPENT = (
+    "[ax: an instruction file was found where you just worked ({first}), but the project's "
+    f"instruction budget ({PROJECT_MAX_BYTES} bytes) is spent, so it is not shown; read_file "
+    "reads it. Files found later are not announced either.]"
+)
 _WHY: Mapping[Trigger, str] = {
     "start": "instruction files",
     "lazy": "instruction files of a folder you just worked in, loaded the first time",
@@ -472,11 +512,11 @@ def load_instructions(
     instructions.considered.update(folders)
     found, skipped = instructions._look_in(folders)
     project = fit_from_most_specific(found, PROJECT_MAX_BYTES)
-    instructions.remaining -= sum(piece.shown_bytes for piece in project)
+    instructions.remaining -= sum(piece.charge for piece in project)
     rows += skipped + [piece.row() for piece in [*user, *project]]
     instructions.documents = rows
     instructions.rows = list(rows)
-    regions = [region for piece in [*user, *project] if (region := piece.region()) is not None]
+    regions = [piece.block for piece in [*user, *project] if piece.block is not None]
     if regions:
         first = "the user-level file first, then the project's" if user else "the project's"
         instructions.text = "\n\n".join(

@@ -159,3 +159,59 @@ def test_what_the_archive_keeps_of_each_event() -> None:
     assert tool == {"role": "tool", "ts": "t", "callId": "c", "content": "x"}
     assert archived_message({"type": "tool.completed", "callId": "c"}) is None
     assert archived_message({"type": "context.compacted"}) is None
+
+
+def test_pinned_instructions_stay_whole_outside_elision_and_keep_their_place(
+    workspace: Path, state_dir: Path
+) -> None:
+    from ax_agent.instructions import Pinned
+    from ax_agent.window.tokens import block_tokens
+
+    window, logged = make_window(workspace)
+    messages = [Message("user", [TextBlock("Fix the tests.")])]
+    grow(messages, 0, 100)
+    block = TextBlock("[ax: instruction files of a folder]\n" + "rule\n" * 2_000)
+    pinned = [Pinned(2, block)]
+    budget = budget_for(SMALL_MODEL, 4_096)
+    previous: list[Message] | None = None
+    for step in range(1, 200):
+        grow(messages, step, 1_500)
+        bounded = window.bound(request_of(messages), pinned)
+        view = bounded.messages
+        assert pairing_problems(view) == []
+        holding = [m for m in view if any(b is block for b in m.content)]
+        assert len(holding) == 1
+        # Counted like the system prompt: the bounded request fits with the block in it.
+        assert estimate_request(bounded) <= budget.request
+        if window.state.cut > 2:
+            # Its message left the request: the block rides on the stand-in instead.
+            assert holding[0] is view[0]
+        else:
+            assert holding[0] is view[2] and view[2].content[-1] is block
+            assert view[2].content[0] is messages[2].content[0]
+        if previous is not None and logged and logged[-1]["type"] != "context.compacted":
+            # Between rewrites the view only grows: the prefix (block included) is unchanged.
+            assert [m.content for m in view[: len(previous)]] == [m.content for m in previous]
+        previous = view
+        logged.clear()
+    assert window.state.cut > 2
+    figures = window.figures()
+    assert figures is not None and figures.instructions == block_tokens(block)
+    assert figures.frame > 0 and "instructions" in "\n".join(figures.lines())
+    # The session's history never holds it: only the views do.
+    assert all(block not in m.content for m in messages)
+
+
+def test_pinned_blocks_count_as_overhead_in_the_decision(workspace: Path, state_dir: Path) -> None:
+    from ax_agent.instructions import Pinned
+    from ax_agent.window.tokens import block_tokens
+
+    block = TextBlock("rules " * 500)
+    messages = [Message("user", [TextBlock("Go.")])]
+    grow(messages, 0, 100)
+    plain, _ = make_window(workspace, session="s-plain")
+    plain.bound(request_of(messages))
+    pinned, _ = make_window(workspace, session="s-pinned")
+    pinned.bound(request_of(messages), [Pinned(2, block)])
+    assert plain.decision is not None and pinned.decision is not None
+    assert pinned.decision.tokens_before - plain.decision.tokens_before == block_tokens(block)

@@ -487,3 +487,55 @@ def test_a_running_command_shows_its_first_lines_before_it_ends(
     term.send(CTRL_D)
     assert term.wait() == 0
     assert term.text.count("early-42") == 1, "a line shown live is not shown again at the end"
+
+
+def test_init_shows_asks_writes_and_never_overwrites(
+    agent: Start, workspace: Path, state_dir: Path
+) -> None:
+    (workspace / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "0"\n')
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "AGENTS.md").write_text("Lib rule: no globals.\n")
+    (workspace / "lib" / "m.py").write_text("x = 1\n")
+    term = agent(
+        [
+            {
+                "expect": "Instructions for coding agents working in this project",
+                "toolCalls": [{"name": "read_file", "input": {"path": "lib/m.py"}}],
+            },
+            {"expect": "Lib rule: no globals.", "text": "Read both."},
+        ],
+        # The person's own command is asked about even when the model's calls are not.
+        "--dangerously-allow-all",
+    )
+    term.prompt()
+    term.line("/init")
+    term.expect("A starter AGENTS.md for")
+    term.expect("- `.` (pyproject.toml)")
+    term.expect("Write this as")
+    term.expect("answer:")
+    term.send(ENTER)  # the highlight starts on "No"
+    term.expect("Nothing was written.")
+    term.prompt()
+    assert not (workspace / "AGENTS.md").exists()
+    term.line("/init")
+    term.expect("answer:")
+    term.send(b"y" + ENTER)
+    term.expect("Wrote AGENTS.md")
+    term.prompt()
+    written = (workspace / "AGENTS.md").read_text()
+    assert written.startswith("# AGENTS.md\n")
+    term.line("/init")
+    term.expect("/init: AGENTS.md already gives this folder its instructions")
+    term.prompt()
+    assert (workspace / "AGENTS.md").read_text() == written
+    # The model gets the new file with its next request, and a folder's file when it
+    # first works there.
+    term.line("read the module")
+    term.expect("read instructions lib/AGENTS.md")
+    term.expect("Read both.")
+    term.prompt()
+    term.line("/quit")
+    assert term.wait() == 0
+    events = session_events(state_dir)
+    assert [e["trigger"] for e in _of(events, "memory.loaded")] == ["start", "init", "lazy"]
+    assert [e["path"] for e in _of(events, "file.mutated")] == ["AGENTS.md"]
