@@ -518,11 +518,7 @@ def test_a_write_loads_the_file_of_its_folder_too(monorepo: Path, tmp_path: Path
     script = write_script(
         tmp_path / "s.json",
         [
-            {
-                "toolCalls": [
-                    call("write_file", path="packages/api/src/new.py", content="x = 1\n")
-                ]
-            },
+            {"toolCalls": [call("write_file", path="packages/api/src/new.py", content="x = 1\n")]},
             {"expect": API_OVERRIDE.strip(), "text": "Written."},
         ],
     )
@@ -567,9 +563,7 @@ def test_the_worst_case_injection_is_one_ceiling(workspace: Path, state_dir: Pat
     # Once nothing more fits, the model is told once, at a fixed size, and then nothing.
     assert spent.startswith("[ax: an instruction file was found where you just worked")
     assert "budget (24576 bytes) is spent" in spent and len(spent) < 400
-    unshown = [
-        row for event in events if event for row in event["documents"] if "reason" in row
-    ]
+    unshown = [row for event in events if event for row in event["documents"] if "reason" in row]
     assert unshown and all(row["shownBytes"] == 0 and row["truncated"] for row in unshown)
     assert unshown[0]["reason"] == "the instruction budget had no room left to show it"
 

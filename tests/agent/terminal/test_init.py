@@ -50,9 +50,7 @@ def _run(session: Session, line: str, answer: bool | None) -> tuple[str, list[st
     return err.getvalue(), asked
 
 
-def test_init_shows_the_starter_asks_and_writes_it_undoably(
-    project: Path, tmp_path: Path
-) -> None:
+def test_init_shows_the_starter_asks_and_writes_it_undoably(project: Path, tmp_path: Path) -> None:
     session = _session(project, tmp_path)
     shown, asked = _run(session, "/init", True)
     written = (project / INIT_FILE).read_text()
