@@ -548,7 +548,7 @@ def test_a_lazy_file_takes_what_the_start_left_of_the_budget(monorepo: Path) -> 
 def test_the_worst_case_injection_is_one_ceiling(workspace: Path, state_dir: Path) -> None:
     line = "x" * 99 + "\n"
     (state_dir / "AGENTS.md").write_text(line * 300)
-    (workspace / "AGENTS.md").write_text(line * 300)
+    (workspace / "AGENTS.md").write_text(line * 100)
     for number in range(40):
         (workspace / f"d{number:02d}").mkdir()
         (workspace / f"d{number:02d}" / "AGENTS.md").write_text(line * 5)

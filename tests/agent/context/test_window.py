@@ -215,3 +215,27 @@ def test_pinned_blocks_count_as_overhead_in_the_decision(workspace: Path, state_
     pinned.bound(request_of(messages), [Pinned(2, block)])
     assert plain.decision is not None and pinned.decision is not None
     assert pinned.decision.tokens_before - plain.decision.tokens_before == block_tokens(block)
+
+
+def test_a_pinned_block_goes_before_a_notice_and_after_a_stub() -> None:
+    from ax_agent.instructions import Pinned
+    from ax_agent.window.elide import ContextState
+    from ax_agent.window.window import place_pinned
+
+    result = ToolResultBlock("toolu_1", "output")
+    history = [
+        Message("user", [TextBlock("Go."), TextBlock("and more")]),
+        Message("assistant", [ToolUseBlock("toolu_1", "read_file", {})]),
+        Message("user", [result]),
+    ]
+    notice = TextBlock("[ax notice: the request is close to its context budget.]")
+    stub = TextBlock("[ax: an earlier message from the user …]")
+    view = [Message("user", [stub]), history[1], Message("user", [result, notice])]
+    first, last = TextBlock("first"), TextBlock("last")
+    state = ContextState(stubbed=frozenset({0}))
+    placed = place_pinned(view, [Pinned(0, first), Pinned(2, last)], history, state)
+    # The block sits right after the message's own content, so the message reads the
+    # same in later requests, when the notice is gone.
+    assert placed[2].content == [result, last, notice]
+    assert placed[0].content == [stub, first]
+    assert view[2].content == [result, notice]  # the view it was given is not changed

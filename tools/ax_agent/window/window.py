@@ -186,13 +186,13 @@ def place_pinned(
     the view is the history itself). A block anchored to a message that has left
     the request goes on the stand-in for the rounds that left (the view's first
     message). It goes right after the message's own content, before a notice
-    elision may have added, so the message reads the same in every later request.
+    elision may have added, so the message reads the same in every later request
+    (a message sent as a one-line stub is never the last, so never has a notice).
     """
     if not pinned:
         return view
     history = view if history is None else history
     cut = state.cut if state is not None else 0
-    stubbed = state.stubbed if state is not None else frozenset()
     offset = 1 if cut else 0
     additions: dict[int, list[TextBlock]] = {}
     for item in pinned:
@@ -200,17 +200,10 @@ def place_pinned(
         additions.setdefault(at, []).append(item.block)
     placed = list(view)
     for at, blocks in additions.items():
-        message = placed[at]
-        anchor = at - offset + cut
-        own = len(message.content) if at < offset else _own_blocks(anchor, history, stubbed)
-        content = list(message.content)
-        placed[at] = Message(message.role, [*content[:own], *blocks, *content[own:]])
+        content = list(placed[at].content)
+        own = len(content) if at < offset else len(history[at - offset + cut].content)
+        placed[at] = Message(placed[at].role, [*content[:own], *blocks, *content[own:]])
     return placed
-
-
-def _own_blocks(index: int, history: Sequence[Message], stubbed: frozenset[int]) -> int:
-    """How many blocks history message ``index`` has in the view (a stub is one)."""
-    return 1 if index in stubbed else len(history[index].content)
 
 
 def archived_message(record: Mapping[str, Any]) -> dict[str, Any] | None:
