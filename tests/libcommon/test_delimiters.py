@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ax_agent import context
+from ax_agent import instructions
 from ax_slate import frame
 from libcommon.delimiters import (
     CLOSING,
@@ -68,8 +68,13 @@ def folded(text: str) -> str:
 @settings(max_examples=2000, deadline=None)
 @given(TEXT)
 def test_no_neutralised_text_holds_a_bracket_run_or_a_marker(text: str) -> None:
-    # The neutralisers the harness really uses: the slate frame's and the instructions'.
-    for defuse, markers in ((frame.neutralise, SLATE), (context.neutralise, AGENT)):
+    # The neutralisers the harness really uses: the slate frame's, the instruction files'
+    # text's and their names'.
+    for defuse, markers in (
+        (frame.neutralise, SLATE),
+        (instructions.neutralise, AGENT),
+        (instructions.shown_name, AGENT),
+    ):
         out = defuse(text)
         assert "<<<" not in folded(out)
         assert ">>>" not in folded(out)
