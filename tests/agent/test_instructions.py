@@ -634,3 +634,19 @@ def test_truncation_is_said_on_stderr_once_and_in_memory_loaded(
     assert [event["trigger"] for event in loads] == ["start", "lazy"]
     assert loads[0]["documents"][0]["truncated"] is True
     assert loads[1]["documents"][0]["truncated"] is True
+
+
+def test_the_truncation_notice_is_said_once_per_session() -> None:
+    from ax_agent.instructions import TruncationNotice
+
+    said: list[str] = []
+    notice = TruncationNotice(said.append)
+    cut = {"path": "AGENTS.md", "bytes": 30, "hiddenBytes": 10, "truncated": True}
+    whole = {"path": "b/AGENTS.md", "bytes": 5, "hiddenBytes": 0, "truncated": False}
+    notice({"type": "memory.loaded", "session": "s-1", "documents": [whole]})
+    assert said == []
+    for session in ("s-1", "s-1", "s-2"):
+        notice({"type": "memory.loaded", "session": session, "documents": [cut, whole]})
+    notice({"type": "tool.completed", "session": "s-3", "documents": [cut]})
+    assert len(said) == 2
+    assert "AGENTS.md (10 of 30 bytes not shown)" in said[0] and "b/AGENTS.md" not in said[0]

@@ -357,7 +357,7 @@ class Instructions:
                     folders.append(folder)
         if not folders:
             return None
-        found, rows = self._look_in(folders)
+        found, rows = self.look_in(folders)
         head = f"[ax: {_WHY[trigger]}. {AUTHORITY} {PRECEDENCE} {CUT_NOTE}]"
         # The head is charged once, and only when a block comes with it.
         fitted = fit_from_most_specific(found, self.remaining - len(head.encode()) - 1)
@@ -412,7 +412,7 @@ class Instructions:
                 lines.append(f"  {where}: {row['bytes']} bytes")
         return lines
 
-    def _look_in(self, folders: Sequence[Path]) -> tuple[list[Found], list[dict[str, Any]]]:
+    def look_in(self, folders: Sequence[Path]) -> tuple[list[Found], list[dict[str, Any]]]:
         found: list[Found] = []
         rows: list[dict[str, Any]] = []
         for folder in folders:
@@ -510,7 +510,7 @@ def load_instructions(
     chain = [working, *working.parents]
     folders = list(reversed(chain[: chain.index(root) + 1]))
     instructions.considered.update(folders)
-    found, skipped = instructions._look_in(folders)
+    found, skipped = instructions.look_in(folders)
     project = fit_from_most_specific(found, PROJECT_MAX_BYTES)
     instructions.remaining -= sum(piece.charge for piece in project)
     rows += skipped + [piece.row() for piece in [*user, *project]]
