@@ -387,10 +387,6 @@ class Instructions:
         self.pending = []
         return list(self.pinned)
 
-    def cut(self) -> list[dict[str, Any]]:
-        """The rows of files the budget cut, in load order."""
-        return [row for row in self.rows if row.get("truncated")]
-
     def lines(self) -> list[str]:
         """What was loaded and how much of it the model sees (``/context``)."""
         used = PROJECT_MAX_BYTES - self.remaining
@@ -427,7 +423,7 @@ class Instructions:
 _SPENT = (
     "[ax: an instruction file was found where you just worked ({first}), but the project's "
     f"instruction budget ({PROJECT_MAX_BYTES} bytes) is spent, so it is not shown; read_file "
-    "reads it. Files found later are not announced either.]"
+    "reads it. Later files that do not fit are not announced.]"
 )
 _WHY: Mapping[Trigger, str] = {
     "start": "instruction files",
