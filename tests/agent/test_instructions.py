@@ -650,3 +650,20 @@ def test_the_truncation_notice_is_said_once_per_session() -> None:
     notice({"type": "tool.completed", "session": "s-3", "documents": [cut]})
     assert len(said) == 2
     assert "AGENTS.md (10 of 30 bytes not shown)" in said[0] and "b/AGENTS.md" not in said[0]
+
+
+def test_the_working_folder_is_the_current_directory_only_inside_the_workspace(
+    monorepo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.instructions import working_folder
+
+    api = monorepo / "packages" / "api"
+    assert working_folder(monorepo, api) == api
+    assert working_folder(monorepo, tmp_path) == monorepo
+    assert working_folder(monorepo, api / "AGENTS.md") == monorepo
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    # A removed current directory is no reason to refuse a session with -C.
+    assert working_folder(monorepo) == monorepo

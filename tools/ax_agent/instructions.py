@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 # The user-level file's ceiling, and the one ceiling every project file of a session shares.
 USER_MAX_BYTES = 16 * 1024
 PROJECT_MAX_BYTES = 24 * 1024
-# A larger file is skipped unread (its head alone could not say what it is for).
+# A larger file is skipped unread: its row's sha256 is of the whole file, so the whole
+# file is read, and this bounds that read.
 FILE_MAX_BYTES = 1024 * 1024
 INSTRUCTION_NAMES = ("AGENTS.override.md", "AGENTS.md", "AGENT.md")
 DEFAULT_FALLBACKS = ("CLAUDE.md",)
@@ -283,11 +284,14 @@ def _read_user_file(folder: Path) -> Found | dict[str, Any] | None:
     return None
 
 
-def working_folder(workspace: Path, cwd: str | os.PathLike[str] | None) -> Path:
-    """The folder the session works in: ``cwd`` when it is inside the workspace, else the
-    workspace."""
+def working_folder(workspace: Path, cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The folder the session works in: ``cwd`` (default: this process's current
+    directory) when it is inside the workspace, else the workspace."""
     if cwd is None:
-        return workspace
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the current directory was removed: the workspace is all there is
+            return workspace
     real = Path(os.path.realpath(cwd))
     return real if is_within(real, workspace) and real.is_dir() else workspace
 

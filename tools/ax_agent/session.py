@@ -184,7 +184,7 @@ def start_session(options: StartOptions) -> Session:
     config = load_config(layout)
     sandbox = probe_sandbox()
     git = probe_git(layout.workspace, options.environ)
-    working = working_folder(layout.workspace, options.cwd or os.getcwd())
+    working = working_folder(layout.workspace, options.cwd)
     instructions = load_instructions(
         layout.workspace,
         config,
