@@ -326,34 +326,40 @@ def _evidence(sid: str, evidence: JournalEvidence) -> str:
         ("Commands killed", [f"`{k.command}`: {k.termination}" for k in evidence.killed]),
     ]
     head = f"- Log: {log_pointer(sid)}\n"
-    titles = [f"- {title} ({len(items)}){':' if items else ': none'}\n" for title, items in groups]
-    items = [[_item(text) for text in texts] for _, texts in groups]
-    reserve = sum(len(_more(len(texts)).encode()) for texts in items if texts)
+    titles = [f"- {title} ({len(texts)}){':' if texts else ': none'}\n" for title, texts in groups]
+    reserve = sum(len(_more(len(texts)).encode()) for _, texts in groups if texts)
     room = JOURNAL_EVIDENCE_MAX_BYTES - len((head + "".join(titles)).encode()) - reserve
-    shown = _round_robin(items, room)
+    shown = _round_robin([texts for _, texts in groups], room)
     out = [head]
-    for title, lines, count in zip(titles, items, shown, strict=True):
+    for title, (_, texts), lines in zip(titles, groups, shown, strict=True):
         out.append(title)
-        out += lines[:count]
-        if count < len(lines):
-            out.append(_more(len(lines) - count))
+        out += lines
+        if len(lines) < len(texts):
+            out.append(_more(len(texts) - len(lines)))
     return "".join(out)
 
 
-def _round_robin(groups: list[list[str]], room: int) -> list[int]:
-    """How many lines of each group fit ``room`` bytes, taking one from each in turn."""
-    counts = [0] * len(groups)
-    progress = True
-    while progress:
-        progress = False
-        for index, lines in enumerate(groups):
-            if counts[index] < len(lines):
-                size = len(lines[counts[index]].encode())
-                if size <= room:
-                    room -= size
-                    counts[index] += 1
-                    progress = True
-    return counts
+def _round_robin(groups: list[list[str]], room: int) -> list[list[str]]:
+    """The item lines of each group that fit ``room`` bytes, taking one from each in turn.
+
+    A group stops at its first line that does not fit. Lines are made only as
+    they are tried: a session that changed 100,000 files redacts a few dozen.
+    """
+    shown: list[list[str]] = [[] for _ in groups]
+    stopped = [not texts for texts in groups]
+    while not all(stopped):
+        for index, texts in enumerate(groups):
+            if stopped[index]:
+                continue
+            line = _item(texts[len(shown[index])])
+            size = len(line.encode())
+            if size > room:
+                stopped[index] = True
+                continue
+            room -= size
+            shown[index].append(line)
+            stopped[index] = len(shown[index]) == len(texts)
+    return shown
 
 
 def acceptance(evidence: JournalEvidence) -> str:
@@ -380,14 +386,14 @@ def acceptance(evidence: JournalEvidence) -> str:
 def _handoff(sid: str, evidence: JournalEvidence, unfinished: list[str]) -> str:
     head = f"- Acceptance: {one_line(acceptance(evidence), JOURNAL_ITEM_MAX_BYTES)}\n"
     tail = f"- Resume: {resume_command(sid)}\n"
-    items = [_item(text) for text in [*unfinished, *evidence.never_completed]]
-    title = f"- Unfinished ({len(items)}){':' if items else ': none recorded'}\n"
+    texts = [*unfinished, *evidence.never_completed]
+    title = f"- Unfinished ({len(texts)}){':' if texts else ': none recorded'}\n"
     room = JOURNAL_HANDOFF_MAX_BYTES - len((head + title + tail).encode())
-    if items:
-        room -= len(_more(len(items)).encode())
-    (count,) = _round_robin([items], room)
-    more = [_more(len(items) - count)] if count < len(items) else []
-    return head + title + "".join(items[:count] + more) + tail
+    if texts:
+        room -= len(_more(len(texts)).encode())
+    (lines,) = _round_robin([texts], room)
+    more = [_more(len(texts) - len(lines))] if len(lines) < len(texts) else []
+    return head + title + "".join(lines + more) + tail
 
 
 def _gist(entry: RawEntry) -> str:
