@@ -410,7 +410,7 @@ def requests(draw: st.DrawFn) -> JournalEntryRequest:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(requests(), min_size=8, max_size=40))
+@given(st.lists(requests(), min_size=12, max_size=40))
 def test_any_sequence_of_entries_stays_within_the_cap(sequence: list[JournalEntryRequest]) -> None:
     path = Path("JOURNAL.md")
     entries = []
