@@ -151,3 +151,45 @@ def test_a_failure_before_the_rename_leaves_the_old_file_and_no_debris(
     with pytest.raises(OSError, match="No space left"):
         propose_lesson(layout, "s2", LessonInput(slug="two", text="lost"))
     assert {p.name: p.read_bytes() for p in layout.memory_dir.iterdir()} == before
+
+
+def test_secrets_a_model_or_a_log_holds_never_reach_the_memory_files(
+    layout: StateLayout,
+) -> None:
+    from axtest import files_holding_secrets, secrets_file
+
+    from ax_slate import (
+        CodebaseDigests,
+        CodebaseRequest,
+        JournalEntryRequest,
+        JournalEvidence,
+        JournalNarrative,
+        write_codebase,
+    )
+
+    leak = secrets_file(0)
+    evidence = JournalEvidence.model_validate(
+        {
+            "files": [{"path": leak, "status": "modified", "verdict": "UNCHECKED", "why": leak}],
+            "killed": [
+                {"command": f"curl -H 'Authorization: Bearer {leak}'", "termination": "timeout"}
+            ],
+        }
+    )
+    narrative = JournalNarrative(summary=leak, decisions=leak, open_issues=leak, next_steps=leak)
+    write_journal_entry(
+        layout,
+        JournalEntryRequest(
+            session_id="s1", narrative=narrative, evidence=evidence, unfinished=[leak]
+        ),
+    )
+    write_journal_entry(layout, JournalEntryRequest(session_id="s2", narrative_unavailable=leak))
+    write_codebase(
+        layout,
+        CodebaseRequest(
+            session_id="s1", text=leak, digests=CodebaseDigests(file_set="f", content="c")
+        ),
+    )
+    propose_lesson(layout, "s1", LessonInput(slug="keys", text=leak))
+    assert files_holding_secrets(layout.memory_dir) == []
+    assert "[REDACTED" in memory_file(layout, "LESSONS.md").read_text()
