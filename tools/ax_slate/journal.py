@@ -117,7 +117,6 @@ class RawEntry:
     session_id: str
     ts: str
     text: str
-    line: int
 
     @property
     def stub(self) -> bool:
@@ -136,7 +135,6 @@ def parse_journal(path: Path, text: str) -> list[RawEntry]:
         raise CorruptStore(str(path), f"the first line is not {JOURNAL_TITLE!r}", line=1)
     entries: list[RawEntry] = []
     current: list[str] | None = None
-    start = 0
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         if not _LEVEL_TWO.match(line):
@@ -156,18 +154,18 @@ def parse_journal(path: Path, text: str) -> list[RawEntry]:
                 line=number,
             )
         if current is not None:
-            entries.append(_raw(current, start))
+            entries.append(_raw(current))
         seen[heading["id"]] = number
-        current, start = [line], number
+        current = [line]
     if current is not None:
-        entries.append(_raw(current, start))
+        entries.append(_raw(current))
     return entries
 
 
-def _raw(lines: list[str], number: int) -> RawEntry:
+def _raw(lines: list[str]) -> RawEntry:
     heading = _ENTRY_HEADING.match(lines[0])
     assert heading is not None  # only a matching heading starts an entry
-    return RawEntry(heading["id"], heading["ts"], "".join(lines), number)
+    return RawEntry(heading["id"], heading["ts"], "".join(lines))
 
 
 def read_journal(layout: StateLayout) -> list[RawEntry] | None:

@@ -81,7 +81,6 @@ class Span:
 
     key: str
     text: str
-    line: int
 
     @property
     def model_written(self) -> bool:
@@ -108,7 +107,7 @@ def parse_lessons(path: Path, text: str) -> LessonsFile:
     preamble: list[str] = []
     entries: list[Span] = []
     current: list[str] | None = None
-    key, start = "", 0
+    key = ""
     seen: dict[str, int] = {}
     for number, line in enumerate(split_lines(text), start=1):
         boundary = _BOUNDARY.match(line)
@@ -116,8 +115,8 @@ def parse_lessons(path: Path, text: str) -> LessonsFile:
             (preamble if current is None else current).append(line)
             continue
         if current is not None:
-            entries.append(Span(key, "".join(current), start))
-        key, start, current = (boundary["key"] or "").strip(), number, [line]
+            entries.append(Span(key, "".join(current)))
+        key, current = (boundary["key"] or "").strip(), [line]
         if key and key in seen:
             raise CorruptStore(
                 str(path),
@@ -127,7 +126,7 @@ def parse_lessons(path: Path, text: str) -> LessonsFile:
             )
         seen[key] = number
     if current is not None:
-        entries.append(Span(key, "".join(current), start))
+        entries.append(Span(key, "".join(current)))
     return LessonsFile("".join(preamble), entries)
 
 
