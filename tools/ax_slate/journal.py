@@ -43,7 +43,8 @@ Rules, all enforced here:
   ``# Session journal``, a ``##`` line that is not an entry heading, a session
   id twice) is refused with CorruptStore and kept as it is.
 - The lines above the first entry are ax's and are rewritten on every write;
-  whole entries below are kept as they are while they stay whole.
+  whole entries below are kept as they are (trailing blank space aside) while
+  they stay whole.
 """
 
 from __future__ import annotations
