@@ -30,7 +30,7 @@ complete -c ax-slate -n '__fish_seen_subcommand_from frame;' -l json -d 'Print J
 complete -c ax-slate -n '__fish_seen_subcommand_from frame;' -s h -l help -d 'Show help and exit.'
 complete -c ax-slate -n '__fish_seen_subcommand_from memory; and not __fish_seen_subcommand_from list path show' -f -a list -d 'List the memory documents: size and cap, entries, staleness, or why one is corrupt.'
 complete -c ax-slate -n '__fish_seen_subcommand_from memory; and not __fish_seen_subcommand_from list path show' -f -a path -d 'Print a memory documents absolute path (it need not exist yet), for your editor.'
-complete -c ax-slate -n '__fish_seen_subcommand_from memory; and not __fish_seen_subcommand_from list path show' -f -a show -d 'Print a memory documents text as it is on disk.'
+complete -c ax-slate -n '__fish_seen_subcommand_from memory; and not __fish_seen_subcommand_from list path show' -f -a show -d 'Print a memory documents text (control characters shown as \xNN; --json: exact).'
 complete -c ax-slate -n '__fish_seen_subcommand_from memory;' -s h -l help -d 'Show help and exit.'
 complete -c ax-slate -n '__fish_seen_subcommand_from memory; __fish_seen_subcommand_from list;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
 complete -c ax-slate -n '__fish_seen_subcommand_from memory; __fish_seen_subcommand_from list;' -l json -d 'Print JSON instead of text.'

@@ -133,11 +133,11 @@ def test_show_makes_a_persons_escape_sequences_visible(
 ) -> None:
     path = memory_file(layout, "LESSONS.md")
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"## colours\r\nred \x1b[31mtext\x07\r\n")
+    path.write_bytes(b"## colours\r\nred\t\x1b[31mtext\x07\r\n")
     shown = slate("show", "lessons")
-    assert shown.stdout == "## colours\nred \\x1b[31mtext\\x07\n"
+    assert shown.stdout == "## colours\nred\t\\x1b[31mtext\\x07\n"
     assert json.loads(slate("show", "lessons", "--json").stdout)["text"] == (
-        "## colours\r\nred \x1b[31mtext\x07\r\n"
+        "## colours\r\nred\t\x1b[31mtext\x07\r\n"
     )
 
 

@@ -478,7 +478,7 @@ def _memory_state(row: MemoryDocInfo) -> str:
 def memory_show(
     doc: DocArgument, workspace: WorkspaceOption = None, json: JsonOption = False
 ) -> None:
-    """Print a memory document's text as it is on disk."""
+    """Print a memory document's text (control characters shown as \\xNN; --json: exact)."""
     from .memory import read_memory_text
 
     path, data = read_memory_text(_layout(workspace), doc)
@@ -487,7 +487,7 @@ def memory_show(
         cliapp.emit_json({"doc": doc, "path": str(path), "bytes": len(data), "text": text})
         return
     # A person's file may hold escape sequences: they are shown, never sent to the terminal.
-    shown = _printable(text.replace("\r\n", "\n"))
+    shown = _printable(text.replace("\r\n", "\n"), keep="\n\t")
     cliapp.env().stdout.write(shown + ("" if shown.endswith("\n") or not shown else "\n"))
 
 
@@ -505,9 +505,9 @@ def memory_path(
         cliapp.env().stdout.write(f"{path}\n")
 
 
-def _printable(text: str) -> str:
-    """Seed text shown on a terminal, with control characters made visible."""
-    return "".join(ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+def _printable(text: str, keep: str = "\n") -> str:
+    """Text shown on a terminal, with control characters (but those in ``keep``) made visible."""
+    return "".join(ch if ch in keep or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def _kind_label(seed: SlateSeed) -> str:
