@@ -230,6 +230,37 @@ def test_slate_limits() -> None:
     assert trust.TRUST_FORMAT_VERSION == 1
 
 
+def test_slate_memory_limits() -> None:
+    from ax_slate import codebase, journal, lessons, memory, memstore
+
+    assert memstore.JOURNAL_MAX_BYTES == 12 * 1024
+    assert memstore.CODEBASE_MAX_BYTES == 16 * 1024
+    assert memstore.LESSONS_MAX_BYTES == 8 * 1024
+    assert memstore.MEMORY_READ_MAX_BYTES == 1024 * 1024
+    assert journal.JOURNAL_WHOLE_ENTRIES == 2
+    assert journal.JOURNAL_SECTION_MAX_BYTES == 600
+    assert journal.JOURNAL_EVIDENCE_MAX_BYTES == 1_400
+    assert journal.JOURNAL_HANDOFF_MAX_BYTES == 600
+    assert journal.JOURNAL_ITEM_MAX_BYTES == 240
+    assert journal.JOURNAL_ENTRY_MAX_BYTES == 5 * 1024
+    assert journal.JOURNAL_STUB_GIST_MAX_BYTES == 160
+    assert journal.JOURNAL_STUB_MAX_BYTES == 1024
+    assert codebase.DIGEST_PATTERN.pattern == r"^[A-Za-z0-9][A-Za-z0-9:._+/=-]{0,127}$"
+    assert codebase.DIGEST_SHOWN_CHARS == 12
+    assert lessons.LESSONS_PER_SESSION == 3
+    assert lessons.LESSON_TEXT_MAX_BYTES == 1024
+    assert lessons.LESSON_SLUG_PATTERN.pattern == r"^(?=.{1,64}$)[a-z0-9]+(?:-[a-z0-9]+)*$"
+    assert lessons.LESSONS_LEDGER_SESSIONS == 512
+    assert memory.MEMORY_FRAMING_MAX_BYTES == 2 * 1024
+    # The worst-case memory section of a new session's system prompt, as one ceiling.
+    assert memory.MEMORY_INJECTION_MAX_BYTES == 38 * 1024
+    # Two whole entries and ax's lines above them always fit the journal's cap.
+    assert (
+        len(journal.PREAMBLE.encode()) + 2 * (journal.JOURNAL_ENTRY_MAX_BYTES + 1)
+        < memstore.JOURNAL_MAX_BYTES
+    )
+
+
 def test_mcp_limits() -> None:
     from ax_mcp import jsonrpc, server
 

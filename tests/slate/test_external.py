@@ -132,6 +132,8 @@ def test_no_verb_lists_or_reads_across_ids(run_cli) -> None:
     assert verbs == {
         "open", "write-seed", "close", "start", "record", "save-output", "trail", "notes",
         "note", "frame", "recall", "search", "proposals", "review", "archive",
+        # Reads the project's memory documents only, never an external slate.
+        "memory",
     }  # fmt: skip
     assert set(HANDLERS) == {"open", "writeSeed", "close"}
 

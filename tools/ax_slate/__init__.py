@@ -1,9 +1,15 @@
-"""ax-slate: working memory: trail, notes, frame, recall, external slates and the review gate.
+"""ax-slate: working memory: trail, notes, frame, recall, external slates, the review gate
+and project memory.
 
 This module is the public face: other tools import only what it names, e.g.
 ``from ax_slate import HANDLERS, ExternalContext`` (ax-mcp serves the external
 slate handlers from that table) or ``from ax_slate import record, build_frame``
 (ax-agent). Names load on first use so that importing the package stays cheap.
+
+Project memory (JOURNAL.md, CODEBASE.md, LESSONS.md): ``write_journal_entry``,
+``evidence_from_report``, ``write_codebase``, ``codebase_staleness``,
+``propose_lesson``, ``render_memory`` and ``describe_memory``; the API and its
+rules are described in ``ax_slate.memory``'s docstring.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_slate.budget import CHARS_PER_TOKEN, estimate_tokens
+    from ax_slate.codebase import codebase_staleness, read_codebase, write_codebase
     from ax_slate.external import (
         HANDLERS,
         ExternalContext,
@@ -26,12 +33,34 @@ if TYPE_CHECKING:
     )
     from ax_slate.frame import FRAME_TRAIL_TOKENS, FrameKeeper, build_frame
     from ax_slate.gate import list_proposals, read_knowledge, review, show_proposal
+    from ax_slate.journal import evidence_from_report, write_journal_entry
+    from ax_slate.lessons import propose_lesson
+    from ax_slate.memory import (
+        MEMORY_INJECTION_MAX_BYTES,
+        describe_memory,
+        memory_path,
+        read_memory_text,
+        render_memory,
+    )
     from ax_slate.models import (
         CloseRequest,
         CloseResult,
+        CodebaseDigests,
+        CodebaseRequest,
+        CodebaseStamp,
+        CodebaseWriteResult,
         ExternalSlate,
         Frame,
+        InjectedDoc,
+        JournalEntryRequest,
+        JournalEvidence,
+        JournalNarrative,
+        JournalWriteResult,
         KnowledgeEntry,
+        LessonInput,
+        LessonResult,
+        MemoryDocInfo,
+        MemoryInjection,
         Note,
         OpenRequest,
         Proposal,
@@ -42,6 +71,7 @@ if TYPE_CHECKING:
         SearchResult,
         SessionSlate,
         SlateSeed,
+        Staleness,
         TrailEntry,
         WriteSeedRequest,
     )
@@ -60,6 +90,16 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "ax_slate.budget": ["CHARS_PER_TOKEN", "estimate_tokens"],
+    "ax_slate.codebase": ["codebase_staleness", "read_codebase", "write_codebase"],
+    "ax_slate.journal": ["evidence_from_report", "write_journal_entry"],
+    "ax_slate.lessons": ["propose_lesson"],
+    "ax_slate.memory": [
+        "MEMORY_INJECTION_MAX_BYTES",
+        "describe_memory",
+        "memory_path",
+        "read_memory_text",
+        "render_memory",
+    ],
     "ax_slate.external": [
         "HANDLERS",
         "ExternalContext",
@@ -74,9 +114,22 @@ _EXPORTS = {
     "ax_slate.models": [
         "CloseRequest",
         "CloseResult",
+        "CodebaseDigests",
+        "CodebaseRequest",
+        "CodebaseStamp",
+        "CodebaseWriteResult",
         "ExternalSlate",
         "Frame",
+        "InjectedDoc",
+        "JournalEntryRequest",
+        "JournalEvidence",
+        "JournalNarrative",
+        "JournalWriteResult",
         "KnowledgeEntry",
+        "LessonInput",
+        "LessonResult",
+        "MemoryDocInfo",
+        "MemoryInjection",
         "Note",
         "OpenRequest",
         "Proposal",
@@ -87,6 +140,7 @@ _EXPORTS = {
         "SearchResult",
         "SessionSlate",
         "SlateSeed",
+        "Staleness",
         "TrailEntry",
         "WriteSeedRequest",
     ],
@@ -110,14 +164,28 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "FRAME_TRAIL_TOKENS",
     "HANDLERS",
+    "MEMORY_INJECTION_MAX_BYTES",
     "CloseRequest",
     "CloseResult",
+    "CodebaseDigests",
+    "CodebaseRequest",
+    "CodebaseStamp",
+    "CodebaseWriteResult",
     "ExternalContext",
     "ExternalSlate",
     "Frame",
     "FrameKeeper",
     "Handler",
+    "InjectedDoc",
+    "JournalEntryRequest",
+    "JournalEvidence",
+    "JournalNarrative",
+    "JournalWriteResult",
     "KnowledgeEntry",
+    "LessonInput",
+    "LessonResult",
+    "MemoryDocInfo",
+    "MemoryInjection",
     "Note",
     "OpenRequest",
     "Proposal",
@@ -129,6 +197,7 @@ __all__ = [
     "SessionSlate",
     "SlateSeed",
     "SlateUnavailable",
+    "Staleness",
     "TrailEntry",
     "WriteSeedRequest",
     "archive_message",
@@ -136,17 +205,25 @@ __all__ = [
     "check_external_id",
     "close_slate",
     "close_stale",
+    "codebase_staleness",
     "delete_note",
+    "describe_memory",
     "estimate_tokens",
+    "evidence_from_report",
     "list_notes",
     "list_proposals",
+    "memory_path",
     "open_session",
     "open_slate",
+    "propose_lesson",
+    "read_codebase",
     "read_knowledge",
+    "read_memory_text",
     "read_slate",
     "read_trail",
     "recall_step",
     "record",
+    "render_memory",
     "review",
     "save_output",
     "search",
@@ -154,6 +231,8 @@ __all__ = [
     "set_course",
     "set_note",
     "show_proposal",
+    "write_codebase",
+    "write_journal_entry",
     "write_seed",
 ]
 

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from libcommon.paths import StateLayout
 
     from .external import ExternalContext
-    from .models import SlateSeed
+    from .models import MemoryDocInfo, SlateSeed
 
 app = make_app(
-    "ax-slate", "Working memory: trail, notes, frame, recall, external slates and the review gate."
+    "ax-slate",
+    "Working memory: trail, notes, frame, recall, external slates, the review gate and "
+    "project memory.",
 )
 note_app = typer.Typer(
     help="Set or delete one of a session's notes.",
@@ -27,6 +29,16 @@ note_app = typer.Typer(
 app.add_typer(note_app, name="note")
 proposals_app = typer.Typer(rich_markup_mode=None)
 app.add_typer(proposals_app, name="proposals")
+memory_app = typer.Typer(
+    help="Project memory: JOURNAL.md, CODEBASE.md and LESSONS.md (read-only; edit the files "
+    "with your editor).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(memory_app, name="memory")
+DocArgument = Annotated[
+    str, typer.Argument(metavar="DOC", help="journal, codebase or lessons.", show_default=False)
+]
 
 SessionOption = Annotated[str, typer.Option("--session", help="The session id.")]
 StaleOption = Annotated[
@@ -420,9 +432,82 @@ def review(
     return 0
 
 
-def _printable(text: str) -> str:
-    """Seed text shown on a terminal, with control characters made visible."""
-    return "".join(ch if ch == "\n" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+# ---- project memory ------------------------------------------------------------
+
+
+@memory_app.command("list")
+def memory_list(workspace: WorkspaceOption = None, json: JsonOption = False) -> int:
+    """List the memory documents: size and cap, entries, staleness, or why one is corrupt."""
+    from .memory import describe_memory
+
+    rows = describe_memory(_layout(workspace))
+    if json:
+        cliapp.emit_json([row.to_json() for row in rows])
+    else:
+        out = cliapp.env().stdout
+        for row in rows:
+            out.write(f"{row.doc:<9} {row.file:<12} {_memory_state(row)}\n")
+    corrupt = [row for row in rows if row.status == "corrupt"]
+    if corrupt:
+        raise OperationFailed(
+            "cannot parse " + ", ".join(f"{row.path} ({row.problem})" for row in corrupt),
+            hint="fix or move the file aside by hand; ax will not write it until then "
+            "(`ax-slate memory show DOC` prints it)",
+        )
+    return 0
+
+
+def _memory_state(row: MemoryDocInfo) -> str:
+    if row.status == "missing":
+        return f"missing (cap {row.cap:,} bytes)  {row.path}"
+    if row.status == "corrupt":
+        return f"CORRUPT: {row.problem}  {row.path}"
+    parts = [f"{row.bytes:,} of {row.cap:,} bytes" + (" (OVER CAP)" if row.over_cap else "")]
+    if row.entries is not None:
+        stubs = f", {row.stubs} compressed" if row.stubs else ""
+        parts.append(f"{row.entries} entries{stubs}")
+    if row.stamp is not None and row.staleness is not None:
+        parts.append(
+            f"stamped by session {row.stamp.session_id} at {row.stamp.written_at}, "
+            f"staleness {row.staleness.state} ({'; '.join(row.staleness.reasons)})"
+        )
+    return ", ".join(parts) + f"  {row.path}"
+
+
+@memory_app.command("show")
+def memory_show(
+    doc: DocArgument, workspace: WorkspaceOption = None, json: JsonOption = False
+) -> None:
+    """Print a memory document's text (control characters shown as \\xNN; --json: exact)."""
+    from .memory import read_memory_text
+
+    path, data = read_memory_text(_layout(workspace), doc)
+    text = data.decode("utf-8", "replace")
+    if json:
+        cliapp.emit_json({"doc": doc, "path": str(path), "bytes": len(data), "text": text})
+        return
+    # A person's file may hold escape sequences: they are shown, never sent to the terminal.
+    shown = _printable(text.replace("\r\n", "\n"), keep="\n\t")
+    cliapp.env().stdout.write(shown + ("" if shown.endswith("\n") or not shown else "\n"))
+
+
+@memory_app.command("path")
+def memory_path(
+    doc: DocArgument, workspace: WorkspaceOption = None, json: JsonOption = False
+) -> None:
+    """Print a memory document's absolute path (it need not exist yet), for your editor."""
+    from .memory import memory_path as path_of
+
+    path = path_of(_layout(workspace), doc)
+    if json:
+        cliapp.emit_json({"doc": doc, "path": str(path), "exists": path.exists()})
+    else:
+        cliapp.env().stdout.write(f"{path}\n")
+
+
+def _printable(text: str, keep: str = "\n") -> str:
+    """Text shown on a terminal, with control characters (but those in ``keep``) made visible."""
+    return "".join(ch if ch in keep or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def _kind_label(seed: SlateSeed) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from libcommon.contracts import Contract
 
@@ -278,3 +278,188 @@ class ReviewResult(Contract):
     accepted: list[str]
     rejected: list[str]
     knowledge_file: str
+
+
+# ---- project memory (memory/JOURNAL.md, CODEBASE.md, LESSONS.md) -------------
+# The harness builds these requests; LessonInput is also the model's propose_lesson
+# input, so its fields carry descriptions a model reads.
+
+
+class JournalNarrative(Contract):
+    """The model-written part of a journal entry: four sections, each plain text."""
+
+    summary: str = Field(description="What the session did and why, in a few sentences.")
+    decisions: str = Field(default="", description="Decisions made, and the reasons for them.")
+    open_issues: str = Field(default="", description="Problems seen and not solved.")
+    next_steps: str = Field(default="", description="What the next session should do first.")
+
+
+class EvidenceFile(Contract):
+    """A changed file and whether a covering check or command exited 0 after its last change."""
+
+    path: str
+    status: str
+    verdict: Literal["CHECKED", "UNCHECKED"]
+    why: str
+
+
+class EvidenceCheck(Contract):
+    kind: str
+    project: str | None = None
+    # None: the check started and never completed.
+    verdict: str | None = None
+    detail: str = ""
+
+
+class EvidenceKill(Contract):
+    command: str | None = None
+    termination: str
+
+
+class JournalEvidence(Contract):
+    """What the event log shows of a session: ``evidence_from_report`` builds it."""
+
+    files: list[EvidenceFile] = Field(default_factory=list)
+    checks: list[EvidenceCheck] = Field(default_factory=list)
+    killed: list[EvidenceKill] = Field(default_factory=list)
+    # Commands and checks that started and never completed.
+    never_completed: list[str] = Field(default_factory=list)
+
+
+class JournalEntryRequest(Contract):
+    """One session's journal entry, as the harness hands it over at session end.
+
+    Exactly one of ``narrative`` (the model's account) and ``narrative_unavailable``
+    (why it could not be had: the entry becomes a skeleton) is given.
+    """
+
+    session_id: str
+    narrative: JournalNarrative | None = None
+    narrative_unavailable: str | None = None
+    evidence: JournalEvidence = Field(default_factory=JournalEvidence)
+    unfinished: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_narrative(self) -> JournalEntryRequest:
+        if (self.narrative is None) == (self.narrative_unavailable is None):
+            raise ValueError("give exactly one of narrative and narrativeUnavailable")
+        return self
+
+
+class JournalWriteResult(Contract):
+    path: str
+    session_id: str
+    narrative: Literal["model-written", "unavailable"]
+    replaced: bool
+    entries: int
+    whole: int
+    stubs: int
+    dropped: list[str]
+    bytes: int
+
+
+class CodebaseDigests(Contract):
+    """The map's two digests of the repository: which files exist, and what they hold."""
+
+    file_set: str
+    content: str
+
+
+class CodebaseRequest(Contract):
+    session_id: str
+    text: str
+    digests: CodebaseDigests
+
+
+class CodebaseStamp(Contract):
+    file_set: str
+    content: str
+    session_id: str
+    written_at: str
+
+
+class Staleness(Contract):
+    """Computed from digests, never guessed: fresh, stale (with reasons) or unknown (why)."""
+
+    state: Literal["fresh", "stale", "unknown"]
+    reasons: list[str]
+
+
+class CodebaseWriteResult(Contract):
+    path: str
+    stamp: CodebaseStamp
+    bytes: int
+    omitted_bytes: int
+
+
+class LessonInput(Contract):
+    """A durable pitfall of this project, for sessions to come."""
+
+    slug: str = Field(
+        description="A short key: lowercase letters and digits in words joined by '-' "
+        "(at most 64 characters). Reusing a slug replaces that lesson."
+    )
+    text: str = Field(
+        description="The lesson in plain text, at most 1,024 bytes; Markdown headings are escaped."
+    )
+
+
+class LessonResult(Contract):
+    slug: str
+    action: Literal["added", "updated"]
+    path: str
+    bytes: int
+    evicted: list[str]
+    session_slugs: list[str]
+    remaining: int
+
+
+class LedgerSession(Contract):
+    session_id: str
+    slugs: list[str]
+
+
+class LessonsLedger(Contract):
+    """``memory/lessons-ledger.json``: which lessons each recent session proposed."""
+
+    version: Literal[1] = 1
+    sessions: list[LedgerSession] = Field(default_factory=list)
+
+
+class MemoryDocInfo(Contract):
+    """One memory document as ``ax-slate memory list`` shows it."""
+
+    doc: Literal["journal", "codebase", "lessons"]
+    file: str
+    path: str
+    status: Literal["ok", "missing", "corrupt"]
+    bytes: int | None = None
+    cap: int
+    over_cap: bool = False
+    entries: int | None = None
+    stubs: int | None = None
+    stamp: CodebaseStamp | None = None
+    staleness: Staleness | None = None
+    problem: str | None = None
+
+
+class InjectedDoc(Contract):
+    """One document's row for the ``memory.loaded`` event."""
+
+    doc: Literal["journal", "codebase", "lessons"]
+    path: str
+    status: Literal["loaded", "missing", "skipped"]
+    file_bytes: int | None = None
+    sha256: str | None = None
+    bytes: int = 0
+    truncated: bool = False
+    omitted_bytes: int = 0
+    staleness: Staleness | None = None
+    reason: str | None = None
+
+
+class MemoryInjection(Contract):
+    """The memory section for a new session's system prompt, and what went into it."""
+
+    text: str
+    documents: list[InjectedDoc]
