@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttest import call, events_of, open_session, real_tools, write_script
+from agenttest import call, events_of, first, open_session, real_tools, write_script
 
 from ax_agent.approvals import AnnouncingApprover
 from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
+from ax_agent.memory import describe
+from ax_agent.narrative import finish
 from ax_agent.seam_models import AppendRequest, NoteKeyRequest, PathsRequest, RecallRequest
 from ax_exec import ExecSpec
 from ax_policy import DecisionRequest, DeclaredFacts, load_config
@@ -40,13 +42,23 @@ SCRIPT = [
     {"toolCalls": [call("run_command", command="echo hello")]},
     {"toolCalls": [call("slate_note", key="plan", text="fix X")]},
     {"toolCalls": [call("run_check", kind="test"), call("recall_step", step=1)]},
+    {"toolCalls": [call("propose_lesson", slug="tests-run-by-make", text="make test.\n## x")]},
     {"text": "Fixed."},
+    # The narrative at the session's clean end (project memory, issue 19).
+    {
+        "text": "=== SUMMARY ===\nFixed X.\n=== DECISIONS ===\n=== OPEN ISSUES ===\n"
+        "=== NEXT STEPS ===\nNone.\n=== END ===\n"
+    },
 ]
+_SLUG = re.compile(r"/projects/[^/]+-[0-9a-f]{12}/")
 
 
 def _normalise(value: Any, workspace: Path, state: Path) -> Any:
     if isinstance(value, dict):
-        return {k: _normalise(v, workspace, state) for k, v in value.items() if k not in VOLATILE}
+        # A memory document's bytes hold times and session ids: its size is compared, not
+        # its hash.
+        volatile = VOLATILE | ({"sha256"} if "doc" in value else set())
+        return {k: _normalise(v, workspace, state) for k, v in value.items() if k not in volatile}
     if isinstance(value, list):
         return [_normalise(item, workspace, state) for item in value]
     if isinstance(value, str):
@@ -54,11 +66,13 @@ def _normalise(value: Any, workspace: Path, state: Path) -> Any:
         text = re.sub(r"took: \d+\.\d+s", "took: <t>", text)
         text = re.sub(r"after \d+\.\d+s", "after <t>", text)
         text = re.sub(r"\d+\.\d+s ·", "<t> ·", text)
+        text = _SLUG.sub("/projects/<slug>/", text)
         return _ID.sub("<id>", text)
     return value
 
 
-def _run(root: Path, compose: str, state_dir: Path) -> list[dict[str, Any]]:
+def _run(root: Path, compose: str, state_dir: Path) -> list[Any]:
+    """The session's events; then a next session's start and what /memory reads."""
     workspace = root / "ws"
     workspace.mkdir(parents=True)
     workspace = Path(os.path.realpath(workspace))
@@ -70,20 +84,42 @@ def _run(root: Path, compose: str, state_dir: Path) -> list[dict[str, Any]]:
         workspace, script, tools=real_tools(), approver=approver, environ=environ
     )
     result = run_turn(session, "fix it")
-    session.end("completed")
+    finish(session, "completed")
     assert result.stop_reason == "end_turn", result.detail
-    return [_normalise(event, workspace, state_dir) for event in events_of(session)]
+    events = events_of(session)
+    # The next session is given the memory the first one wrote, read through the seam.
+    later = open_session(workspace, write_script(root / "t.json", []), environ=environ)
+    later.end("done")
+    given = first(events_of(later), "memory.loaded")["documents"]
+    now = [row.to_json() for row in describe(later.seam, later.layout)]
+    return [_normalise(item, workspace, state_dir) for item in (*events, given, now)]
 
 
 def test_the_same_session_gives_the_same_events_both_ways(tmp_path: Path, state_dir: Path) -> None:
     inprocess = _run(tmp_path / "a", "inprocess", state_dir)
     process = _run(tmp_path / "b", "process", state_dir)
-    assert [e["type"] for e in inprocess] == [e["type"] for e in process]
+    assert len(inprocess) == len(process)
     for left, right in zip(inprocess, process, strict=True):
         assert left == right
-    kinds = {e["type"] for e in inprocess}
+    *events, given, now = inprocess
+    kinds = {e["type"] for e in events}
     assert {"command.started", "check.completed", "file.mutated", "policy.decision"} <= kinds
-    assert any(e["type"] == "policy.decision" and e["verdict"] == "deny" for e in inprocess)
+    assert any(e["type"] == "policy.decision" and e["verdict"] == "deny" for e in events)
+    # Project memory both ways: the lesson, the journal entry, what the next session is
+    # given and what /memory reads.
+    (narrative,) = [e for e in events if e["type"] == "memory.narrative"]
+    assert narrative["narrative"] == "model-written"
+    assert [doc["doc"] for doc in narrative["documents"]] == ["journal"]
+    assert any(
+        e["type"] == "tool.completed" and e["content"].startswith("added lesson") for e in events
+    )
+    memory = {row["doc"]: row["status"] for row in given if row.get("scope") == "memory"}
+    assert memory == {"journal": "loaded", "codebase": "missing", "lessons": "loaded"}
+    assert [(row["doc"], row["status"], row["entries"]) for row in now] == [
+        ("journal", "ok", 1),
+        ("codebase", "missing", None),
+        ("lessons", "ok", 1),
+    ]
 
 
 @pytest.fixture(params=["inprocess", "process"])

@@ -3,7 +3,8 @@
 Everything here runs after the trust gate. The git probe runs a fixed set of
 read-only git commands through libcommon's hardened runner, because a
 repository's own config is untrusted bytes. The instruction files the system
-prompt carries are found, capped and neutralised by ``instructions``.
+prompt carries are found, capped and neutralised by ``instructions``; the
+project memory that follows them is rendered by ax-slate (``memory``).
 """
 
 from __future__ import annotations
@@ -141,9 +142,17 @@ def git_toplevel(folder: Path, environ: Mapping[str, str]) -> Path | None:
 
 
 def system_prompt(
-    workspace: Path, sandbox: SandboxFacts, git: GitFacts, instructions: Instructions
+    workspace: Path,
+    sandbox: SandboxFacts,
+    git: GitFacts,
+    instructions: Instructions,
+    memory: str = "",
 ) -> str:
-    """The stable prefix of every request: who the agent is, where, and under what rules."""
+    """The stable prefix of every request: who the agent is, where, and under what rules.
+
+    ``memory`` is the project memory section (``ax_agent.memory``): it follows the
+    instruction files.
+    """
     from .instructions import shown_name
 
     lines = [
@@ -184,4 +193,6 @@ def system_prompt(
         lines.append(f"- Git: {git.reason or 'no repository'}.")
     if instructions.text:
         lines += ["", instructions.text]
+    if memory:
+        lines += ["", memory]
     return "\n".join(lines)

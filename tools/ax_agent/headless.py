@@ -4,7 +4,9 @@
 one object ``{"session","result","isError","turns","usage","stopReason"}``;
 ``stream-json`` prints the session's events as JSON Lines as they are
 appended. SIGINT (and SIGTERM) abort the turn: a running command's tree is
-killed, skipped calls are answered, and the exit status is 130.
+killed, skipped calls are answered, and the exit status is 130. A turn that
+returns ends the session cleanly (``narrative.finish``: the journal entry when
+the session did real work; a signal then skips the model's account).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from libcommon.errors import ExitStatus
 
 from .instructions import TruncationNotice
 from .loop import TurnResult, run_turn, usage_json
+from .narrative import finish
 from .session import Session, StartOptions, start_session
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -88,13 +91,17 @@ def run_headless(
         f"ax-agent: session {session.id} ({session.provider.name}, model {session.model})"
         + (" resumed" if session.resumed else "")
     )
-    result: TurnResult | None = None
     try:
         with abort_on_signals(session.asking.is_set) as abort:
             result = run_turn(session, prompt, abort)
-    finally:
-        reason = "error" if result is None else result.stop_reason
-        session.end(reason)
+    except BaseException:
+        # Not a clean end: nothing is written to the project's memory.
+        session.end("error")
+        raise
+    # A clean end: the journal entry (the skeleton at once when the person interrupted
+    # the turn: they asked it to stop), then the end.
+    with abort_on_signals(session.asking.is_set) as abort:
+        finish(session, result.stop_reason, abort=abort, narrate=not result.aborted, say=chrome)
     if result.detail and result.is_error:
         chrome(f"ax-agent: stopped ({result.stop_reason}): {result.detail}")
     if output == "json":

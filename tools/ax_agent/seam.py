@@ -23,6 +23,11 @@ same session can be run both ways and compared.
 | ``slate.trail`` | ``TrailRequest`` | a list of ``ax_slate.TrailEntry`` |
 | ``slate.frame`` | ``FrameRequest`` | ``ax_slate.Frame`` |
 | ``slate.archive`` | ``ArchiveRequest`` | the archive row (int) |
+| ``slate.memory_render`` | ``MemoryRequest`` | ``ax_slate.MemoryInjection`` |
+| ``slate.memory_describe`` | ``MemoryRequest`` | a list of ``ax_slate.MemoryDocInfo`` |
+| ``slate.journal_write`` | ``ax_slate.JournalEntryRequest`` | ``ax_slate.JournalWriteResult`` |
+| ``slate.codebase_write`` | ``ax_slate.CodebaseRequest`` | ``ax_slate.CodebaseWriteResult`` |
+| ``slate.lesson_propose`` | ``ax_slate.LessonInput`` | ``ax_slate.LessonResult`` |
 
 (request models without a package are in ``ax_agent.seam_models``.)
 
@@ -59,6 +64,12 @@ VERBS = (
     "slate.trail",
     "slate.frame",
     "slate.archive",
+    # Project memory (issue 19): the session's start, /memory, propose_lesson and its end.
+    "slate.memory_render",
+    "slate.memory_describe",
+    "slate.journal_write",
+    "slate.codebase_write",
+    "slate.lesson_propose",
 )
 
 

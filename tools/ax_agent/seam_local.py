@@ -23,6 +23,7 @@ from .seam_models import (
     CheckDetectRequest,
     CheckRunRequest,
     FrameRequest,
+    MemoryRequest,
     NoteKeyRequest,
     NoteSetRequest,
     PathsRequest,
@@ -66,6 +67,11 @@ class LocalSeam:
             "slate.trail": self._trail,
             "slate.frame": self._frame,
             "slate.archive": self._archive,
+            "slate.memory_render": self._memory_render,
+            "slate.memory_describe": self._memory_describe,
+            "slate.journal_write": self._journal_write,
+            "slate.codebase_write": self._codebase_write,
+            "slate.lesson_propose": self._lesson_propose,
         }
 
     def call(
@@ -228,3 +234,28 @@ class LocalSeam:
         from ax_slate import archive_message
 
         return archive_message(self.layout, self.session_id, request.message)
+
+    def _memory_render(self, request: MemoryRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import render_memory
+
+        return render_memory(self.layout, request.digests)
+
+    def _memory_describe(self, request: MemoryRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import describe_memory
+
+        return describe_memory(self.layout, request.digests)
+
+    def _journal_write(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import write_journal_entry
+
+        return write_journal_entry(self.layout, request)
+
+    def _codebase_write(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import write_codebase
+
+        return write_codebase(self.layout, request)
+
+    def _lesson_propose(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import propose_lesson
+
+        return propose_lesson(self.layout, self.session_id, request)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ax_slate import CodebaseDigests
 from libcommon.contracts import Contract
 
 
@@ -105,3 +106,12 @@ class ArchiveRequest(Contract):
     """slate.archive: one message kept whole in the session's archive; answers its row."""
 
     message: dict[str, Any]
+
+
+class MemoryRequest(Contract):
+    """slate.memory_render and slate.memory_describe: the map's current digests, when known.
+
+    With None the codebase summary's staleness is unknown (see ``ax_agent.memory``).
+    """
+
+    digests: CodebaseDigests | None = None

@@ -43,6 +43,7 @@ from .seam_models import (
     CheckDetectRequest,
     CheckRunRequest,
     FrameRequest,
+    MemoryRequest,
     NoteKeyRequest,
     NoteSetRequest,
     PathsRequest,
@@ -336,6 +337,63 @@ class ProcessSeam:
             "slate", ["archive", *self._session_args()], jsonio.dumps(request.message).decode()
         )
         return int(jsonio.loads(child.stdout)["row"])
+
+    def _memory_args(self, request: MemoryRequest) -> list[str]:
+        args = ["-C", str(self.layout.workspace), "--json"]
+        if request.digests is not None:
+            args += [
+                "--file-set-digest",
+                request.digests.file_set,
+                "--content-digest",
+                request.digests.content,
+            ]
+        return args
+
+    def _slate_memory_render(self, request: MemoryRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import MemoryInjection
+
+        child = self._run("slate", ["memory", "render", *self._memory_args(request)])
+        return MemoryInjection.model_validate_json(child.stdout)
+
+    def _slate_memory_describe(self, request: MemoryRequest, abort: threading.Event | None) -> Any:
+        from ax_slate import MemoryDocInfo
+
+        # 1: a document is corrupt, and the list (which says so) is on stdout all the same.
+        child = self._run("slate", ["memory", "list", *self._memory_args(request)], ok=(0, 1))
+        if not child.stdout.strip():
+            raise error_from("slate", child)
+        rows = jsonio.loads(child.stdout)
+        return [MemoryDocInfo.model_validate(row) for row in rows]
+
+    def _slate_journal_write(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import JournalWriteResult
+
+        child = self._run(
+            "slate",
+            ["memory", "write-journal", "-C", str(self.layout.workspace)],
+            request.model_dump_json(by_alias=True),
+        )
+        return JournalWriteResult.model_validate_json(child.stdout)
+
+    def _slate_codebase_write(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import CodebaseWriteResult
+
+        child = self._run(
+            "slate",
+            ["memory", "write-codebase", "-C", str(self.layout.workspace)],
+            request.model_dump_json(by_alias=True),
+        )
+        return CodebaseWriteResult.model_validate_json(child.stdout)
+
+    def _slate_lesson_propose(self, request: Any, abort: threading.Event | None) -> Any:
+        from ax_slate import LessonResult
+
+        child = self._run(
+            "slate",
+            ["memory", "propose-lesson", *self._session_args()],
+            request.model_dump_json(by_alias=True),
+        )
+        return LessonResult.model_validate_json(child.stdout)
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:

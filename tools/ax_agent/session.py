@@ -3,11 +3,16 @@
 Start: the workspace's realpath (a state root inside it is refused) → the
 trust gate (nothing before it reads a workspace byte) → the configuration →
 the sandbox probe → the read-only git probe → the instruction files → the
-system prompt → a new session, or the old one rebuilt from its log. Then the
-first records, always in this order: ``session.started``, ``trust.verified``,
-``config.loaded``, ``sandbox.status``, ``git.context``, ``memory.loaded``. A
-resumed session then loads again the instruction files its earlier lives
+session's id and owner lease → the project memory (ax-slate, through the
+seam) → the system prompt → a new session, or the old one rebuilt from its
+log. Then the first records, always in this order: ``session.started``,
+``trust.verified``, ``config.loaded``, ``sandbox.status``, ``git.context``,
+``memory.loaded`` (the instruction files' rows, then the memory documents').
+A resumed session then loads again the instruction files its earlier lives
 loaded as they worked (a second ``memory.loaded``, trigger ``resume``).
+
+The end that writes the journal is ``ax_agent.narrative.finish``; ``Session.end``
+only records the end and gives the lease up.
 
 A session is owned by one live process at a time (an owner lease next to its
 log); a second one is refused (exit 4) and a crashed owner's lease is taken over.
@@ -36,6 +41,7 @@ from .instructions import (
     load_instructions,
     working_folder,
 )
+from .memory import Memory, load_memory
 from .providers import Message, Provider, make_provider
 from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
@@ -112,6 +118,8 @@ class Session:
     window: ContextWindow | None = None
     # The instruction files (issue 19): those of the start, and the loader of the rest.
     instructions: Instructions | None = None
+    # The project memory the system prompt carries (issue 19).
+    memory: Memory | None = None
 
     @property
     def workspace(self) -> Path:
@@ -195,14 +203,16 @@ def start_session(options: StartOptions) -> Session:
         user_folder=layout.root,
     )
     provider = _provider(options, config)
-    system = system_prompt(layout.workspace, sandbox, git, instructions)
-    # Bounded context (issue 13): the system prompt says how older rounds leave.
-    system += "\n\n" + SYSTEM_NOTE
     session_id, history = _identity(options, layout)
     lease = OwnerLease(layout.session_lease(session_id))
     lease.acquire()
     log = layout.session_log(session_id)
     try:
+        seam = make_seam(layout, session_id, options.environ, config)
+        memory = load_memory(seam, layout)
+        system = system_prompt(layout.workspace, sandbox, git, instructions, memory.text)
+        # Bounded context (issue 13): the system prompt says how older rounds leave.
+        system += "\n\n" + SYSTEM_NOTE
         tools = options.tools if options.tools is not None else _all_tools()
         session = Session(
             id=session_id,
@@ -212,7 +222,7 @@ def start_session(options: StartOptions) -> Session:
             model=provider.model,
             tools={tool.name: tool for tool in tools},
             system=system,
-            seam=make_seam(layout, session_id, options.environ, config),
+            seam=seam,
             sandbox=sandbox,
             config=config,
             approver=options.approver,
@@ -226,6 +236,7 @@ def start_session(options: StartOptions) -> Session:
             # A resumed session streams only what this life appends.
             shown_offset=_complete_end(log) if history is not None else 0,
             instructions=instructions,
+            memory=memory,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         if history is not None:
@@ -324,7 +335,11 @@ def _first_records(
         },
         session.sandbox.event(),
         git.event(),
-        instructions.event(),
+        # The start's documents: the instruction files, then the project memory.
+        {
+            **instructions.event(),
+            "documents": [*instructions.documents, *(session.memory or Memory()).rows],
+        },
     ]
     if options.approval_note:
         events.append(

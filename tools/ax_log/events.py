@@ -119,13 +119,30 @@ class GitContext(EventBody):
 
 @register
 class MemoryLoaded(EventBody):
-    """Instruction documents given to the model, one row each; ``trigger`` says when:
-    ``start`` (the system prompt), ``lazy`` (a folder the agent worked in), ``resume``
-    (folders an earlier life loaded) or ``init`` (the file ``/init`` wrote)."""
+    """Documents given to the model (instruction files, project memory), one row each;
+    ``trigger`` says when: ``start`` (the system prompt), ``lazy`` (a folder the agent
+    worked in), ``resume`` (folders an earlier life loaded) or ``init`` (the file
+    ``/init`` wrote)."""
 
     type: Literal["memory.loaded"] = "memory.loaded"
     documents: list[dict[str, Any]]
     trigger: Literal["start", "lazy", "resume", "init"] | None = None
+
+
+@register
+class MemoryNarrative(EventBody):
+    """Project memory written at a session's clean end: never a message, so a resume
+    replays none of it. ``narrative`` says whose account the journal entry carries
+    (``model-written``, or ``unavailable`` with ``reason``); ``documents`` are the
+    files written, each with its ``doc``, ``path``, ``bytes`` and ``sha256``;
+    ``problems`` say what could not be written; ``usage`` is the narrative call's."""
+
+    type: Literal["memory.narrative"] = "memory.narrative"
+    narrative: Literal["model-written", "unavailable"]
+    documents: list[dict[str, Any]]
+    reason: str | None = None
+    problems: list[str] = Field(default_factory=list)
+    usage: dict[str, int] | None = None
 
 
 @register

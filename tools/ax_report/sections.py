@@ -49,7 +49,7 @@ def _none(lines: list[str]) -> list[str]:
 class Header(Section):
     name = "header"
     title = "Session report"
-    handles = ("session.*", "assistant.message", "sandbox.status")
+    handles = ("session.*", "assistant.message", "memory.narrative", "sandbox.status")
 
     def __init__(self) -> None:
         self.workspace: str | None = None
@@ -65,7 +65,8 @@ class Header(Section):
         kind = event["type"]
         if kind.startswith("session."):
             self._lifecycle(event, event.get("ts"))
-        elif kind == "assistant.message":
+        elif kind in ("assistant.message", "memory.narrative"):
+            # ax-agent's journal call at a session's end is a model call, though no message.
             self._usage(event.get("usage"))
         elif kind == "sandbox.status":
             status = event.get("sandbox")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from libcommon.paths import StateLayout
 
     from .external import ExternalContext
-    from .models import MemoryDocInfo, SlateSeed
+    from .models import CodebaseDigests, MemoryDocInfo, SlateSeed
 
 app = make_app(
     "ax-slate",
@@ -30,8 +30,8 @@ app.add_typer(note_app, name="note")
 proposals_app = typer.Typer(rich_markup_mode=None)
 app.add_typer(proposals_app, name="proposals")
 memory_app = typer.Typer(
-    help="Project memory: JOURNAL.md, CODEBASE.md and LESSONS.md (read-only; edit the files "
-    "with your editor).",
+    help="Project memory: JOURNAL.md, CODEBASE.md and LESSONS.md (list, show, path and render "
+    "only read; edit the files with your editor).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -435,12 +435,45 @@ def review(
 # ---- project memory ------------------------------------------------------------
 
 
+FileSetDigestOption = Annotated[
+    str | None,
+    typer.Option(
+        "--file-set-digest",
+        help="The repository map's current file-set digest (with --content-digest): the "
+        "codebase summary's staleness is computed against it.",
+    ),
+]
+ContentDigestOption = Annotated[
+    str | None,
+    typer.Option("--content-digest", help="The repository map's current content digest."),
+]
+
+
+def _digests(file_set: str | None, content: str | None) -> CodebaseDigests | None:
+    from .codebase import check_digests
+    from .models import CodebaseDigests
+
+    if file_set is None and content is None:
+        return None
+    if file_set is None or content is None:
+        raise UsageError(
+            "give both --file-set-digest and --content-digest, or neither",
+            hint="the map prints both; without them the staleness is unknown",
+        )
+    return check_digests(CodebaseDigests(file_set=file_set, content=content))
+
+
 @memory_app.command("list")
-def memory_list(workspace: WorkspaceOption = None, json: JsonOption = False) -> int:
+def memory_list(
+    workspace: WorkspaceOption = None,
+    json: JsonOption = False,
+    file_set_digest: FileSetDigestOption = None,
+    content_digest: ContentDigestOption = None,
+) -> int:
     """List the memory documents: size and cap, entries, staleness, or why one is corrupt."""
     from .memory import describe_memory
 
-    rows = describe_memory(_layout(workspace))
+    rows = describe_memory(_layout(workspace), _digests(file_set_digest, content_digest))
     if json:
         cliapp.emit_json([row.to_json() for row in rows])
     else:
@@ -503,6 +536,54 @@ def memory_path(
         cliapp.emit_json({"doc": doc, "path": str(path), "exists": path.exists()})
     else:
         cliapp.env().stdout.write(f"{path}\n")
+
+
+@memory_app.command("render")
+def memory_render(
+    workspace: WorkspaceOption = None,
+    json: JsonOption = False,
+    file_set_digest: FileSetDigestOption = None,
+    content_digest: ContentDigestOption = None,
+) -> None:
+    """Print the memory section a new session is given (--json: with a row per document)."""
+    from .memory import render_memory
+
+    injection = render_memory(_layout(workspace), _digests(file_set_digest, content_digest))
+    if json:
+        cliapp.emit_json(injection.to_json())
+        return
+    shown = _printable(injection.text, keep="\n\t")
+    cliapp.env().stdout.write(shown + ("\n" if shown else ""))
+
+
+@memory_app.command("write-journal")
+def memory_write_journal(workspace: WorkspaceOption = None) -> None:
+    """For harnesses: insert or replace a session's journal entry (JournalEntryRequest on stdin)."""
+    from .journal import write_journal_entry
+    from .models import JournalEntryRequest
+
+    request = cliapp.read_request(JournalEntryRequest)
+    cliapp.emit_json(write_journal_entry(_layout(workspace), request).to_json())
+
+
+@memory_app.command("write-codebase")
+def memory_write_codebase(workspace: WorkspaceOption = None) -> None:
+    """For harnesses: replace the codebase summary (CodebaseRequest on stdin)."""
+    from .codebase import write_codebase
+    from .models import CodebaseRequest
+
+    request = cliapp.read_request(CodebaseRequest)
+    cliapp.emit_json(write_codebase(_layout(workspace), request).to_json())
+
+
+@memory_app.command("propose-lesson")
+def memory_propose_lesson(session: SessionOption, workspace: WorkspaceOption = None) -> None:
+    """For harnesses: merge a session's lesson ({slug, text} on stdin) into LESSONS.md."""
+    from .lessons import propose_lesson
+    from .models import LessonInput
+
+    request = cliapp.read_request(LessonInput)
+    cliapp.emit_json(propose_lesson(_layout(workspace), session, request).to_json())
 
 
 def _printable(text: str, keep: str = "\n") -> str:

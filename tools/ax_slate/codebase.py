@@ -28,6 +28,7 @@ refused (CorruptStore) and kept; a person may edit the summary below it freely.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -177,5 +178,9 @@ def write_codebase(layout: StateLayout, request: CodebaseRequest) -> CodebaseWri
         read_codebase(layout)
         write_doc(path, text)
     return CodebaseWriteResult(
-        path=str(path), stamp=stamp, bytes=len(text.encode()), omitted_bytes=omitted
+        path=str(path),
+        stamp=stamp,
+        bytes=len(text.encode()),
+        omitted_bytes=omitted,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
     )

@@ -49,6 +49,7 @@ Rules, all enforced here:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -483,4 +484,5 @@ def write_journal_entry(layout: StateLayout, request: JournalEntryRequest) -> Jo
         stubs=sum(not slot.whole for slot in slots),
         dropped=dropped,
         bytes=len(text.encode()),
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
     )

@@ -356,6 +356,8 @@ class JournalWriteResult(Contract):
     stubs: int
     dropped: list[str]
     bytes: int
+    # Of the whole document as this write left it.
+    sha256: str
 
 
 class CodebaseDigests(Contract):
@@ -390,6 +392,8 @@ class CodebaseWriteResult(Contract):
     stamp: CodebaseStamp
     bytes: int
     omitted_bytes: int
+    # Of the whole document as this write left it.
+    sha256: str
 
 
 class LessonInput(Contract):

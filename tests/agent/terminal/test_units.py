@@ -18,7 +18,6 @@ import pytest
 from ax_agent.approvals import ApprovalRequest
 from ax_agent.providers import Usage
 from ax_agent.terminal import commands, render, status
-from ax_agent.terminal.accept import unfinished_work
 from ax_agent.terminal.approve import MenuApprover, TypeAhead
 from ax_agent.terminal.choices import ANSWERS, Menu, grammar, menu_line, offered, parse_typed
 from ax_agent.terminal.cost import cost_text
@@ -26,6 +25,7 @@ from ax_agent.terminal.prompt import HISTORY_MAX_ENTRIES, History
 from ax_agent.terminal.render import FOLD_HEAD_LINES, FOLD_MIN_HIDDEN, FOLD_TAIL_LINES, Renderer
 from ax_agent.terminal.screen import Screen
 from ax_agent.terminal.status import StatusLine
+from ax_agent.unfinished import unfinished_work
 from libcommon.errors import UsageError
 
 

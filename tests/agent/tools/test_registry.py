@@ -22,6 +22,7 @@ NAMES = [
     "recall_step",
     "slate_trail",
     "history_search",
+    "propose_lesson",
 ]
 
 

@@ -226,6 +226,24 @@ def _context(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _memory(context: Context, args: list[str]) -> Action:
+    from ..memory import describe, loaded_lines, now_lines
+
+    _no_args(args, "/memory")
+    session = context.session
+    instructions = session.instructions
+    for line in instructions.lines() if instructions is not None else []:
+        _say(context, "  " + line)
+    rows = session.memory.rows if session.memory is not None else []
+    _say(context, "  project memory given at the start (the journal, codebase summary, lessons):")
+    for line in loaded_lines(rows) or ["  none"]:
+        _say(context, "  " + line)
+    _say(context, "  project memory on disk now (ax-slate memory list):")
+    for line in now_lines(describe(session.seam, session.layout)):
+        _say(context, "  " + line)
+    return None
+
+
 def _switch(context: Context, provider: str | None, model: str | None) -> None:
     from ..providers import make_provider
 
@@ -277,7 +295,7 @@ def _provider(context: Context, args: list[str]) -> Action:
 
 
 def _accept(context: Context, args: list[str]) -> Action:
-    from .accept import unfinished_work
+    from ..unfinished import unfinished_work
 
     _no_args(args, "/accept")
     session = context.session
@@ -362,6 +380,7 @@ COMMANDS: tuple[Command, ...] = (
         "the instruction files loaded, and what the last request was made of, in tokens",
         _context,
     ),
+    Command("memory", "", "instruction files and project memory: sizes, cuts, staleness", _memory),
     Command("expand", "N", "the full output of step N", _expand),
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),

@@ -67,7 +67,8 @@ def session_totals(layout: StateLayout, session_id: str) -> Totals:
         kind = record.get("type")
         if kind == "user.message":
             totals.turns += 1
-        elif kind == "assistant.message":
+        elif kind in ("assistant.message", "memory.narrative"):
+            # The journal's narrative call costs tokens too, though it is no message.
             usage = record.get("usage") or {}
             totals.usage.add(
                 Usage(

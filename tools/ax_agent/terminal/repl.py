@@ -7,7 +7,10 @@ line that is not a slash command to ``run_turn``. During a turn the keyboard
 is quiet (no echo) but not discarded: what a person types waits for the next
 prompt, even across a Ctrl+C. Ctrl+C during a turn aborts it through the
 runtime's abort event (a running command's tree is killed by ax-exec); at the
-prompt, Ctrl+C twice or Ctrl+D exits with a one-line summary.
+prompt, Ctrl+C twice or Ctrl+D exits with a one-line summary. Those exits,
+``/quit`` and ``/clear`` end the session cleanly (``narrative.finish``: the
+journal entry first when it did real work); an error that escapes the loop
+only ends it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..approvals import AnnouncingApprover
 from ..headless import abort_on_signals
 from ..instructions import TruncationNotice
 from ..loop import run_turn
+from ..narrative import finish
 from ..session import Session, StartOptions, start_session
 from . import commands
 from .approve import KeySource, MenuApprover, TypeAhead
@@ -124,7 +128,8 @@ class Terminal:
             use_readline=bool(self.environment.stdin_isatty and self.environment.stdout_isatty),
             complete=commands.complete,
         )
-        reason = "quit"
+        reason = "error"
+        clean = False
         last_interrupt: float | None = None
         try:
             while True:
@@ -153,17 +158,19 @@ class Terminal:
                         self.screen.line("(command interrupted)")
                         continue
                     if action == "quit":
+                        reason = "quit"
                         break
                     if action == "clear":
-                        self._end(session, "cleared")
+                        self._end(session, "cleared", clean=True)
                         session = self._start(
                             replace(self.options, resume=None, continue_latest=False)
                         )
                     continue
                 self._turn(session, line)
+            clean = True
         finally:
             reader.history.save()
-            self._end(session, reason)
+            self._end(session, reason, clean=clean)
         return 0
 
     def _context(self, session: Session) -> commands.Context:
@@ -199,16 +206,24 @@ class Terminal:
         except AxError as exc:
             self.screen.line(self.screen.style(f"ax-agent: error: {exc.message}", "red"))
 
-    def _end(self, session: Session, reason: str) -> None:
+    def _end(self, session: Session, reason: str, *, clean: bool) -> None:
+        """End the session; a clean end writes its journal entry first (Ctrl+C: the skeleton)."""
         from .cost import session_totals
 
-        session.end(reason)
+        if clean:
+            with quiet_keyboard(self.fd), abort_on_signals(session.asking.is_set) as abort:
+                finish(session, reason, abort=abort, say=self._note)
+        else:
+            session.end(reason)
         totals = session_totals(session.layout, session.id)
         sep = self.screen.glyphs.sep
         self.screen.line(
             f"ax-agent: session {session.id} ended ({reason}){sep}{totals.turns} turns{sep}"
             f"{compact_count(totals.tokens)} tokens{sep}resume with: ax-agent --resume {session.id}"
         )
+
+    def _note(self, text: str) -> None:
+        self.screen.line(self.screen.style(text, "dim"))
 
 
 def _fileno(stream: object) -> int | None:

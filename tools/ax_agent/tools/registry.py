@@ -20,6 +20,7 @@ def _tools() -> tuple[ModelTool, ...]:
         grep,
         history_search,
         list_dir,
+        propose_lesson,
         read_file,
         recall_step,
         run_check,
@@ -43,6 +44,8 @@ def _tools() -> tuple[ModelTool, ...]:
         # Bounded context (issue 13): the read-only recall of what left the request.
         slate_trail,
         history_search,
+        # Project memory (issue 19): a durable lesson for later sessions.
+        propose_lesson,
     )
     return tuple(module.TOOL for module in modules)
 

@@ -1,4 +1,5 @@
-"""What is unfinished in a session, read from its log (for ``/accept``).
+"""What is unfinished in a session, read from its log (for ``/accept`` and the journal's
+Handoff).
 
 Three things make work unfinished: the last turn did not end with the model's
 answer (it was interrupted or stopped by a limit or an error); the last check
@@ -8,6 +9,7 @@ at all). The list is shown and recorded; accepting anyway is the person's call.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from libcommon.paths import StateLayout
@@ -20,10 +22,15 @@ UNFINISHED_MAX_PATHS = 5
 def unfinished_work(layout: StateLayout, session_id: str) -> list[str]:
     from ax_log import log_path, read_events
 
-    last_turn: dict[str, Any] | None = None
-    last_check: dict[str, Any] | None = None
+    return unfinished_in(read_events(log_path(layout, session_id), session_id))
+
+
+def unfinished_in(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What ``events`` (one session's, in log order) leave unfinished."""
+    last_turn: Mapping[str, Any] | None = None
+    last_check: Mapping[str, Any] | None = None
     changed: list[str] = []
-    for record in read_events(log_path(layout, session_id), session_id):
+    for record in events:
         kind = record.get("type")
         if kind in ("turn.completed", "turn.aborted"):
             last_turn = record
