@@ -426,6 +426,21 @@ def test_agent_instruction_file_limits() -> None:
     assert init.INIT_UNITS_SHOWN == 40
 
 
+def test_agent_project_memory_limits() -> None:
+    from ax_agent import memory, narrative
+    from ax_slate import MEMORY_INJECTION_MAX_BYTES
+
+    assert memory.INSTRUCTION_FRAMING_MAX_BYTES == 2 * 1024
+    # The worst case a session is given unasked, as ONE ceiling: the user-level file
+    # (16 KiB), the project's files (24 KiB), the instruction files' own words (2 KiB) and
+    # the project memory section (38 KiB: the journal's, codebase's and lessons' caps and
+    # their framing). A new injected document must trip this on purpose.
+    assert MEMORY_INJECTION_MAX_BYTES == 38 * 1024
+    assert memory.INJECTION_MAX_BYTES == 80 * 1024
+    assert narrative.NARRATIVE_TIMEOUT_S == 120.0
+    assert narrative.REAL_WORK == frozenset({"file.mutated", "command.started", "check.started"})
+
+
 def test_agent_terminal_limits() -> None:
     from ax_agent import unfinished
     from ax_agent.terminal import approve, commands, keys, prompt, render, repl, status

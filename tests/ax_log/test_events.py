@@ -97,6 +97,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "git.context": {"repo": False},
     "memory.loaded": {"documents": [{"path": "AGENT.md", "status": "loaded"}]},
+    "memory.narrative": {
+        "narrative": "unavailable",
+        "documents": [{"doc": "journal", "path": "/s/JOURNAL.md", "bytes": 9, "sha256": "0" * 64}],
+    },
     "turn.completed": {"stopReason": "end_turn", "steps": 2},
     "turn.aborted": {"phase": "tool", "steps": 1},
     "provider.changed": {

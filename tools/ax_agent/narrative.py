@@ -232,7 +232,7 @@ def _write_journal(
     )
     try:
         result = session.seam.call("slate.journal_write", request)
-    except AxError as exc:
+    except (AxError, OSError) as exc:
         written.problems.append(f"the journal was not written: {_problem(exc)}")
         return
     written.documents.append(
@@ -256,7 +256,7 @@ def _write_codebase(
     request = CodebaseRequest(session_id=session.id, text=text, digests=digests)
     try:
         result = session.seam.call("slate.codebase_write", request)
-    except AxError as exc:
+    except (AxError, OSError) as exc:
         written.problems.append(f"the codebase summary was not written: {_problem(exc)}")
         return
     written.documents.append(
@@ -270,7 +270,10 @@ def _write_codebase(
     )
 
 
-def _problem(exc: AxError) -> str:
+def _problem(exc: AxError | OSError) -> str:
+    """What went wrong; a failed write (a full disk, say) leaves the old document whole."""
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
     return exc.message + (f" ({exc.hint})" if exc.hint else "")
 
 
