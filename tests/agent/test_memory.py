@@ -409,14 +409,7 @@ def test_an_interrupted_headless_turn_writes_the_skeleton_without_asking(
     # No narrative turn in the script: had the model been asked, the reason would say the
     # script ran out.
     script = write_script(tmp_path / "s.json", [{"toolCalls": [WRITE]}, {"hang": True}])
-    child = subprocess.Popen(
-        [tool_path("agent"), "-C", str(workspace), "--trust-this-workspace"]
-        + ["--provider", "script", "--script", str(script), "-p", "write"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "AX_STATE_DIR": str(state_dir)},
-    )
+    child = _agent(workspace, script, state_dir, "-p", "write")
     layout = state_layout(workspace, {"AX_STATE_DIR": str(state_dir)})
     _wait_for(lambda: _logged(layout, "file.mutated"))
     child.send_signal(signal.SIGINT)
@@ -519,9 +512,9 @@ def _wait_for(ready: Any, timeout: float = 30.0) -> None:
 
 
 def _agent(workspace: Path, script: Path, state_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    argv = ["-C", str(workspace), "--trust-this-workspace", "--provider", "script"]
     return subprocess.Popen(
-        [tool_path("agent"), "-C", str(workspace), "--trust-this-workspace"]
-        + ["--provider", "script", "--script", str(script), *extra],
+        [tool_path("agent"), *argv, "--script", str(script), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
