@@ -215,6 +215,7 @@ def test_memory_is_fixed_overhead_in_every_request_never_a_message(
     run_turn(session, "write it")
     session.end("done")
     assert len(recording.requests) == 2
+    assert "Earlier: set up the parser." in session.system
     assert all(request.system == session.system for request in recording.requests)
     assert all("Earlier: set up the parser." not in texts(r.messages) for r in recording.requests)
     # Counted as the system prompt is: fixed overhead, never history that elision could cut.
