@@ -672,3 +672,24 @@ def test_the_narrative_calls_tokens_are_counted_with_the_sessions(
     document, _ = build_report(events_of(session))
     assert document["header"]["usage"]["inputTokens"] == 210
     assert first(events_of(session), "memory.narrative")["usage"]["outputTokens"] == 5
+
+
+def test_a_bug_in_the_write_still_ends_the_session(workspace: Path, tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path / "s.json", [{"toolCalls": [WRITE]}, {"text": "Done."}, {"text": account()}]
+    )
+    session = open_session(workspace, script)
+    run_turn(session, "write it")
+    seam = session.seam
+
+    class Broken:
+        def call(self, verb: str, request: Any, **kwargs: Any) -> Any:
+            if verb == "slate.journal_write":
+                raise RuntimeError("a bug")
+            return seam.call(verb, request, **kwargs)
+
+    session.seam = Broken()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="a bug"):
+        finish(session, "end_turn")
+    assert types(events_of(session))[-1] == "session.ended"
+    assert session.lease.holder() is None
