@@ -337,8 +337,19 @@ def test_a_clean_end_writes_the_models_account_and_the_logs_evidence(
 
 
 def test_the_narrative_call_reuses_the_turns_prompt_prefix(workspace: Path, tmp_path: Path) -> None:
+    # A folder's instruction file, loaded lazily, rides on a message of the conversation:
+    # the narrative request must carry it where the turn's requests did.
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "AGENTS.md").write_text("Package rule.\n")
+    (workspace / "pkg" / "a.txt").write_text("a\n")
     script = write_script(
-        tmp_path / "s.json", [{"toolCalls": [WRITE]}, {"text": "Done."}, {"text": account()}]
+        tmp_path / "s.json",
+        [
+            {"toolCalls": [call("read_file", path="pkg/a.txt")]},
+            {"toolCalls": [WRITE]},
+            {"text": "Done."},
+            {"text": account()},
+        ],
     )
     session = open_session(workspace, script)
     recording = Recording(session.provider)
@@ -349,6 +360,7 @@ def test_the_narrative_call_reuses_the_turns_prompt_prefix(workspace: Path, tmp_
     *_, last, asked = recording.requests
     assert (asked.system, asked.tools, asked.model) == (last.system, last.tools, last.model)
     assert asked.messages[: len(last.messages)] == last.messages
+    assert "Package rule." in texts(asked.messages)
     # What follows the prefix: the model's last answer, then the one instruction.
     assert [m.role for m in asked.messages[len(last.messages) :]] == ["assistant", "user"]
     assert asked.messages[-1].content == [TextBlock(INSTRUCTION.format(codebase=""))]
