@@ -1,0 +1,327 @@
+"""Reading workspace files and extracting them, in this process or across the cores.
+
+A file is read through the folders the inventory listed, each opened with
+O_NOFOLLOW relative to the one above it from the workspace root, and the file
+itself with O_NOFOLLOW|O_NONBLOCK: a link swapped in since the listing (to a file
+or folder outside, or a FIFO) is refused and counted, never followed or waited on.
+What the read tells is decided before anything is extracted: a NUL in the first
+``BINARY_SNIFF_BYTES`` is ``binary``; an average line longer than
+``MINIFIED_AVG_LINE_BYTES`` in a file of at least ``MINIFIED_MIN_BYTES`` is
+``minified`` (bundled or generated code: one long line says nothing about structure);
+a file that vanished, became a link or cannot be opened is counted with that reason.
+
+Work is cut into batches of about ``BATCH_BYTES`` and spread over at most
+``MAX_WORKERS`` processes (one per available core) when there is enough of it
+(``POOL_MIN_FILES``); otherwise it runs here. Either way it stops at the deadline:
+batches not done are left for the next build, the workers are killed, and nothing
+waits on them. A worker that dies (a grammar crashing on a file) fails its batches,
+which keep what they had (``Outcome`` never arrives for them), and stops the pool.
+"""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkContext, ForkServerContext
+from pathlib import Path
+from typing import Literal
+
+from .inventory import (
+    MAX_FILE_BYTES,
+    SKIP_BINARY,
+    SKIP_MINIFIED,
+    SKIP_NOT_REGULAR,
+    SKIP_SYMLINK,
+    SKIP_TOO_LARGE,
+    SKIP_UNREADABLE,
+)
+from .scan import Extraction, scan
+
+BINARY_SNIFF_BYTES = 8192
+MINIFIED_AVG_LINE_BYTES = 200
+MINIFIED_MIN_BYTES = 2048
+MAX_WORKERS = 4
+POOL_MIN_FILES = 200
+BATCH_BYTES = 256 * 1024
+BATCH_MAX_FILES = 64
+# The reasons only a read can tell (the inventory's are decided from the name and lstat).
+SKIP_VANISHED = "vanished"
+
+Tier = Literal[1, 2]
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    language: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What reading and extracting one file gave: an extraction, or the skip that
+    kept it from one. ``size`` and ``mtime_ns`` are those of what was read."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    skip: str | None
+    extraction: Extraction | None
+    tier: Tier
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class Reader:
+    """Reads workspace files without following a link; keeps the last folders open."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+        self._folders: dict[str, int] = {}
+
+    def close(self) -> None:
+        for fd in self._folders.values():
+            os.close(fd)
+        self._folders.clear()
+
+    def _folder(self, relative: str) -> int:
+        fd = self._folders.get(relative)
+        if fd is not None:
+            return fd
+        if not relative:
+            fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent, _, name = relative.rpartition("/")
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self._folder(parent))
+        # Only the folders on the current path stay open: files arrive sorted by path.
+        for other in [key for key in self._folders if not _on_path(key, relative)]:
+            os.close(self._folders.pop(other))
+        self._folders[relative] = fd
+        return fd
+
+    def read(self, path: str) -> tuple[bytes | None, str | None, int, int]:
+        """(data, skip, size, mtime_ns): the data, or why there is none."""
+        folder, _, name = path.rpartition("/")
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=self._folder(folder))
+        except OSError as exc:
+            return None, _read_error(exc), 0, 0
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None, SKIP_NOT_REGULAR, info.st_size, info.st_mtime_ns
+            if info.st_size > MAX_FILE_BYTES:
+                return None, SKIP_TOO_LARGE, info.st_size, info.st_mtime_ns
+            data = _read_at_most(fd, MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            return None, _read_error(exc), 0, 0
+        finally:
+            os.close(fd)
+        size, mtime_ns = info.st_size, info.st_mtime_ns
+        if len(data) > MAX_FILE_BYTES:
+            return None, SKIP_TOO_LARGE, len(data), mtime_ns
+        return data, sniff(data), size, mtime_ns
+
+
+def _on_path(folder: str, relative: str) -> bool:
+    return not folder or relative == folder or relative.startswith(folder + "/")
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = os.read(fd, limit - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_error(exc: OSError) -> str:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return SKIP_VANISHED
+    if exc.errno == errno.ELOOP:
+        return SKIP_SYMLINK
+    return SKIP_UNREADABLE
+
+
+def sniff(data: bytes) -> str | None:
+    """``binary`` or ``minified`` when the content says so (see the module docstring)."""
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return SKIP_BINARY
+    if len(data) >= MINIFIED_MIN_BYTES:
+        lines = data.count(b"\n") + 1
+        if len(data) / lines > MINIFIED_AVG_LINE_BYTES:
+            return SKIP_MINIFIED
+    return None
+
+
+def extract_batch(workspace: str, tier: Tier, jobs: Sequence[Job]) -> list[Outcome]:
+    """Read and extract ``jobs`` (sorted by path) at ``tier``."""
+    reader = Reader(workspace)
+    outcomes = []
+    try:
+        for job in jobs:
+            data, skip, size, mtime_ns = reader.read(job.path)
+            extraction = None
+            if data is not None and skip is None:
+                extraction = _extract(tier, job.language, data)
+            outcomes.append(Outcome(job.path, size, mtime_ns, skip, extraction, tier))
+    finally:
+        reader.close()
+    return outcomes
+
+
+def _extract(tier: Tier, language: str, data: bytes) -> Extraction:
+    if tier == 1:
+        return scan(language, data)
+    from .treesit import parse
+
+    return parse(language, data)
+
+
+def batches(jobs: Sequence[Job], batch_bytes: int = BATCH_BYTES) -> list[list[Job]]:
+    """``jobs`` (sorted by path) cut into runs of about ``batch_bytes``."""
+    out: list[list[Job]] = []
+    current: list[Job] = []
+    weight = 0
+    for job in jobs:
+        current.append(job)
+        weight += job.size
+        if weight >= batch_bytes or len(current) >= BATCH_MAX_FILES:
+            out.append(current)
+            current, weight = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+def worker_count() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+@dataclass
+class RunReport:
+    """How a run went: batches done, and whether it stopped early and why."""
+
+    done: int = 0
+    stopped: str | None = None
+
+
+def run_jobs(
+    workspace: Path,
+    tier: Tier,
+    jobs: Sequence[Job],
+    deadline: float,
+    report: RunReport,
+    progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
+) -> Iterator[Outcome]:
+    """Outcomes of ``jobs`` as they complete, until all are done or the deadline passes."""
+    work = batches(sorted(jobs, key=lambda job: job.path))
+    count = worker_count() if workers is None else workers
+    if count > 1 and len(jobs) >= POOL_MIN_FILES and len(work) > 1:
+        yield from _pooled(str(workspace), tier, work, deadline, report, progress, count)
+        return
+    for batch in work:
+        if time.monotonic() >= deadline:
+            report.stopped = "the wall budget ran out"
+            return
+        outcomes = extract_batch(str(workspace), tier, batch)
+        report.done += 1
+        if progress is not None:
+            progress(len(outcomes))
+        yield from outcomes
+
+
+def _worker(connection: Connection, workspace: str) -> None:
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        tier, batch = message
+        connection.send(extract_batch(workspace, tier, batch))
+
+
+def _context() -> ForkContext | ForkServerContext:
+    # fork is the cheap start (~5 ms a worker), and safe only where no other thread
+    # could hold a lock the child inherits; an embedding host with threads gets forkserver.
+    if threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver")
+
+
+def _pooled(
+    workspace: str,
+    tier: Tier,
+    work: list[list[Job]],
+    deadline: float,
+    report: RunReport,
+    progress: Callable[[int], None] | None,
+    count: int,
+) -> Iterator[Outcome]:
+    context = _context()
+    queue = list(reversed(work))
+    processes: list[multiprocessing.process.BaseProcess] = []
+    connections: list[Connection] = []
+    busy: set[Connection] = set()
+    try:
+        for _ in range(min(count, len(work))):
+            mine, theirs = context.Pipe()
+            process = context.Process(target=_worker, args=(theirs, workspace), daemon=True)
+            process.start()
+            theirs.close()
+            processes.append(process)
+            connections.append(mine)
+            mine.send((tier, queue.pop()))
+            busy.add(mine)
+        while busy:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                report.stopped = "the wall budget ran out"
+                return
+            for ready in wait(list(busy), timeout=remaining):
+                assert isinstance(ready, Connection)
+                try:
+                    outcomes: list[Outcome] = ready.recv()
+                except (EOFError, OSError):
+                    report.stopped = "an extraction worker died"
+                    return
+                report.done += 1
+                if progress is not None:
+                    progress(len(outcomes))
+                yield from outcomes
+                try:
+                    if queue and time.monotonic() < deadline:
+                        ready.send((tier, queue.pop()))
+                    else:
+                        ready.send(None)
+                        busy.discard(ready)
+                except OSError:
+                    report.stopped = "an extraction worker died"
+                    return
+    finally:
+        for worker in processes:
+            if worker.is_alive():
+                worker.kill()
+            worker.join()
+        for connection in connections:
+            connection.close()
