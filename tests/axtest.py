@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent"]
+TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent", "map"]
 
 
 def tool_path(name: str) -> str:

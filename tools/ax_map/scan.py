@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 import keyword
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate, compress, repeat
 
 from .languages import IDENTIFIER, IDENTIFIER_BYTES, REFERENCE_MIN_CHARS
 
@@ -44,6 +46,10 @@ KINDS = frozenset(
 )
 
 _ID = rb"[A-Za-z_$][A-Za-z0-9_$]*"
+# The bytes a name is made of, one by one (``xrequire(`` is no call of require).
+_NAME_BYTES = frozenset(
+    bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$."
+)
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,27 @@ class Language:
     keywords: frozenset[bytes]
 
 
+def _line(pattern: bytes) -> re.Pattern[bytes]:
+    """A pattern anchored at a line start, matched against the text with a newline put
+    before it: a literal first character lets the regex engine jump from one newline to
+    the next, where ``^`` (MULTILINE) would make it try every position (~10x slower).
+    A match's start is then the offset of its line in the original text."""
+    if not pattern.startswith(b"^"):
+        raise ValueError(f"not anchored at a line start: {pattern!r}")
+    return re.compile(b"\n" + pattern[1:], re.M)
+
+
+def _prose(alternatives: bytes, flags: int = 0) -> re.Pattern[bytes]:
+    """Comments and strings as one capturing group, so ``split`` hands back code and
+    prose in turn without a Python step per token."""
+    pattern = re.compile(b"(" + alternatives + b")", flags)
+    if pattern.groups != 1:
+        raise ValueError("a prose pattern holds no group of its own")
+    return pattern
+
+
 def _rules(*pairs: tuple[str, bytes]) -> tuple[DefinitionRule, ...]:
-    return tuple(DefinitionRule(kind, re.compile(pattern, re.M)) for kind, pattern in pairs)
+    return tuple(DefinitionRule(kind, _line(pattern)) for kind, pattern in pairs)
 
 
 def _words(text: str) -> frozenset[bytes]:
@@ -89,22 +114,21 @@ _BLOCK_COMMENT = rb"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*.*\Z"
 _BACKTICK = rb"`[^`\\]*(?:\\.[^`\\]*)*`"
 
 _PYTHON = Language(
-    prose=re.compile(
+    prose=_prose(
         rb'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:"""|\Z)'
         rb"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)|" + _DQ + rb"|" + _SQ + rb"|#[^\n]*",
         re.S,
     ),
     definitions=_rules(
-        ("class", rb"^(?P<indent>[ \t]*)class[ \t]+(?P<name>" + _ID + rb")"),
-        ("function", rb"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>" + _ID + rb")"),
+        ("class", rb"^(?P<indent>[ \t]*+)class[ \t]+(?P<name>" + _ID + rb")"),
+        ("function", rb"^(?P<indent>[ \t]*+)(?:async[ \t]+)?def[ \t]+(?P<name>" + _ID + rb")"),
         ("variable", rb"^(?P<name>" + _ID + rb")[ \t]*(?::[^=\n]*)?=(?!=)"),
     ),
     imports=(
-        re.compile(rb"^[ \t]*import[ \t]+(?P<names>[^\n#;]+)", re.M),
-        re.compile(
-            rb"^[ \t]*from[ \t]+(?P<module>\.*[\w.]*)[ \t]+import[ \t]+"
-            rb"(?P<names>\([^)]*\)|[^\n#;]+)",
-            re.M,
+        _line(rb"^[ \t]*+import[ \t]+(?P<names>[^\n#;]+)"),
+        _line(
+            rb"^[ \t]*+from[ \t]+(?P<module>\.*[\w.]*)[ \t]+import[ \t]+"
+            rb"(?P<names>\([^)]*\)|[^\n#;]+)"
         ),
     ),
     keywords=_words(" ".join([*keyword.kwlist, *keyword.softkwlist, "self", "cls"])),
@@ -121,24 +145,24 @@ _JS_MODIFIERS = (
     rb"(?:(?:public|private|protected|static|async|readonly|override|abstract|get|set)[ \t]+)*"
 )
 _JS = Language(
-    prose=re.compile(
+    prose=_prose(
         _LINE_COMMENT + rb"|" + _BLOCK_COMMENT + rb"|" + _DQ + rb"|" + _SQ + rb"|" + _BACKTICK,
         re.S,
     ),
     definitions=_rules(
         (
             "function",
-            rb"^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:async[ \t]+)?function\b[ \t]*\*?[ \t]*"
+            rb"^[ \t]*+(?:export[ \t]+(?:default[ \t]+)?)?(?:async[ \t]+)?function\b[ \t]*\*?[ \t]*"
             rb"(?P<name>" + _ID + rb")",
         ),
         (
             "class",
-            rb"^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:abstract[ \t]+)?"
+            rb"^[ \t]*+(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:abstract[ \t]+)?"
             rb"class[ \t]+(?P<name>" + _ID + rb")",
         ),
         (
             "function",
-            rb"^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>" + _ID + rb")[ \t]*"
+            rb"^[ \t]*+(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>" + _ID + rb")[ \t]*"
             rb"(?::[^=\n]+)?=[ \t]*(?:async[ \t]*)?(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]+)?=>|"
             + _ID
             + rb"[ \t]*=>)",
@@ -146,44 +170,45 @@ _JS = Language(
         ("variable", rb"^(?:export[ \t]+)?(?:const|let|var)[ \t]+(?P<name>" + _ID + rb")"),
         (
             "interface",
-            rb"^[ \t]*(?:export[ \t]+)?(?:declare[ \t]+)?interface[ \t]+(?P<name>" + _ID + rb")",
+            rb"^[ \t]*+(?:export[ \t]+)?(?:declare[ \t]+)?interface[ \t]+(?P<name>" + _ID + rb")",
         ),
         (
             "type",
-            rb"^[ \t]*(?:export[ \t]+)?(?:declare[ \t]+)?type[ \t]+(?P<name>" + _ID + rb")"
+            rb"^[ \t]*+(?:export[ \t]+)?(?:declare[ \t]+)?type[ \t]+(?P<name>" + _ID + rb")"
             rb"[ \t]*(?:<[^=\n]*>)?[ \t]*=",
         ),
         (
             "enum",
-            rb"^[ \t]*(?:export[ \t]+)?(?:declare[ \t]+)?(?:const[ \t]+)?enum[ \t]+(?P<name>"
+            rb"^[ \t]*+(?:export[ \t]+)?(?:declare[ \t]+)?(?:const[ \t]+)?enum[ \t]+(?P<name>"
             + _ID
             + rb")",
         ),
         (
             "module",
-            rb"^[ \t]*(?:export[ \t]+)?(?:declare[ \t]+)?namespace[ \t]+(?P<name>" + _ID + rb")",
+            rb"^[ \t]*+(?:export[ \t]+)?(?:declare[ \t]+)?namespace[ \t]+(?P<name>" + _ID + rb")",
         ),
         (
             "method",
-            rb"^[ \t]+"
+            rb"^[ \t]++"
             + _JS_MODIFIERS
             + rb"(?!(?:if|for|while|switch|catch|function|return|with)\b)"
             rb"(?P<name>" + _ID + rb")[ \t]*(?:<[^>\n]*>)?\([^)\n]*\)[ \t]*(?::[^{;\n]+)?\{",
         ),
     ),
     imports=(
-        re.compile(
-            rb"^[ \t]*(?:import|export)[ \t]+(?:type[ \t]+)?(?:[^'\";]*?[ \t\n}*]from[ \t]*)?"
-            rb"[\"'](?P<spec>[^\"'\n]+)[\"']",
-            re.M,
+        _line(
+            rb"^[ \t]*+(?:import|export)[ \t]+(?:type[ \t]+)?(?:[^'\";]*?[ \t\n}*]from[ \t]*)?"
+            rb"[\"'](?P<spec>[^\"'\n]+)[\"']"
         ),
-        re.compile(rb"\b(?:require|import)\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
+        # Starts with its literals so the engine skips ahead; a name that merely ends
+        # in "require" is told apart after the match (_specs).
+        re.compile(rb"(?:require|import)\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
     ),
     keywords=_JS_KEYWORDS,
 )
 
 _GO = Language(
-    prose=re.compile(
+    prose=_prose(
         _LINE_COMMENT + rb"|" + _BLOCK_COMMENT + rb"|" + _DQ + rb"|" + _CHAR + rb"|`[^`]*`", re.S
     ),
     definitions=_rules(
@@ -196,8 +221,8 @@ _GO = Language(
         ("constant", rb"^const[ \t]+(?P<name>" + _ID + rb")"),
     ),
     imports=(
-        re.compile(rb"^import[ \t]+(?:[\w.]+[ \t]+)?\"(?P<spec>[^\"\n]+)\"", re.M),
-        re.compile(rb"^import[ \t]*\((?P<block>[^)]*)\)", re.M),
+        _line(rb"^import[ \t]+(?:[\w.]+[ \t]+)?\"(?P<spec>[^\"\n]+)\""),
+        _line(rb"^import[ \t]*\((?P<block>[^)]*)\)"),
     ),
     keywords=_words(
         "break case chan const continue default defer else fallthrough for func go goto if "
@@ -208,11 +233,11 @@ _GO = Language(
 
 _RUST_VIS = rb"(?:pub(?:\([^)\n]*\))?[ \t]+)?"
 _RUST = Language(
-    prose=re.compile(
+    prose=_prose(
         _LINE_COMMENT
         + rb"|"
         + _BLOCK_COMMENT
-        + rb'|r(?P<hashes>#+)".*?"(?P=hashes)|r"[^"]*"|'
+        + rb'|r"[^"]*"|r#"(?:[^"]|"(?!#))*"#|r##"(?:[^"]|"(?!##))*"##|'
         + rb'"[^"\\]*(?:\\.[^"\\]*)*"|'
         + _CHAR,
         re.S,
@@ -220,30 +245,28 @@ _RUST = Language(
     definitions=_rules(
         (
             "function",
-            rb"^(?P<indent>[ \t]*)" + _RUST_VIS + rb"(?:(?:const|async|unsafe|default)[ \t]+)*"
+            rb"^(?P<indent>[ \t]*+)" + _RUST_VIS + rb"(?:(?:const|async|unsafe|default)[ \t]+)*"
             rb"(?:extern[ \t]+(?:\"[^\"\n]*\"[ \t]+)?)?fn[ \t]+(?P<name>" + _ID + rb")",
         ),
-        ("struct", rb"^[ \t]*" + _RUST_VIS + rb"(?:struct|union)[ \t]+(?P<name>" + _ID + rb")"),
-        ("enum", rb"^[ \t]*" + _RUST_VIS + rb"enum[ \t]+(?P<name>" + _ID + rb")"),
+        ("struct", rb"^[ \t]*+" + _RUST_VIS + rb"(?:struct|union)[ \t]+(?P<name>" + _ID + rb")"),
+        ("enum", rb"^[ \t]*+" + _RUST_VIS + rb"enum[ \t]+(?P<name>" + _ID + rb")"),
         (
             "interface",
-            rb"^[ \t]*" + _RUST_VIS + rb"(?:unsafe[ \t]+)?trait[ \t]+(?P<name>" + _ID + rb")",
+            rb"^[ \t]*+" + _RUST_VIS + rb"(?:unsafe[ \t]+)?trait[ \t]+(?P<name>" + _ID + rb")",
         ),
-        ("type", rb"^[ \t]*" + _RUST_VIS + rb"type[ \t]+(?P<name>" + _ID + rb")"),
-        ("module", rb"^[ \t]*" + _RUST_VIS + rb"mod[ \t]+(?P<name>" + _ID + rb")"),
-        ("macro", rb"^[ \t]*macro_rules![ \t]*(?P<name>" + _ID + rb")"),
+        ("type", rb"^[ \t]*+" + _RUST_VIS + rb"type[ \t]+(?P<name>" + _ID + rb")"),
+        ("module", rb"^[ \t]*+" + _RUST_VIS + rb"mod[ \t]+(?P<name>" + _ID + rb")"),
+        ("macro", rb"^[ \t]*+macro_rules![ \t]*(?P<name>" + _ID + rb")"),
         (
             "constant",
-            rb"^[ \t]*"
+            rb"^[ \t]*+"
             + _RUST_VIS
             + rb"(?:const|static)[ \t]+(?:mut[ \t]+)?(?P<name>"
             + _ID
             + rb")",
         ),
     ),
-    imports=(
-        re.compile(rb"^[ \t]*" + _RUST_VIS + rb"mod[ \t]+(?P<mod>" + _ID + rb")[ \t]*;", re.M),
-    ),
+    imports=(_line(rb"^[ \t]*+" + _RUST_VIS + rb"mod[ \t]+(?P<mod>" + _ID + rb")[ \t]*;"),),
     keywords=_words(
         "as async await break const continue crate dyn else enum extern false fn for if impl "
         "in let loop match mod move mut pub ref return self Self static struct super trait true "
@@ -256,7 +279,7 @@ _JAVA_MODIFIERS = (
     rb"strictfp|sealed|non-sealed)[ \t]+)*"
 )
 _JAVA = Language(
-    prose=re.compile(
+    prose=_prose(
         _LINE_COMMENT
         + rb"|"
         + _BLOCK_COMMENT
@@ -269,21 +292,21 @@ _JAVA = Language(
     definitions=_rules(
         (
             "class",
-            rb"^[ \t]*" + _JAVA_MODIFIERS + rb"(?:class|record)[ \t]+(?P<name>" + _ID + rb")",
+            rb"^[ \t]*+" + _JAVA_MODIFIERS + rb"(?:class|record)[ \t]+(?P<name>" + _ID + rb")",
         ),
         (
             "interface",
-            rb"^[ \t]*" + _JAVA_MODIFIERS + rb"@?interface[ \t]+(?P<name>" + _ID + rb")",
+            rb"^[ \t]*+" + _JAVA_MODIFIERS + rb"@?interface[ \t]+(?P<name>" + _ID + rb")",
         ),
-        ("enum", rb"^[ \t]*" + _JAVA_MODIFIERS + rb"enum[ \t]+(?P<name>" + _ID + rb")"),
+        ("enum", rb"^[ \t]*+" + _JAVA_MODIFIERS + rb"enum[ \t]+(?P<name>" + _ID + rb")"),
         (
             "method",
-            rb"^[ \t]+" + _JAVA_MODIFIERS + rb"(?:<[^>\n]+>[ \t]+)?"
+            rb"^[ \t]++" + _JAVA_MODIFIERS + rb"(?:<[^>\n]+>[ \t]+)?"
             rb"(?:(?!(?:return|new|throw|else|case|yield|await)\b)[\w$.]+(?:[ \t]*<[^;(\n]*>)?"
             rb"(?:\[\])*[ \t]+)?(?P<name>" + _ID + rb")[ \t]*\((?![^)\n]*\)[ \t]*;)",
         ),
     ),
-    imports=(re.compile(rb"^import[ \t]+(?:static[ \t]+)?(?P<spec>[\w.]+)[ \t]*;", re.M),),
+    imports=(_line(rb"^import[ \t]+(?:static[ \t]+)?(?P<spec>[\w.]+)[ \t]*;"),),
     keywords=_words(
         "abstract assert boolean break byte case catch char class const continue default do "
         "double else enum extends final finally float for goto if implements import instanceof "
@@ -312,38 +335,38 @@ _C_FAMILY_DEFINITIONS = (
     ),
     (
         "struct",
-        rb"^[ \t]*(?:typedef[ \t]+)?(?:struct|union)[ \t]+(?P<name>" + _ID + rb")[ \t]*\{?[ \t]*$",
+        rb"^[ \t]*+(?:typedef[ \t]+)?(?:struct|union)[ \t]+(?P<name>" + _ID + rb")[ \t]*\{?[ \t]*$",
     ),
     (
         "class",
-        rb"^[ \t]*(?:template[ \t]*<[^>\n]*>[ \t]*)?class[ \t]+(?:[A-Z_]+[ \t]+)*(?P<name>"
+        rb"^[ \t]*+(?:template[ \t]*<[^>\n]*>[ \t]*)?class[ \t]+(?:[A-Z_]+[ \t]+)*(?P<name>"
         + _ID
         + rb")[ \t]*(?::[^;{\n]*)?\{?[ \t]*$",
     ),
     (
         "enum",
-        rb"^[ \t]*(?:typedef[ \t]+)?enum[ \t]+(?:class[ \t]+)?(?P<name>"
+        rb"^[ \t]*+(?:typedef[ \t]+)?enum[ \t]+(?:class[ \t]+)?(?P<name>"
         + _ID
         + rb")[ \t]*(?::[^;{\n]*)?\{?[ \t]*$",
     ),
     ("type", rb"^typedef\b[^;\n]*?[ \t*](?P<name>" + _ID + rb")[ \t]*;"),
     ("type", rb"^\}[ \t]*(?P<name>" + _ID + rb")[ \t]*;"),
-    ("macro", rb"^[ \t]*#[ \t]*define[ \t]+(?P<name>" + _ID + rb")"),
-    ("module", rb"^[ \t]*namespace[ \t]+(?P<name>" + _ID + rb")"),
+    ("macro", rb"^[ \t]*+#[ \t]*define[ \t]+(?P<name>" + _ID + rb")"),
+    ("module", rb"^[ \t]*+namespace[ \t]+(?P<name>" + _ID + rb")"),
 )
-_C_PROSE = re.compile(
+_C_PROSE = _prose(
     _LINE_COMMENT + rb"|" + _BLOCK_COMMENT + rb"|" + _DQ + rb"|" + _CHAR + rb"|<[\w./+-]+\.h>",
     re.S,
 )
-_C_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]*\"(?P<spec>[^\"\n]+)\"", re.M)
+_C_INCLUDE = _line(rb"^[ \t]*+#[ \t]*include[ \t]*\"(?P<spec>[^\"\n]+)\"")
 _C = Language(_C_PROSE, _rules(*_C_FAMILY_DEFINITIONS), (_C_INCLUDE,), _words(_C_KEYWORDS))
 _CPP = Language(_C_PROSE, _rules(*_C_FAMILY_DEFINITIONS), (_C_INCLUDE,), _words(_CPP_KEYWORDS))
 
 _BASH = Language(
-    prose=re.compile(rb"(?<![^\s;|&(])#[^\n]*|'[^']*'", re.S),
+    prose=_prose(rb"(?<![^\s;|&(])#[^\n]*|'[^']*'", re.S),
     definitions=_rules(
-        ("function", rb"^[ \t]*function[ \t]+(?P<name>" + _ID + rb")"),
-        ("function", rb"^[ \t]*(?P<name>" + _ID + rb")[ \t]*\(\)"),
+        ("function", rb"^[ \t]*+function[ \t]+(?P<name>" + _ID + rb")"),
+        ("function", rb"^[ \t]*+(?P<name>" + _ID + rb")[ \t]*\(\)"),
         (
             "variable",
             rb"^(?:export[ \t]+|readonly[ \t]+|declare[ \t]+(?:-\w+[ \t]+)*)?(?P<name>"
@@ -351,11 +374,7 @@ _BASH = Language(
             + rb")=",
         ),
     ),
-    imports=(
-        re.compile(
-            rb"^[ \t]*(?:source|\.)[ \t]+[\"']?(?P<spec>[\w./-]+)[\"']?[ \t]*(?:$|;|#)", re.M
-        ),
-    ),
+    imports=(_line(rb"^[ \t]*+(?:source|\.)[ \t]+[\"']?(?P<spec>[\w./-]+)[\"']?[ \t]*(?:$|;|#)"),),
     keywords=_words(
         "if then else elif fi case esac for while until do done in function select time "
         "return local export readonly declare echo printf set unset shift exit true false"
@@ -382,23 +401,21 @@ LANGUAGES: dict[str, Language] = {
 def scan(language: str, data: bytes) -> Extraction:
     """The first tier's extraction of ``data``, a file in ``language`` (of LANGUAGES)."""
     rules = LANGUAGES[language]
-    spans: list[tuple[int, int]] = []
-    code: list[bytes] = []
-    position = 0
-    for match in rules.prose.finditer(data):
-        start, end = match.span()
-        code.append(data[position:start])
-        position = end
-        if data.find(b"\n", start, end) != -1:
-            spans.append((start, end))
-    code.append(data[position:])
-    references = identifiers(b" ".join(code), rules.keywords)
-    starts = [start for start, _ in spans]
-    ends = [end for _, end in spans]
-    outside = _Outside(starts, ends)
+    # [code, prose, code, prose, ..., code]: every step below runs in C.
+    pieces = rules.prose.split(data)
+    references = identifiers(b" ".join(pieces[0::2]), rules.keywords)
+    offsets = [0, *accumulate(map(len, pieces))]
+    prose = range(1, len(pieces), 2)
+    multiline = list(compress(prose, map(operator.contains, pieces[1::2], repeat(b"\n"))))
+    outside = _Outside([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
     definitions = _definitions(language, rules, data, outside)
     imports = import_specifiers(language, rules, data, outside)
     return Extraction(definitions, references, imports)
+
+
+def _lined(data: bytes) -> bytes:
+    """``data`` as the line patterns (``_line``) read it: after a newline."""
+    return b"\n" + data
 
 
 class _Outside:
@@ -425,9 +442,12 @@ def _definitions(
 ) -> tuple[tuple[str, str, int], ...]:
     found: dict[int, tuple[str, str]] = {}
     indents: dict[int, int] = {}
+    text = _lined(data)
     for rule in rules.definitions:
-        for match in rule.pattern.finditer(data):
-            start = match.start("name")
+        for match in rule.pattern.finditer(text):
+            # In ``text`` the match starts at the newline before its line: at the offset,
+            # in ``data``, of the line itself.
+            start = match.start("name") - 1
             if start in found or not outside(match.start()):
                 continue
             name = match.group("name").decode("ascii").rsplit("::", 1)[-1].lstrip("~")
@@ -510,9 +530,14 @@ def import_specifiers(
 ) -> tuple[str, ...]:
     """The file's import specifiers, in the form ax_map.resolve reads for ``language``."""
     specs: list[str] = []
+    text = _lined(data)
     for pattern in rules.imports:
-        for match in pattern.finditer(data):
-            if outside is not None and not outside(match.start()):
+        anchored = pattern.pattern.startswith(b"\n")
+        for match in pattern.finditer(text):
+            start = match.start() if anchored else match.start() - 1
+            if not anchored and text[match.start() - 1 : match.start()] in _NAME_BYTES:
+                continue
+            if outside is not None and not outside(start):
                 continue
             specs.extend(_specs(language, match))
     seen: dict[str, None] = {}
