@@ -228,10 +228,8 @@ class _Build:
 
         # Second tier: the files that have only the first, uncommitted ones first.
         phase = time.monotonic()
-        waiting = [
-            path for path, entry in entries.items() if entry.status == "indexed" and tiers[path] < 2
-        ]
-        waiting.sort(key=lambda path: (not entries[path].changed, path))
+        waiting = _second_tier_waiting(entries, tiers)
+        self.notes += _grammar_notes(entries, tiers)
         jobs = [Job(path, entries[path].language or "", entries[path].size) for path in waiting]
         report = RunReport()
         if jobs and time.monotonic() < self._extract_deadline():
@@ -378,7 +376,37 @@ class _Plan:
 
     @property
     def unchanged(self) -> bool:
-        return not (self.rewrite or self.flags or self.scan or self.removed)
+        """Nothing to write: no row moved and no file waits for the second tier."""
+        moved = self.rewrite or self.flags or self.scan or self.removed
+        return not moved and not _second_tier_waiting(self.entries, self.tiers)
+
+
+def _second_tier_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
+    """Indexed files with only the first tier whose grammar loads, uncommitted ones first."""
+    waiting = [
+        path
+        for path, entry in entries.items()
+        if entry.status == "indexed" and tiers[path] < 2 and treesit_ready(entry.language)
+    ]
+    waiting.sort(key=lambda path: (not entries[path].changed, path))
+    return waiting
+
+
+def _grammar_notes(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
+    missing = sorted(
+        {
+            entry.language or ""
+            for path, entry in entries.items()
+            if entry.status == "indexed" and tiers[path] < 2 and not treesit_ready(entry.language)
+        }
+    )
+    return [f"no tree-sitter grammar loads for {language}: first tier only" for language in missing]
+
+
+def treesit_ready(language: str | None) -> bool:
+    from .treesit import available
+
+    return language is not None and available(language)
 
 
 def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:

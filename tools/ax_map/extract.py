@@ -51,6 +51,8 @@ MAX_WORKERS = 4
 POOL_MIN_FILES = 200
 BATCH_BYTES = 256 * 1024
 BATCH_MAX_FILES = 64
+# How long past the deadline the pool waits for the partial batches its workers return.
+DEADLINE_GRACE_S = 0.2
 # The reasons only a read can tell (the inventory's are decided from the name and lstat).
 SKIP_VANISHED = "vanished"
 
@@ -101,7 +103,13 @@ class Reader:
             fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         else:
             parent, _, name = relative.rpartition("/")
-            fd = os.open(name, _DIR_FLAGS, dir_fd=self._folder(parent))
+            above = self._folder(parent)
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=above)
+            except OSError as exc:
+                if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(above, name):
+                    raise OSError(errno.ELOOP, "a folder became a link", relative) from None
+                raise
         # Only the folders on the current path stay open: files arrive sorted by path.
         for other in [key for key in self._folders if not _on_path(key, relative)]:
             os.close(self._folders.pop(other))
@@ -130,6 +138,13 @@ class Reader:
         if len(data) > MAX_FILE_BYTES:
             return None, SKIP_TOO_LARGE, len(data), mtime_ns
         return data, sniff(data), size, mtime_ns
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _on_path(folder: str, relative: str) -> bool:
@@ -167,12 +182,17 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-def extract_batch(workspace: str, tier: Tier, jobs: Sequence[Job]) -> list[Outcome]:
-    """Read and extract ``jobs`` (sorted by path) at ``tier``."""
+def extract_batch(
+    workspace: str, tier: Tier, jobs: Sequence[Job], deadline: float
+) -> list[Outcome]:
+    """Read and extract ``jobs`` (sorted by path) at ``tier``, stopping at ``deadline``
+    (``time.monotonic``, one clock for every process of the machine)."""
     reader = Reader(workspace)
     outcomes = []
     try:
         for job in jobs:
+            if time.monotonic() >= deadline:
+                break
             data, skip, size, mtime_ns = reader.read(job.path)
             extraction = None
             if data is not None and skip is None:
@@ -242,7 +262,9 @@ def run_jobs(
         if time.monotonic() >= deadline:
             report.stopped = "the wall budget ran out"
             return
-        outcomes = extract_batch(str(workspace), tier, batch)
+        outcomes = extract_batch(str(workspace), tier, batch, deadline)
+        if len(outcomes) < len(batch):
+            report.stopped = "the wall budget ran out"
         report.done += 1
         if progress is not None:
             progress(len(outcomes))
@@ -257,8 +279,8 @@ def _worker(connection: Connection, workspace: str) -> None:
             return
         if message is None:
             return
-        tier, batch = message
-        connection.send(extract_batch(workspace, tier, batch))
+        tier, batch, deadline = message
+        connection.send(extract_batch(workspace, tier, batch, deadline))
 
 
 def _context() -> ForkContext | ForkServerContext:
@@ -282,7 +304,8 @@ def _pooled(
     queue = list(reversed(work))
     processes: list[multiprocessing.process.BaseProcess] = []
     connections: list[Connection] = []
-    busy: set[Connection] = set()
+    # The batch each working worker holds.
+    busy: dict[Connection, list[Job]] = {}
     try:
         for _ in range(min(count, len(work))):
             mine, theirs = context.Pipe()
@@ -291,10 +314,12 @@ def _pooled(
             theirs.close()
             processes.append(process)
             connections.append(mine)
-            mine.send((tier, queue.pop()))
-            busy.add(mine)
+            busy[mine] = queue.pop()
+            mine.send((tier, busy[mine], deadline))
         while busy:
-            remaining = deadline - time.monotonic()
+            # Workers stop at the deadline themselves; the grace lets their last,
+            # partial batches arrive rather than be thrown away.
+            remaining = deadline + DEADLINE_GRACE_S - time.monotonic()
             if remaining <= 0:
                 report.stopped = "the wall budget ran out"
                 return
@@ -305,16 +330,19 @@ def _pooled(
                 except (EOFError, OSError):
                     report.stopped = "an extraction worker died"
                     return
+                if len(outcomes) < len(busy[ready]) or (queue and time.monotonic() >= deadline):
+                    report.stopped = "the wall budget ran out"
                 report.done += 1
                 if progress is not None:
                     progress(len(outcomes))
                 yield from outcomes
                 try:
                     if queue and time.monotonic() < deadline:
-                        ready.send((tier, queue.pop()))
+                        busy[ready] = queue.pop()
+                        ready.send((tier, busy[ready], deadline))
                     else:
                         ready.send(None)
-                        busy.discard(ready)
+                        del busy[ready]
                 except OSError:
                     report.stopped = "an extraction worker died"
                     return

@@ -22,6 +22,8 @@ GRAMMARS = frozenset(
 NAME_MAX_CHARS = 128
 IDENTIFIER = re.compile(rf"[A-Za-z_$][A-Za-z0-9_$]{{0,{NAME_MAX_CHARS - 1}}}")
 IDENTIFIER_BYTES = re.compile(IDENTIFIER.pattern.encode())
+# The same without '$', for languages where '$' is no part of a name ($HOME in bash).
+PLAIN_IDENTIFIER_BYTES = re.compile(IDENTIFIER.pattern.replace("$", "").encode())
 # References shorter than this are loop counters and the like: never worth an edge.
 REFERENCE_MIN_CHARS = 2
 

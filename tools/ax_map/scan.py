@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, compress, repeat
 
-from .languages import IDENTIFIER, IDENTIFIER_BYTES, REFERENCE_MIN_CHARS
+from .languages import (
+    IDENTIFIER,
+    IDENTIFIER_BYTES,
+    PLAIN_IDENTIFIER_BYTES,
+    REFERENCE_MIN_CHARS,
+)
 
 # What an import specifier may hold: module paths, relative paths, package names.
 SPECIFIER_MAX_CHARS = 256
@@ -45,7 +50,8 @@ KINDS = frozenset(
     }
 )
 
-_ID = rb"[A-Za-z_$][A-Za-z0-9_$]*"
+# A whole name: a name running on into non-ASCII (cafe\xcc\x81) is not cut short.
+_ID = rb"[A-Za-z_$][A-Za-z0-9_$]*+(?![\x80-\xff])"
 # The bytes a name is made of, one by one (``xrequire(`` is no call of require).
 _NAME_BYTES = frozenset(
     bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$."
@@ -76,6 +82,8 @@ class Language:
     definitions: tuple[DefinitionRule, ...]
     imports: tuple[re.Pattern[bytes], ...]
     keywords: frozenset[bytes]
+    # What a name looks like in the code: with '$' (JavaScript, Java) or without.
+    names: re.Pattern[bytes] = PLAIN_IDENTIFIER_BYTES
 
 
 def _line(pattern: bytes) -> re.Pattern[bytes]:
@@ -205,6 +213,7 @@ _JS = Language(
         re.compile(rb"(?:require|import)\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
     ),
     keywords=_JS_KEYWORDS,
+    names=IDENTIFIER_BYTES,
 )
 
 _GO = Language(
@@ -314,6 +323,7 @@ _JAVA = Language(
         "strictfp super switch synchronized this throw throws transient try void volatile while "
         "true false null var record yield sealed permits"
     ),
+    names=IDENTIFIER_BYTES,
 )
 
 _C_KEYWORDS = (
@@ -331,25 +341,29 @@ _C_FAMILY_DEFINITIONS = (
         "function",
         rb"^(?!(?:if|for|while|switch|return|else|do|case|typedef|using|namespace|struct|class|"
         rb"enum|union|template)\b)(?:[A-Za-z_][\w:<>,*&\t ]*?[\t *&]+)?\**"
-        rb"(?P<name>~?" + _ID + rb"(?:::~?" + _ID + rb")*)[ \t]*\([^;{}\n]*(?:\)[^;\n]*)?$",
+        rb"(?P<name>~?" + _ID + rb"(?:::~?" + _ID + rb")*)[ \t]*\([^;{}\n]*"
+        # The parameters close on this line or a later one; a body may follow.
+        rb"(?:\)[\w \t]*(?:\{[^\n]*)?)?$",
     ),
     (
         "struct",
-        rb"^[ \t]*+(?:typedef[ \t]+)?(?:struct|union)[ \t]+(?P<name>" + _ID + rb")[ \t]*\{?[ \t]*$",
+        rb"^[ \t]*+(?:typedef[ \t]+)?(?:struct|union)[ \t]+(?P<name>"
+        + _ID
+        + rb")[ \t]*(?:\{[^\n]*)?$",
     ),
     (
         "class",
         rb"^[ \t]*+(?:template[ \t]*<[^>\n]*>[ \t]*)?class[ \t]+(?:[A-Z_]+[ \t]+)*(?P<name>"
         + _ID
-        + rb")[ \t]*(?::[^;{\n]*)?\{?[ \t]*$",
+        + rb")[ \t]*(?::[^;{\n]*)?(?:\{[^\n]*)?$",
     ),
     (
         "enum",
         rb"^[ \t]*+(?:typedef[ \t]+)?enum[ \t]+(?:class[ \t]+)?(?P<name>"
         + _ID
-        + rb")[ \t]*(?::[^;{\n]*)?\{?[ \t]*$",
+        + rb")[ \t]*(?::[^;{\n]*)?(?:\{[^\n]*)?$",
     ),
-    ("type", rb"^typedef\b[^;\n]*?[ \t*](?P<name>" + _ID + rb")[ \t]*;"),
+    ("type", rb"^typedef\b[^\n]*[ \t*}](?P<name>" + _ID + rb")[ \t]*(?:\[[^\]\n]*\])?;[ \t]*$"),
     ("type", rb"^\}[ \t]*(?P<name>" + _ID + rb")[ \t]*;"),
     ("macro", rb"^[ \t]*+#[ \t]*define[ \t]+(?P<name>" + _ID + rb")"),
     ("module", rb"^[ \t]*+namespace[ \t]+(?P<name>" + _ID + rb")"),
@@ -403,7 +417,7 @@ def scan(language: str, data: bytes) -> Extraction:
     rules = LANGUAGES[language]
     # [code, prose, code, prose, ..., code]: every step below runs in C.
     pieces = rules.prose.split(data)
-    references = identifiers(b" ".join(pieces[0::2]), rules.keywords)
+    references = identifiers(b" ".join(pieces[0::2]), rules)
     offsets = [0, *accumulate(map(len, pieces))]
     prose = range(1, len(pieces), 2)
     multiline = list(compress(prose, map(operator.contains, pieces[1::2], repeat(b"\n"))))
@@ -430,9 +444,10 @@ class _Outside:
         return index < 0 or position >= self.ends[index]
 
 
-def identifiers(code: bytes, keywords: frozenset[bytes]) -> frozenset[str]:
+def identifiers(code: bytes, rules: Language) -> frozenset[str]:
     """The distinct names in ``code``, keywords and names too short to matter left out."""
-    found = set(IDENTIFIER_BYTES.findall(code))
+    found = set(rules.names.findall(code))
+    keywords = rules.keywords
     found -= keywords
     return frozenset(name.decode("ascii") for name in found if len(name) >= REFERENCE_MIN_CHARS)
 

@@ -203,7 +203,7 @@ def parse(language: str, data: bytes) -> Extraction:
         position = end
     code.append(data[position:])
     rules = LANGUAGES[language]
-    references = identifiers(b" ".join(code), rules.keywords)
+    references = identifiers(b" ".join(code), rules)
     imports = import_specifiers(language, rules, data, _Outside(starts, ends))
     return Extraction(_definitions(language, grammar, root), references, imports)
 
@@ -246,6 +246,7 @@ def _in_class(name: tree_sitter.Node, scopes: tuple[str, str]) -> bool:
     return False
 
 
+@cache
 def available(language: str) -> bool:
     """Is ``language``'s grammar wheel installed and loadable?"""
     try:
