@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
-from map.maptest import ax_map, build_json, commit_all, git, make_repo, needs_git, write
+from map.maptest import (
+    age_files,
+    ax_map,
+    build_json,
+    commit_all,
+    git,
+    make_repo,
+    needs_git,
+    write,
+)
 
 from ax_map import build as build_module
 from ax_map import extract, treesit
@@ -20,17 +29,6 @@ from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, state_layout
 
 pytestmark = needs_git
-
-
-def _age(root: Path) -> None:
-    """Date the files written in the last half minute a minute back: past the window in
-    which a build reads a file again in case a same-tick edit hid in its mtime."""
-    now = time.time()
-    for path in root.rglob("*"):
-        if ".git" in path.parts or path.is_symlink():
-            continue
-        if path.stat().st_mtime > now - 30:
-            os.utime(path, (now - 60, now - 60))
 
 
 @pytest.fixture
@@ -49,7 +47,7 @@ def repo(tmp_path: Path) -> Path:
         },
     )
     commit_all(repo)
-    _age(repo)
+    age_files(repo)
     return repo
 
 
@@ -86,7 +84,7 @@ def test_a_warm_build_reads_only_what_changed(layout: StateLayout, repo: Path) -
     write(repo, {"app/util.py": "def helper():\n    return 2\n\ndef extra():\n    pass\n"})
     git(repo, "rm", "-q", "web/lib.js")
     write(repo, {"app/new.py": "def fresh(): pass\n"})
-    _age(repo)
+    age_files(repo)
     warm = build_index(layout)
     assert (warm.extracted, warm.removed) == (2, 1)
     snapshot = load_snapshot(layout)
@@ -98,7 +96,7 @@ def test_a_warm_build_reads_only_what_changed(layout: StateLayout, repo: Path) -
 
 def test_a_commit_moves_only_the_flags(layout: StateLayout, repo: Path) -> None:
     write(repo, {"app/util.py": "def helper():\n    return 3\n"})
-    _age(repo)
+    age_files(repo)
     build_index(layout)
     assert {f.path for f in load_snapshot(layout).files if f.changed} == {"app/util.py"}
     commit_all(repo)
@@ -126,7 +124,7 @@ def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
     layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(repo, {f"pkg/m{i:02d}.py": f"def f{i}(): pass\n" for i in range(30)})
-    _age(repo)
+    age_files(repo)
     monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
     real = extract.extract_batch
 
@@ -239,7 +237,7 @@ def test_a_reader_keeps_its_snapshot_while_a_build_replaces_the_index(
     try:
         before = reader.execute("SELECT count(*) FROM files").fetchone()[0]
         write(repo, {f"more/m{i}.py": "x = 1\n" for i in range(5)})
-        _age(repo)
+        age_files(repo)
         build_index(layout)
         assert reader.execute("SELECT count(*) FROM files").fetchone()[0] == before
         assert reader.execute("PRAGMA quick_check").fetchone()[0] == "ok"
@@ -275,7 +273,7 @@ def test_a_second_build_that_cannot_get_the_lock_is_fenced(layout: StateLayout, 
 
 def test_two_builds_at_once_both_finish_and_the_index_is_whole(repo: Path) -> None:
     write(repo, {f"bulk/m{i:03d}.py": f"def f{i}(): pass\n" for i in range(300)})
-    _age(repo)
+    age_files(repo)
     runs = [
         subprocess.Popen(
             [*_script(), "build", "-C", str(repo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
