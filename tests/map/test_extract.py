@@ -47,6 +47,15 @@ def helper(value, label):
     def inner():
         return value
     return inner
+
+
+class Documented:
+    """A docstring with a line
+at the margin, which closes no class.
+    """
+
+    def after(self):
+        pass
 ''',
         {
             ("LIMIT", "variable"),
@@ -55,6 +64,8 @@ def helper(value, label):
             ("windows_only", "method"),
             ("helper", "function"),
             ("inner", "function"),
+            ("Documented", "class"),
+            ("after", "method"),
         },
         {"Base", "helper", "size", "os", "name"},
         ("os.path", "json", ".sibling:thing", ".sibling:other", "pkg:alpha", "pkg:beta"),
