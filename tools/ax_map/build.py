@@ -443,8 +443,15 @@ def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:
             and (row.status == "indexed" or (row.status == "listed" and row.skip in _STABLE_SKIPS))
         )
         if row is not None and reusable:
-            plan.entries[path] = replace(
-                entry, status=row.status, skip=row.skip, language=row.language
+            plan.entries[path] = FileEntry(
+                path,
+                entry.size,
+                entry.mtime_ns,
+                row.language,
+                row.status,
+                row.skip,
+                entry.tracked,
+                entry.changed,
             )
             plan.tiers[path] = row.tier
             plan.reused += 1

@@ -21,17 +21,14 @@ which keep what they had (``Outcome`` never arrives for them), and stops the poo
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .inventory import (
     MAX_FILE_BYTES,
@@ -43,6 +40,12 @@ from .inventory import (
     SKIP_UNREADABLE,
 )
 from .scan import Extraction, scan
+
+if TYPE_CHECKING:
+    # multiprocessing costs ~30 ms to import: only a build with enough work loads it.
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import ForkContext, ForkServerContext
+    from multiprocessing.process import BaseProcess
 
 BINARY_SNIFF_BYTES = 8192
 MINIFIED_AVG_LINE_BYTES = 200
@@ -284,6 +287,8 @@ def _worker(connection: Connection, workspace: str) -> None:
 
 
 def _context() -> ForkContext | ForkServerContext:
+    import multiprocessing
+
     # fork is the cheap start (~5 ms a worker), and safe only where no other thread
     # could hold a lock the child inherits; an embedding host with threads gets forkserver.
     if threading.active_count() == 1:
@@ -302,7 +307,9 @@ def _pooled(
 ) -> Iterator[Outcome]:
     context = _context()
     queue = list(reversed(work))
-    processes: list[multiprocessing.process.BaseProcess] = []
+    from multiprocessing.connection import Connection, wait
+
+    processes: list[BaseProcess] = []
     connections: list[Connection] = []
     # The batch each working worker holds.
     busy: dict[Connection, list[Job]] = {}
