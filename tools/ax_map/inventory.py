@@ -20,10 +20,11 @@ reads it.
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,16 +97,38 @@ def take_inventory(
     remaining = GIT_LIST_TIMEOUT_S if deadline is None else deadline - time.monotonic()
     timeout = min(max(remaining, 1.0), GIT_LIST_TIMEOUT_S)
     listing = _git_listing(workspace, environ, timeout)
+    walker: _Walker | None = None
     if listing is not None:
-        found, exact, notes = listing
+        found: Iterable[_Found] = listing[0]
         git = True
     else:
-        found, exact, notes = _walk(workspace, deadline)
+        walker = _Walker(workspace, deadline)
+        found = (_Found(path, False, False, skip) for path, skip in walker.run())
         git = False
-    found.sort(key=lambda item: (item.path.count("/"), item.path))
-    kept = found[:MAX_FILES]
+    counted = _Counted(found)
+    # Only the kept files are ever held: a walk of a million entries holds 20,000.
+    kept = heapq.nsmallest(MAX_FILES, counted, key=lambda item: (item.path.count("/"), item.path))
     files = sorted((_classify(workspace, item, git) for item in kept), key=lambda e: e.path)
-    return Inventory(files, len(found), len(found) - len(kept), git, exact, notes)
+    if walker is None:
+        assert listing is not None
+        exact, notes = listing[1], listing[2]
+    else:
+        exact = walker.exact
+        notes = [] if exact else [walker.stopped or "the walk stopped early"]
+    return Inventory(files, counted.count, counted.count - len(kept), git, exact, notes)
+
+
+class _Counted:
+    """An iterable that counts what passed through it."""
+
+    def __init__(self, items: Iterable[_Found]) -> None:
+        self.items = items
+        self.count = 0
+
+    def __iter__(self) -> Iterator[_Found]:
+        for item in self.items:
+            self.count += 1
+            yield item
 
 
 def _git(workspace: Path, args: list[str], environ: Mapping[str, str], timeout: float) -> GitOutput:
@@ -172,17 +195,6 @@ def _changed_paths(porcelain: bytes, prefix: bytes) -> set[str]:
         if path.startswith(prefix):
             changed.add(os.fsdecode(path[len(prefix) :]))
     return changed
-
-
-def _walk(workspace: Path, deadline: float | None) -> tuple[list[_Found], bool, list[str]]:
-    found: list[_Found] = []
-    walker = _Walker(workspace, deadline)
-    for path, skip in walker.run():
-        found.append(_Found(path, False, False, skip))
-    notes = []
-    if not walker.exact:
-        notes.append(walker.stopped or "the walk stopped early")
-    return found, walker.exact, notes
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
