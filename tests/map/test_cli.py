@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from axtest import CliRunner
+from axtest import CliRunner, tool_path
 from map.maptest import age_files, ax_map, build_json, commit_all, make_repo, needs_git, write
 
 from ax_map.cli import main
@@ -125,3 +128,44 @@ def test_undecodable_and_newline_names_survive_the_index_and_the_json(tmp_path: 
     index = state_layout(repo).map_dir / "index.sqlite"
     stored = sqlite3.connect(index).execute("SELECT path FROM files ORDER BY path").fetchall()
     assert sorted(row[0] for row in stored) == sorted(names)
+
+
+def test_ctrl_c_stops_the_build_its_workers_and_writes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "big")
+    body = "".join(f"def f{i}(value):\n    return g{i}(value) + {i}\n\n" for i in range(600))
+    write(repo, {f"pkg{i % 10}/m{i}.py": body for i in range(1500)})
+    commit_all(repo)
+    state = tmp_path / "state"
+    run = subprocess.Popen(
+        [tool_path("map"), "build", "-C", str(repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AX_STATE_DIR": str(state)},
+        start_new_session=True,
+    )
+    map_dir = state_layout(repo, {"AX_STATE_DIR": str(state)}).map_dir
+    deadline = time.monotonic() + 30
+    while not list(map_dir.glob(".index-*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGINT)
+    out, err = run.communicate(timeout=30)
+    # typer 0.28 turns the interrupt into a silent exit 130: no message, and no traceback
+    # from the build or from any of its workers.
+    assert (run.returncode, out, err) == (130, "", "")
+    assert list(map_dir.iterdir()) == [map_dir / "build.lock"]
+    assert _session_members(run.pid) == []
+
+
+def _session_members(session: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[4]) == session and fields[0] != "Z":
+                members.append(int(entry))
+    return members

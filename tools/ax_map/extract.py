@@ -275,6 +275,11 @@ def run_jobs(
 
 
 def _worker(connection: Connection, workspace: str) -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the build handles it and kills its workers,
+    # which must not each print a traceback of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             message = connection.recv()

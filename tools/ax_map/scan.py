@@ -421,7 +421,7 @@ def scan(language: str, data: bytes) -> Extraction:
     offsets = [0, *accumulate(map(len, pieces))]
     prose = range(1, len(pieces), 2)
     multiline = list(compress(prose, map(operator.contains, pieces[1::2], repeat(b"\n"))))
-    outside = _Outside([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
+    outside = OutsideSpans([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
     definitions = _definitions(language, rules, data, outside)
     imports = import_specifiers(language, rules, data, outside)
     return Extraction(definitions, references, imports)
@@ -432,7 +432,7 @@ def _lined(data: bytes) -> bytes:
     return b"\n" + data
 
 
-class _Outside:
+class OutsideSpans:
     """Is a position outside every one of the sorted, disjoint spans?"""
 
     def __init__(self, starts: Sequence[int], ends: Sequence[int]) -> None:
@@ -453,7 +453,7 @@ def identifiers(code: bytes, rules: Language) -> frozenset[str]:
 
 
 def _definitions(
-    language: str, rules: Language, data: bytes, outside: _Outside
+    language: str, rules: Language, data: bytes, outside: OutsideSpans
 ) -> tuple[tuple[str, str, int], ...]:
     found: dict[int, tuple[str, str]] = {}
     indents: dict[int, int] = {}
@@ -497,7 +497,7 @@ def _python_methods(
     ordered: list[int],
     indents: dict[int, int],
     data: bytes,
-    outside: _Outside,
+    outside: OutsideSpans,
 ) -> None:
     """A ``def`` directly inside a ``class`` is a method, told by indentation.
 
@@ -518,7 +518,7 @@ def _python_methods(
         stack.append([indent, kind == "class", start])
 
 
-def _closed(block: list[int], until: int, data: bytes, outside: _Outside) -> bool:
+def _closed(block: list[int], until: int, data: bytes, outside: OutsideSpans) -> bool:
     """Does a line of code between ``block[2]`` and ``until`` end the block?"""
     pattern = _dedent(block[0])
     position = data.find(b"\n", block[2], until)
@@ -541,7 +541,7 @@ def _dedent(indent: int) -> re.Pattern[bytes]:
 
 
 def import_specifiers(
-    language: str, rules: Language, data: bytes, outside: _Outside | None = None
+    language: str, rules: Language, data: bytes, outside: OutsideSpans | None = None
 ) -> tuple[str, ...]:
     """The file's import specifiers, in the form ax_map.resolve reads for ``language``."""
     specs: list[str] = []

@@ -20,7 +20,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from .languages import IDENTIFIER
-from .scan import LANGUAGES, Extraction, _Outside, identifiers, import_specifiers
+from .scan import LANGUAGES, Extraction, OutsideSpans, identifiers, import_specifiers
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -201,7 +201,7 @@ def parse(language: str, data: bytes) -> Extraction:
     code.append(data[position:])
     rules = LANGUAGES[language]
     references = identifiers(b" ".join(code), rules)
-    imports = import_specifiers(language, rules, data, _Outside(starts, ends))
+    imports = import_specifiers(language, rules, data, OutsideSpans(starts, ends))
     return Extraction(_definitions(language, captures), references, imports)
 
 
