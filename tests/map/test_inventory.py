@@ -181,3 +181,19 @@ def test_undecodable_and_newline_names_are_kept_exactly(tmp_path: Path, git_repo
     got = sorted(os.fsencode(entry.path) for entry in listed.files if entry.path != ".git")
     assert got == sorted(names)
     assert all(entry.status == "pending" for entry in listed.files)
+
+
+@needs_git
+def test_submodules_and_nested_repositories_are_listed_not_entered(tmp_path: Path) -> None:
+    other = make_repo(tmp_path / "other")
+    write(other, {"lib.py": "def lib(): pass\n"})
+    commit_all(other)
+    repo = make_repo(tmp_path / "repo")
+    write(repo, {"main.py": ""})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendor/lib")
+    nested = make_repo(repo / "scratch")
+    write(nested, {"inner.py": ""})
+    found = by_path(repo)
+    assert (found["vendor/lib"].status, found["vendor/lib"].skip) == ("listed", "submodule")
+    assert (found["scratch"].status, found["scratch"].skip) == ("listed", "nested repository")
+    assert not any(path.startswith(("vendor/lib/", "scratch/")) for path in found)
