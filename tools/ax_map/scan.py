@@ -458,21 +458,24 @@ def _definitions(
     found: dict[int, tuple[str, str]] = {}
     indents: dict[int, int] = {}
     text = _lined(data)
+    reserved = _RESERVED.get(language, frozenset())
     for rule in rules.definitions:
+        indented = "indent" in rule.pattern.groupindex
         for match in rule.pattern.finditer(text):
             # In ``text`` the match starts at the newline before its line: at the offset,
             # in ``data``, of the line itself.
             start = match.start("name") - 1
             if start in found or not outside(match.start()):
                 continue
-            name = match.group("name").decode("ascii").rsplit("::", 1)[-1].lstrip("~")
-            if not IDENTIFIER.fullmatch(name) or name in _RESERVED.get(language, ()):
-                continue
+            name = match.group("name").decode("ascii")
             kind = rule.kind
-            if "::" in match.group("name").decode("ascii"):
-                kind = "method"
+            if "::" in name:
+                name, kind = name.rsplit("::", 1)[-1], "method"
+            name = name.lstrip("~")
+            if not IDENTIFIER.fullmatch(name) or name in reserved:
+                continue
             found[start] = (name, kind)
-            if "indent" in rule.pattern.groupindex:
+            if indented:
                 indents[start] = len(match.group("indent").expandtabs(8))
     ordered = sorted(found)
     if language == "python":
