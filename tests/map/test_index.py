@@ -131,11 +131,11 @@ def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
     def slow(
         workspace: str, tier: int, jobs: list[extract.Job], deadline: float
     ) -> list[extract.Outcome]:
-        time.sleep(0.05)
+        time.sleep(0.1)
         return real(workspace, tier, jobs, deadline)  # type: ignore[arg-type]
 
     monkeypatch.setattr(extract, "extract_batch", slow)
-    first = build_index(layout, budget_s=0.6, workers=1)
+    first = build_index(layout, budget_s=1.5, workers=1)
     assert first.coverage.partial
     assert 0 < first.coverage.pending < 35
     assert first.coverage.indexed + first.coverage.pending == 35
@@ -155,11 +155,11 @@ def test_tree_sitter_fills_in_across_builds(
     real = treesit.parse
 
     def slow(language: str, data: bytes) -> object:
-        time.sleep(0.3)
+        time.sleep(0.6)
         return real(language, data)
 
     monkeypatch.setattr(treesit, "parse", slow)
-    first = build_index(layout, budget_s=1.0, workers=1)
+    first = build_index(layout, budget_s=2.0, workers=1)
     assert first.coverage.indexed == 5 and not first.coverage.partial
     assert 0 < first.first_tier_only < 5
     assert any(n.startswith("tree-sitter tier stopped") for n in first.notes)

@@ -190,7 +190,8 @@ def test_submodules_and_nested_repositories_are_listed_not_entered(tmp_path: Pat
     commit_all(other)
     repo = make_repo(tmp_path / "repo")
     write(repo, {"main.py": ""})
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "vendor/lib")
+    allow_local = ["-c", "protocol.file.allow=always"]
+    git(repo, *allow_local, "submodule", "add", "-q", str(other), "vendor/lib")
     nested = make_repo(repo / "scratch")
     write(nested, {"inner.py": ""})
     found = by_path(repo)
