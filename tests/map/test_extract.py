@@ -7,6 +7,7 @@ comment and string words out of the references, and capture only identifier name
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -416,3 +417,24 @@ def _children() -> list[int]:
             if int(fields[1]) == me and fields[0] != "Z":
                 found.append(int(entry))
     return found
+
+
+def test_a_host_with_threads_gets_workers_that_do_not_inherit_them(tmp_path: Path) -> None:
+    # fork copies one thread of a threaded host and any lock another held: the pool
+    # starts its workers from a fork server then, and gives the same outcomes.
+    jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
+    deadline = time.monotonic() + 60
+    alone = {o.path: o for o in run_jobs(tmp_path, 1, jobs, deadline, RunReport(), None, 1)}
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait)
+    busy.start()
+    try:
+        assert extract._context().get_start_method() == "forkserver"
+        report = RunReport()
+        pooled = {o.path: o for o in run_jobs(tmp_path, 1, jobs, deadline, report, None, 2)}
+    finally:
+        stop.set()
+        busy.join()
+    assert report.stopped is None
+    assert pooled == alone
+    assert extract._context().get_start_method() == "fork"
