@@ -169,3 +169,16 @@ def _session_members(session: int) -> list[int]:
             if int(fields[4]) == session and fields[0] != "Z":
                 members.append(int(entry))
     return members
+
+
+def test_a_state_root_with_an_undecodable_name_still_gives_json(repo: Path, tmp_path: Path) -> None:
+    state = os.fsdecode(os.fsencode(tmp_path) + b"/st\xffate")
+    env = {"AX_STATE_DIR": state}
+    assert ax_map("build", "-C", str(repo), env=env).returncode == 0
+    index = Path(state_layout(repo, env).map_dir) / "index.sqlite"
+    index.write_bytes(b"not a database" * 10)
+    done = ax_map("build", "-C", str(repo), env=env)
+    assert done.returncode == 0, done.stderr
+    summary = jsonio.loads(done.stdout)
+    assert "st\\377ate" in summary["rebuilt"] and "rebuilt from nothing" in summary["rebuilt"]
+    assert unquote_path(summary["index"]) == str(index)

@@ -186,7 +186,8 @@ class _Build:
                 return None, "no index yet"
             return None, f"{exc.message}: rebuilt from nothing"
         except sqlite3.Error as exc:
-            return None, f"the index {self.index} is unreadable ({exc}): rebuilt from nothing"
+            where = quote_path(str(self.index))
+            return None, f"the index {where} is unreadable ({exc}): rebuilt from nothing"
 
     def _write(
         self,

@@ -72,7 +72,7 @@ class IndexUnavailable(OperationFailed):
 
     def __init__(self, path: Path, reason: str, detail: str) -> None:
         super().__init__(
-            f"the map index {path} is {detail}",
+            f"the map index {quote_path(str(path))} is {detail}",
             hint="run `ax-map build` to build it (it is derived and safe to rebuild)",
         )
         self.reason = reason
