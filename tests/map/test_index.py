@@ -313,3 +313,27 @@ def test_the_cap_over_two_hundred_thousand_files_is_counted_and_fast(tmp_path: P
     assert coverage["listed"] == {"deleted": 20_000}
     assert summary["state"] == "partial"
     assert elapsed < 20, elapsed
+
+
+def test_an_index_that_breaks_under_an_update_is_rebuilt_cold(
+    layout: StateLayout, repo: Path
+) -> None:
+    build_index(layout)
+    path = _index(layout)
+    connection = sqlite3.connect(path)
+    (page_size,) = connection.execute("PRAGMA page_size").fetchone()
+    (root,) = connection.execute(
+        "SELECT rootpage FROM sqlite_master WHERE name = 'symbols'"
+    ).fetchone()
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\xff" * page_size)
+    write(repo, {"app/util.py": "def helper():\n    return 42\n"})
+    age_files(repo)
+    rebuilt = build_index(layout)
+    assert rebuilt.rebuilt is not None and "broke when updated" in rebuilt.rebuilt
+    assert rebuilt.extracted == 5
+    names = {s.name for s in load_snapshot(layout).symbols if s.path == "app/util.py"}
+    assert names == {"helper"}
+    assert not list(layout.map_dir.glob(".index-*.tmp"))

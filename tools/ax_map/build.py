@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from libcommon import clock
 from libcommon.errors import OperationFailed, UsageError
@@ -159,22 +160,49 @@ class _Build:
             self.timings["total"] = time.monotonic() - started
             result.timings_ms = _ms(self.timings)
             return result
+        stamps = {"horizon_ns": str(horizon_ns), "written_at": clock.timestamp()}
+        try:
+            entries, tiers = self._write_index(inventory, plan, previous, workers, meta | stamps)
+        except sqlite3.DatabaseError as exc:
+            if previous is None:
+                raise _write_failed(self.index, exc) from None
+            # The last index read well enough to diff against but broke under the update
+            # (a damaged page the read never touched): start over from nothing.
+            rebuilt = f"the index {quote_path(str(self.index))} broke when updated ({exc}): "
+            rebuilt += "rebuilt from nothing"
+            plan = _plan(inventory, None)
+            try:
+                entries, tiers = self._write_index(inventory, plan, None, workers, meta | stamps)
+            except sqlite3.Error as again:
+                raise _write_failed(self.index, again) from None
+        except sqlite3.Error as exc:
+            raise _write_failed(self.index, exc) from None
+        result = self._result(inventory, entries, tiers, plan, True, rebuilt)
+        self.timings["total"] = time.monotonic() - started
+        result.timings_ms = _ms(self.timings)
+        return result
+
+    def _write_index(
+        self,
+        inventory: Inventory,
+        plan: _Plan,
+        previous: _Previous | None,
+        workers: int | None,
+        meta: Mapping[str, str],
+    ) -> tuple[dict[str, FileEntry], dict[str, int]]:
+        """Write a new index from a copy of the last one (or from nothing) and put it in
+        place; on any failure the copy is removed and the last index stays as it was."""
         writer = store.Writer(self.layout.map_dir, self.index if previous is not None else None)
         try:
             entries, tiers = self._write(writer, inventory, plan, previous, workers)
             phase = time.monotonic()
-            writer.set_meta(
-                {**meta, "horizon_ns": str(horizon_ns), "written_at": clock.timestamp()}
-            )
+            writer.set_meta(meta)
             writer.commit(self.index)
             self.timings["write"] = time.monotonic() - phase
         except BaseException:
             writer.abandon()
             raise
-        result = self._result(inventory, entries, tiers, plan, True, rebuilt)
-        self.timings["total"] = time.monotonic() - started
-        result.timings_ms = _ms(self.timings)
-        return result
+        return entries, tiers
 
     def _previous(self) -> tuple[_Previous | None, str | None]:
         """The last build's rows, or None and why the build starts over."""
@@ -465,6 +493,13 @@ def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:
         plan.rewrite.append(path)
     plan.removed = sorted(set(old) - set(plan.entries))
     return plan
+
+
+def _write_failed(index: Path, exc: sqlite3.Error) -> OperationFailed:
+    return OperationFailed(
+        f"could not write the map index {quote_path(str(index))}: {exc}",
+        hint="check the free space and permissions of the state root; the last index is kept",
+    )
 
 
 def _meta(inventory: Inventory) -> dict[str, str]:
