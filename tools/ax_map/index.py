@@ -305,27 +305,36 @@ def load_snapshot(layout: StateLayout) -> Snapshot:
             raise IndexUnavailable(path, "corrupt", f"unreadable ({exc})") from None
 
 
+class _Decoded(dict[bytes, str]):
+    """Each stored path decoded once, however many rows name it."""
+
+    def __missing__(self, key: bytes) -> str:
+        value = self[key] = _path(key)
+        return value
+
+
 def _snapshot(connection: sqlite3.Connection, workspace: str) -> Snapshot:
     meta = read_meta(connection)
+    paths = _Decoded()
     files = [
-        FileEntry(_path(key), size, mtime, language, status, skip, bool(tr), bool(ch))
+        FileEntry(paths[key], size, mtime, language, status, skip, bool(tr), bool(ch))
         for key, size, mtime, language, status, skip, tr, ch in connection.execute(
             "SELECT path, size, mtime_ns, language, status, skip, tracked, changed FROM files "
             "ORDER BY path"
         )
     ]
     symbols = [
-        Symbol(_path(key), name, kind, line)
+        Symbol(paths[key], name, kind, line)
         for key, name, kind, line in connection.execute(
             "SELECT path, name, kind, line FROM symbols ORDER BY path, line, name"
         )
     ]
     references = {
-        _path(key): frozenset(names.split())
+        paths[key]: frozenset(names.split())
         for key, names in connection.execute("SELECT path, names FROM refs")
     }
     imports = [
-        (_path(source), _path(target))
+        (paths[source], paths[target])
         for source, target in connection.execute(
             "SELECT source, target FROM imports ORDER BY source, target"
         )
