@@ -446,7 +446,18 @@ def test_log_tail_first_read_limit() -> None:
 
 
 def test_map_limits() -> None:
-    from ax_map import build, cli, extract, gitignore, index, inventory, languages, resolve, scan
+    from ax_map import (
+        build,
+        cli,
+        extract,
+        gitignore,
+        index,
+        inventory,
+        languages,
+        resolve,
+        scan,
+        treesit,
+    )
 
     assert inventory.MAX_FILES == 20_000
     assert inventory.MAX_FILE_BYTES == 1024 * 1024
@@ -464,6 +475,10 @@ def test_map_limits() -> None:
     assert extract.BATCH_BYTES == 256 * 1024
     assert extract.BATCH_MAX_FILES == 64
     assert extract.DEADLINE_GRACE_S == 0.2
+    assert extract.WORKER_MEMORY_HEADROOM_BYTES == 512 * 1024 * 1024
+    assert extract.MAX_WORKER_RESTARTS == 8
+    assert treesit.PARSE_TIMEOUT_S == 2.0
+    assert build.NOTE_PATHS_SHOWN == 5
     assert build.DEFAULT_BUDGET_S == 30.0
     assert (build.MIN_BUDGET_S, build.MAX_BUDGET_S) == (0.1, 3600.0)
     assert build.WRITE_RESERVE_S == 1.0

@@ -44,7 +44,7 @@ def test_build_prints_one_json_summary(repo: Path) -> None:
         "exact": True,
         "languages": {"javascript": 1, "python": 1},
     }
-    assert summary["tiers"] == {"parsed": 2, "firstTierOnly": 0}
+    assert summary["tiers"] == {"parsed": 2, "firstTierOnly": 0, "parseFailed": 0}
     assert summary["written"] is True and summary["rebuilt"] == "no index yet"
     assert isinstance(summary["durationMs"], int)
     assert Path(str(summary["index"])).is_file()
@@ -57,7 +57,9 @@ def test_stats_in_text_and_json(repo: Path) -> None:
     text = ax_map("stats", "-C", str(repo))
     assert text.returncode == 0, text.stderr
     assert "files: 2 found, 2 indexed, 0 listed, 0 pending, 0 capped: complete" in text.stdout
-    assert "tiers: 2 parsed by tree-sitter, 0 first tier only" in text.stdout
+    assert (
+        "tiers: 2 parsed by tree-sitter, 0 first tier only (0 of them unparseable)" in text.stdout
+    )
     as_json = ax_map("stats", "-C", str(repo), "--json")
     stats = jsonio.loads(as_json.stdout)
     assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 1)

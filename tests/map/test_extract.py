@@ -7,13 +7,14 @@ comment and string words out of the references, and capture only identifier name
 from __future__ import annotations
 
 import os
+import resource
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from ax_map import extract
+from ax_map import extract, treesit
 from ax_map.extract import Job, Reader, RunReport, extract_batch, run_jobs, sniff
 from ax_map.scan import KINDS, Extraction, scan
 from ax_map.treesit import parse
@@ -370,9 +371,11 @@ def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
     jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
     monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
 
-    def slow(workspace: str, tier: int, batch: list[Job], deadline: float) -> list[extract.Outcome]:
+    def slow(
+        workspace: str, tier: int, batch: list[Job], deadline: float, position: object = None
+    ) -> list[extract.Outcome]:
         time.sleep(0.2)
-        return extract_batch(workspace, tier, batch, deadline)  # type: ignore[arg-type]
+        return extract_batch(workspace, tier, batch, deadline, position)  # type: ignore[arg-type]
 
     monkeypatch.setattr(extract, "extract_batch", slow)
     before = set(_children())
@@ -385,23 +388,68 @@ def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
     assert set(_children()) - before == set()
 
 
-def test_a_dead_worker_stops_the_pool_without_hanging(
+def test_a_file_that_kills_its_worker_fails_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
+    deadly = "pkg3/mod10.py"
+    real = extract._extract
 
-    def crash(
-        workspace: str, tier: int, batch: list[Job], deadline: float
-    ) -> list[extract.Outcome]:
+    def crash_on_one(tier: int, language: str, data: bytes) -> object:
+        if data.startswith(b"def f10("):
+            os._exit(11)
+        return real(tier, language, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extract, "_extract", crash_on_one)
+    report = RunReport()
+    started = time.monotonic()
+    outcomes = {o.path: o for o in run_jobs(tmp_path, 2, jobs, started + 30, report, None, 2)}
+    assert time.monotonic() - started < 10
+    assert report.stopped is None
+    assert len(outcomes) == len(jobs)
+    assert outcomes[deadly].failed == extract.PARSER_CRASHED
+    assert outcomes[deadly].extraction is None
+    assert all(o.extraction is not None for path, o in outcomes.items() if path != deadly)
+
+
+def test_workers_that_keep_dying_stop_the_pool_without_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = _workspace(tmp_path, 20)
+
+    def crash(*args: object) -> list[extract.Outcome]:
         os._exit(9)
 
     monkeypatch.setattr(extract, "extract_batch", crash)
     report = RunReport()
     started = time.monotonic()
-    outcomes = list(run_jobs(tmp_path, 1, jobs, started + 30, report, None, 2))
-    assert time.monotonic() - started < 5
+    outcomes = list(run_jobs(tmp_path, 2, jobs, started + 30, report, None, 2))
+    assert time.monotonic() - started < 10
     assert outcomes == []
-    assert report.stopped == "an extraction worker died"
+    assert report.stopped == "extraction workers kept dying"
+
+
+def test_a_runaway_parse_is_stopped_by_the_worker_limits(tmp_path: Path) -> None:
+    # tree-sitter-python's error recovery on 30 KB of "/*" takes gigabytes, then crashes
+    # (6 GB and a segfault here, run alone): in a worker it hits the memory limit (or the
+    # parse time limit) and fails alone, and the files beside it are parsed.
+    (tmp_path / "ok.py").write_text("def fine(): pass\n")
+    runaway = (b"/*" * 90 + b"\n") * 170  # lines short enough not to count as minified
+    (tmp_path / "zz_runaway.py").write_bytes(runaway)
+    jobs = [Job("ok.py", "python", 17), Job("zz_runaway.py", "python", len(runaway))]
+    report = RunReport()
+    started = time.monotonic()
+    outcomes = {o.path: o for o in run_jobs(tmp_path, 2, jobs, started + 60, report, None, 1)}
+    assert time.monotonic() - started < 15
+    # The largest child this test process ever waited for stayed near the limit.
+    largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    assert largest < extract.WORKER_MEMORY_HEADROOM_BYTES + 512 * 1024 * 1024
+    assert outcomes["ok.py"].extraction is not None
+    assert outcomes["zz_runaway.py"].extraction is None
+    assert outcomes["zz_runaway.py"].failed in (
+        extract.PARSER_CRASHED,
+        f"tree-sitter took longer than {treesit.PARSE_TIMEOUT_S:g}s",
+    )
 
 
 def _children() -> list[int]:

@@ -337,3 +337,20 @@ def test_an_index_that_breaks_under_an_update_is_rebuilt_cold(
     names = {s.name for s in load_snapshot(layout).symbols if s.path == "app/util.py"}
     assert names == {"helper"}
     assert not list(layout.map_dir.glob(".index-*.tmp"))
+
+
+def test_a_file_tree_sitter_cannot_parse_keeps_its_first_tier_and_is_not_retried(
+    layout: StateLayout, repo: Path
+) -> None:
+    write(repo, {"zz/runaway.py": "def still_found(): pass\n" + ("/*" * 90 + "\n") * 170})
+    age_files(repo)
+    first = build_index(layout)
+    assert not first.coverage.partial
+    assert (first.parse_failed, first.first_tier_only, first.parsed) == (1, 1, 5)
+    assert any(
+        "could not parse 1 file(s)" in note and "zz/runaway.py" in note for note in first.notes
+    )
+    names = {s.name for s in load_snapshot(layout).symbols if s.path == "zz/runaway.py"}
+    assert names == {"still_found"}
+    again = build_index(layout)
+    assert (again.written, again.parse_failed) == (False, 1)

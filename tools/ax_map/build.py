@@ -31,7 +31,15 @@ from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 
 from . import index as store
-from .extract import SKIP_VANISHED, Job, Outcome, Reader, RunReport, run_jobs
+from .extract import (
+    SKIP_EXTRACTION_FAILED,
+    SKIP_VANISHED,
+    Job,
+    Outcome,
+    Reader,
+    RunReport,
+    run_jobs,
+)
 from .inventory import (
     SKIP_BINARY,
     SKIP_MINIFIED,
@@ -51,6 +59,8 @@ MIN_BUDGET_S = 0.1
 WRITE_RESERVE_S = 1.0
 WRITE_RESERVE_FRACTION = 0.1
 RACY_WINDOW_NS = 2_000_000_000
+# How many paths a note names before it counts the rest.
+NOTE_PATHS_SHOWN = 5
 # Read-time skips that hold as long as the file's size and mtime do.
 _STABLE_SKIPS = frozenset({SKIP_BINARY, SKIP_MINIFIED})
 
@@ -66,6 +76,8 @@ class BuildResult:
     # Files whose extraction is the first tier only (tree-sitter has not reached them).
     first_tier_only: int
     parsed: int
+    # Of first_tier_only: the files tree-sitter gave up or crashed on.
+    parse_failed: int
     extracted: int
     reused: int
     removed: int
@@ -140,6 +152,7 @@ class _Build:
         self.progress = progress
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
+        self.parse_failures: list[str] = []
 
     def _extract_deadline(self) -> float:
         left = self.deadline - time.monotonic()
@@ -268,6 +281,8 @@ class _Build:
                     content_changed = True
         if report.stopped:
             self.notes.append(f"tree-sitter tier stopped: {report.stopped}")
+        if self.parse_failures:
+            self.notes.append(_failures_note(self.parse_failures))
         self.timings["parse"] = time.monotonic() - phase
 
         if content_changed:
@@ -311,10 +326,16 @@ class _Build:
     ) -> None:
         path = outcome.path
         entry = entries[path]
+        if outcome.failed is not None and outcome.tier == 2:
+            # The first tier's extraction stays; this content is not parsed again.
+            tiers[path] = store.TIER_PARSE_FAILED
+            self.parse_failures.append(path)
+            writer.put_file(path, entry, tiers[path])
+            return
         if path in had_content:
             writer.clear_content(path)
         if outcome.extraction is None:
-            skip = outcome.skip or SKIP_VANISHED
+            skip = outcome.skip or (SKIP_EXTRACTION_FAILED if outcome.failed else SKIP_VANISHED)
             entry = replace(
                 entry,
                 size=outcome.size,
@@ -322,7 +343,7 @@ class _Build:
                 status="listed",
                 skip=skip,
             )
-            tiers[path] = 0
+            tiers[path] = store.TIER_NONE
         else:
             entry = replace(
                 entry, size=outcome.size, mtime_ns=outcome.mtime_ns, status="indexed", skip=None
@@ -376,8 +397,9 @@ class _Build:
             index=quote_path(str(self.index)),
             git=inventory.git,
             coverage=coverage,
-            first_tier_only=sum(1 for tier in indexed_tiers if tier < 2),
-            parsed=sum(1 for tier in indexed_tiers if tier >= 2),
+            first_tier_only=sum(1 for tier in indexed_tiers if tier != store.TIER_PARSED),
+            parsed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSED),
+            parse_failed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSE_FAILED),
             extracted=len(plan.scan),
             reused=plan.reused,
             removed=len(plan.removed),
@@ -415,7 +437,9 @@ def _second_tier_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, i
     waiting = [
         path
         for path, entry in entries.items()
-        if entry.status == "indexed" and tiers[path] < 2 and treesit_ready(entry.language)
+        if entry.status == "indexed"
+        and tiers[path] == store.TIER_FIRST
+        and treesit_ready(entry.language)
     ]
     waiting.sort(key=lambda path: (not entries[path].changed, path))
     return waiting
@@ -426,7 +450,9 @@ def _grammar_notes(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -
         {
             entry.language or ""
             for path, entry in entries.items()
-            if entry.status == "indexed" and tiers[path] < 2 and not treesit_ready(entry.language)
+            if entry.status == "indexed"
+            and tiers[path] == store.TIER_FIRST
+            and not treesit_ready(entry.language)
         }
     )
     return [f"no tree-sitter grammar loads for {language}: first tier only" for language in missing]
@@ -493,6 +519,15 @@ def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:
         plan.rewrite.append(path)
     plan.removed = sorted(set(old) - set(plan.entries))
     return plan
+
+
+def _failures_note(paths: list[str]) -> str:
+    shown = ", ".join(quote_path(path) for path in paths[:NOTE_PATHS_SHOWN])
+    more = len(paths) - NOTE_PATHS_SHOWN
+    return (
+        f"tree-sitter could not parse {len(paths)} file(s), which keep their first tier "
+        f"until they change: {shown}" + (f" and {more} more" if more > 0 else "")
+    )
 
 
 def _write_failed(index: Path, exc: sqlite3.Error) -> OperationFailed:

@@ -112,7 +112,8 @@ def _stats_text(found: IndexStats) -> str:
         f"files: {total} found, {coverage.indexed} indexed, {sum(coverage.listed.values())} "
         f"listed, {coverage.pending} pending, {coverage.capped} capped: "
         f"{'PARTIAL' if partial else 'complete'}",
-        f"tiers: {found.parsed} parsed by tree-sitter, {found.first_tier_only} first tier only",
+        f"tiers: {found.parsed} parsed by tree-sitter, {found.first_tier_only} first tier only"
+        f" ({found.parse_failed} of them unparseable)",
         f"listed (never read): {listed or 'none'}",
         f"languages: {languages or 'none'}",
         f"symbols: {found.symbols}; referenced names: {found.references}; "

@@ -26,6 +26,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.context import ForkContext, ForkServerContext
     from multiprocessing.process import BaseProcess
+    from multiprocessing.sharedctypes import Synchronized
 
 BINARY_SNIFF_BYTES = 8192
 MINIFIED_AVG_LINE_BYTES = 200
@@ -56,8 +58,17 @@ BATCH_BYTES = 256 * 1024
 BATCH_MAX_FILES = 64
 # How long past the deadline the pool waits for the partial batches its workers return.
 DEADLINE_GRACE_S = 0.2
+# What a worker may allocate beyond the address space it starts with: a parse of an
+# ordinary 1 MiB file takes ~35 MiB, one whose error recovery runs away takes gigabytes.
+WORKER_MEMORY_HEADROOM_BYTES = 512 * 1024 * 1024
+# Workers that die (a grammar crashing on a file) are replaced this many times a run.
+MAX_WORKER_RESTARTS = 8
+PARSER_CRASHED = "tree-sitter crashed or ran out of memory on it"
 # The reasons only a read can tell (the inventory's are decided from the name and lstat).
 SKIP_VANISHED = "vanished"
+# The first tier's worker died on the file (it runs no native code: the machine's
+# memory, most likely).
+SKIP_EXTRACTION_FAILED = "extraction failed"
 
 Tier = Literal[1, 2]
 
@@ -80,6 +91,9 @@ class Outcome:
     skip: str | None
     extraction: Extraction | None
     tier: Tier
+    # The second tier could not extract the file (tree-sitter gave up on it or crashed
+    # on it): it keeps its first tier, and why is said here.
+    failed: str | None = None
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -186,32 +200,51 @@ def sniff(data: bytes) -> str | None:
 
 
 def extract_batch(
-    workspace: str, tier: Tier, jobs: Sequence[Job], deadline: float
+    workspace: str,
+    tier: Tier,
+    jobs: Sequence[Job],
+    deadline: float,
+    position: Synchronized[int] | None = None,
 ) -> list[Outcome]:
     """Read and extract ``jobs`` (sorted by path) at ``tier``, stopping at ``deadline``
-    (``time.monotonic``, one clock for every process of the machine)."""
+    (``time.monotonic``, one clock for every process of the machine). ``position``,
+    shared with the parent, holds the index of the job in hand, -1 once all are done:
+    if this process dies, the parent knows which file killed it."""
     reader = Reader(workspace)
     outcomes = []
     try:
-        for job in jobs:
+        for index, job in enumerate(jobs):
             if time.monotonic() >= deadline:
                 break
+            if position is not None:
+                position.value = index
             data, skip, size, mtime_ns = reader.read(job.path)
-            extraction = None
+            extraction: Extraction | None = None
+            failed = None
             if data is not None and skip is None:
-                extraction = _extract(tier, job.language, data)
-            outcomes.append(Outcome(job.path, size, mtime_ns, skip, extraction, tier))
+                extracted = _extract(tier, job.language, data)
+                if isinstance(extracted, str):
+                    failed = extracted
+                else:
+                    extraction = extracted
+            outcomes.append(Outcome(job.path, size, mtime_ns, skip, extraction, tier, failed))
     finally:
         reader.close()
+    if position is not None:
+        position.value = -1
     return outcomes
 
 
-def _extract(tier: Tier, language: str, data: bytes) -> Extraction:
+def _extract(tier: Tier, language: str, data: bytes) -> Extraction | str:
+    """The extraction, or (second tier only) why tree-sitter could not give one."""
     if tier == 1:
         return scan(language, data)
-    from .treesit import parse
+    from .treesit import ParseFailed, parse
 
-    return parse(language, data)
+    try:
+        return parse(language, data)
+    except ParseFailed as exc:
+        return str(exc)
 
 
 def batches(jobs: Sequence[Job], batch_bytes: int = BATCH_BYTES) -> list[list[Job]]:
@@ -258,7 +291,9 @@ def run_jobs(
     """Outcomes of ``jobs`` as they complete, until all are done or the deadline passes."""
     work = batches(sorted(jobs, key=lambda job: job.path))
     count = worker_count() if workers is None else workers
-    if count > 1 and len(jobs) >= POOL_MIN_FILES and len(work) > 1:
+    # tree-sitter is native code that can crash or run away on a file: it only ever runs
+    # in a worker, so neither can take the build (or the agent embedding it) down.
+    if tier == 2 or (count > 1 and len(jobs) >= POOL_MIN_FILES and len(work) > 1):
         yield from _pooled(str(workspace), tier, work, deadline, report, progress, count)
         return
     for batch in work:
@@ -274,12 +309,19 @@ def run_jobs(
         yield from outcomes
 
 
-def _worker(connection: Connection, workspace: str) -> None:
+def _worker(connection: Connection, workspace: str, position: Synchronized[int]) -> None:
+    import faulthandler
+    import resource
     import signal
 
     # Ctrl-C reaches the whole process group: the build handles it and kills its workers,
-    # which must not each print a traceback of their own.
+    # which must not each print a traceback of their own; nor a dump on a crash.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.disable()
+    # A runaway parse hits this limit and dies in a moment instead of taking the machine's
+    # memory first (tree-sitter does not survive a failed allocation; the parent copes).
+    limit = _address_space() + WORKER_MEMORY_HEADROOM_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     while True:
         try:
             message = connection.recv()
@@ -288,7 +330,14 @@ def _worker(connection: Connection, workspace: str) -> None:
         if message is None:
             return
         tier, batch, deadline = message
-        connection.send(extract_batch(workspace, tier, batch, deadline))
+        connection.send(extract_batch(workspace, tier, batch, deadline, position))
+
+
+def _address_space() -> int:
+    """This process's virtual size in bytes (a forked worker starts with its parent's)."""
+    with open("/proc/self/statm", "rb") as handle:
+        pages = int(handle.read().split()[0])
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 def _context() -> ForkContext | ForkServerContext:
@@ -310,58 +359,130 @@ def _pooled(
     progress: Callable[[int], None] | None,
     count: int,
 ) -> Iterator[Outcome]:
-    context = _context()
+    pool = _Pool(_context(), workspace, tier, deadline)
     queue = list(reversed(work))
-    from multiprocessing.connection import Connection, wait
-
-    processes: list[BaseProcess] = []
-    connections: list[Connection] = []
-    # The batch each working worker holds.
-    busy: dict[Connection, list[Job]] = {}
     try:
         for _ in range(min(count, len(work))):
-            mine, theirs = context.Pipe()
-            process = context.Process(target=_worker, args=(theirs, workspace), daemon=True)
-            process.start()
-            theirs.close()
-            processes.append(process)
-            connections.append(mine)
-            busy[mine] = queue.pop()
-            mine.send((tier, busy[mine], deadline))
-        while busy:
+            pool.start(queue.pop())
+        while pool.busy:
             # Workers stop at the deadline themselves; the grace lets their last,
             # partial batches arrive rather than be thrown away.
             remaining = deadline + DEADLINE_GRACE_S - time.monotonic()
             if remaining <= 0:
                 report.stopped = "the wall budget ran out"
                 return
-            for ready in wait(list(busy), timeout=remaining):
-                assert isinstance(ready, Connection)
-                try:
-                    outcomes: list[Outcome] = ready.recv()
-                except (EOFError, OSError):
-                    report.stopped = "an extraction worker died"
-                    return
-                if len(outcomes) < len(busy[ready]) or (queue and time.monotonic() >= deadline):
+            for worker in pool.ready(remaining):
+                outcomes = pool.receive(worker)
+                if outcomes is None:
+                    yield from pool.bury(worker, queue)
+                    if pool.restarts > MAX_WORKER_RESTARTS:
+                        report.stopped = "extraction workers kept dying"
+                        return
+                    if queue and time.monotonic() < deadline:
+                        pool.start(queue.pop())
+                    continue
+                if len(outcomes) < len(pool.busy[worker]) or (
+                    queue and time.monotonic() >= deadline
+                ):
                     report.stopped = "the wall budget ran out"
                 report.done += 1
                 if progress is not None:
                     progress(len(outcomes))
                 yield from outcomes
-                try:
-                    if queue and time.monotonic() < deadline:
-                        busy[ready] = queue.pop()
-                        ready.send((tier, busy[ready], deadline))
-                    else:
-                        ready.send(None)
-                        del busy[ready]
-                except OSError:
-                    report.stopped = "an extraction worker died"
-                    return
+                pool.next(worker, queue.pop() if queue and time.monotonic() < deadline else None)
     finally:
-        for worker in processes:
-            if worker.is_alive():
-                worker.kill()
-            worker.join()
-        for connection in connections:
-            connection.close()
+        pool.close()
+
+
+class _Pool:
+    """Worker processes, each with a pipe, the batch it holds and the index of the
+    file in hand (shared memory): a worker that dies names the file that killed it."""
+
+    def __init__(
+        self,
+        context: ForkContext | ForkServerContext,
+        workspace: str,
+        tier: Tier,
+        deadline: float,
+    ) -> None:
+        self.context = context
+        self.workspace = workspace
+        self.tier = tier
+        self.deadline = deadline
+        self.busy: dict[Connection, list[Job]] = {}
+        self.processes: dict[Connection, BaseProcess] = {}
+        self.positions: dict[Connection, Synchronized[int]] = {}
+        self.restarts = 0
+
+    def start(self, batch: list[Job]) -> None:
+        mine, theirs = self.context.Pipe()
+        position = self.context.Value("q", -1, lock=False)
+        process = self.context.Process(
+            target=_worker, args=(theirs, self.workspace, position), daemon=True
+        )
+        process.start()
+        theirs.close()
+        self.processes[mine] = process
+        self.positions[mine] = position
+        self.send(mine, batch)
+
+    def send(self, worker: Connection, batch: list[Job]) -> None:
+        self.busy[worker] = batch
+        # A worker dead already is found out when its pipe is read, like any other.
+        with suppress(OSError):
+            worker.send((self.tier, batch, self.deadline))
+
+    def ready(self, timeout: float) -> list[Connection]:
+        from multiprocessing.connection import Connection, wait
+
+        return [c for c in wait(list(self.busy), timeout=timeout) if isinstance(c, Connection)]
+
+    def receive(self, worker: Connection) -> list[Outcome] | None:
+        """The worker's outcomes, or None when it died."""
+        try:
+            outcomes: list[Outcome] = worker.recv()
+        except (EOFError, OSError):
+            return None
+        return outcomes
+
+    def next(self, worker: Connection, batch: list[Job] | None) -> None:
+        if batch is not None:
+            self.send(worker, batch)
+            return
+        with suppress(OSError):
+            worker.send(None)
+        self._retire(worker)
+
+    def bury(self, worker: Connection, queue: list[list[Job]]) -> Iterator[Outcome]:
+        """After a worker died: its file in hand failed; the rest of its batch goes back."""
+        batch = self.busy[worker]
+        index = self.positions[worker].value
+        self._retire(worker)
+        self.restarts += 1
+        if 0 <= index < len(batch):
+            culprit = batch[index]
+            yield Outcome(culprit.path, culprit.size, 0, None, None, self.tier, PARSER_CRASHED)
+            rest = batch[:index] + batch[index + 1 :]
+        else:
+            rest = batch
+        if rest:
+            queue.append(rest)
+
+    def _retire(self, worker: Connection) -> None:
+        del self.busy[worker]
+        process = self.processes.pop(worker)
+        self.positions.pop(worker)
+        worker.close()
+        process.join(timeout=1.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+    def close(self) -> None:
+        for worker, process in list(self.processes.items()):
+            if process.is_alive():
+                process.kill()
+            process.join()
+            worker.close()
+        self.processes.clear()
+        self.busy.clear()

@@ -40,6 +40,12 @@ from .model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
 from .pathtext import quote_path
 
 SCHEMA_VERSION = 1
+# files.tier: how a file's extraction was made.
+TIER_NONE = 0
+TIER_FIRST = 1
+TIER_PARSED = 2
+# The first tier's extraction, kept because tree-sitter gave up or crashed on the file.
+TIER_PARSE_FAILED = 3
 INDEX_NAME = "index.sqlite"
 LOCK_NAME = "build.lock"
 _TMP_PREFIX = ".index-"
@@ -388,6 +394,7 @@ class IndexStats:
     # Indexed files by extraction tier: tree-sitter's, or only the first tier's.
     parsed: int
     first_tier_only: int
+    parse_failed: int
     symbols: int
     references: int
     import_edges: int
@@ -414,7 +421,7 @@ def _stats(connection: sqlite3.Connection, path: Path, workspace: str) -> IndexS
     ]
     tiers = dict(
         connection.execute(
-            "SELECT tier >= 2, count(*) FROM files WHERE status = 'indexed' GROUP BY tier >= 2"
+            "SELECT tier, count(*) FROM files WHERE status = 'indexed' GROUP BY tier"
         ).fetchall()
     )
 
@@ -435,8 +442,9 @@ def _stats(connection: sqlite3.Connection, path: Path, workspace: str) -> IndexS
         git=meta.get("git") == "1",
         coverage=coverage_of(files, meta),
         exact=meta.get("exact", "1") == "1",
-        parsed=int(tiers.get(1, 0)),
-        first_tier_only=int(tiers.get(0, 0)),
+        parsed=int(tiers.get(TIER_PARSED, 0)),
+        first_tier_only=sum(int(n) for tier, n in tiers.items() if tier != TIER_PARSED),
+        parse_failed=int(tiers.get(TIER_PARSE_FAILED, 0)),
         symbols=count("SELECT count(*) FROM symbols"),
         references=count(
             "SELECT sum(length(names) - length(replace(names, ' ', '')) + (names != '')) FROM refs"

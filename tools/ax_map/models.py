@@ -44,6 +44,10 @@ class Tiers(Contract):
     first_tier_only: int = Field(
         description="Indexed files with only the fast first tier; later builds parse them."
     )
+    parse_failed: int = Field(
+        description="Of firstTierOnly: files tree-sitter gave up or crashed on; parsed "
+        "again only once they change."
+    )
 
 
 class BuildSummary(Contract):
@@ -72,7 +76,11 @@ class BuildSummary(Contract):
             git=result.git,
             state="partial" if result.coverage.partial or not result.exact else "complete",
             coverage=CoverageOut.of(result.coverage, result.exact),
-            tiers=Tiers(parsed=result.parsed, first_tier_only=result.first_tier_only),
+            tiers=Tiers(
+                parsed=result.parsed,
+                first_tier_only=result.first_tier_only,
+                parse_failed=result.parse_failed,
+            ),
             extracted=result.extracted,
             reused=result.reused,
             removed=result.removed,
@@ -112,7 +120,11 @@ class IndexStatsOut(Contract):
             git=stats.git,
             state="partial" if stats.coverage.partial or not stats.exact else "complete",
             coverage=CoverageOut.of(stats.coverage, stats.exact),
-            tiers=Tiers(parsed=stats.parsed, first_tier_only=stats.first_tier_only),
+            tiers=Tiers(
+                parsed=stats.parsed,
+                first_tier_only=stats.first_tier_only,
+                parse_failed=stats.parse_failed,
+            ),
             symbols=stats.symbols,
             references=stats.references,
             import_edges=stats.import_edges,

@@ -25,6 +25,12 @@ from .scan import LANGUAGES, Extraction, OutsideSpans, identifiers, import_speci
 if TYPE_CHECKING:
     import tree_sitter
 
+# A parse still running after this is stopped; ordinary files of 1 MiB take ~0.2 s.
+PARSE_TIMEOUT_S = 2.0
+# The slices the parser reads the file in. They are bytes, not memoryview slices: the
+# binding keeps reading a slice after the call returns, and a view freed by then crashes it.
+_READ_CHUNK = 64 * 1024
+
 # Which grammar wheel and which of its language functions each language uses.
 _GRAMMAR = {
     "python": ("tree_sitter_python", "language"),
@@ -176,15 +182,36 @@ def _grammar(language: str) -> _Grammar:
     return _Grammar(parser, tree_sitter.Query(grammar, f"{definitions}\n[{prose}] @prose"))
 
 
+class ParseFailed(Exception):
+    """tree-sitter gave up on a file, or was stopped; ``str()`` says which."""
+
+
 def parse(language: str, data: bytes) -> Extraction:
     """The second tier's extraction of ``data``, a file in ``language``.
 
-    A parse takes time linear in the file's size, which the inventory capped.
+    A parse usually takes time linear in the file's size, which the inventory capped;
+    but error recovery on some inputs grows without bound (30 KB of ``/*/*/*`` costs
+    tree-sitter-python gigabytes), so a parse is stopped after ``PARSE_TIMEOUT_S``
+    (ParseFailed). Memory is the worker's to bound (ax_map.extract).
     """
+    import time
+
     import tree_sitter
 
     grammar = _grammar(language)
-    root = grammar.parser.parse(data).root_node
+    deadline = time.monotonic() + PARSE_TIMEOUT_S
+
+    def read(offset: int, _point: tree_sitter.Point) -> bytes:
+        return data[offset : offset + _READ_CHUNK]
+
+    # Called as the parse goes on; True stops it (tree-sitter then raises ValueError).
+    def too_long(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        root = grammar.parser.parse(read, progress_callback=too_long).root_node
+    except ValueError:
+        raise ParseFailed(f"tree-sitter took longer than {PARSE_TIMEOUT_S:g}s") from None
     captures = tree_sitter.QueryCursor(grammar.query).captures(root)
     spans = sorted((node.start_byte, node.end_byte) for node in captures.pop("prose", []))
     code: list[bytes] = []
