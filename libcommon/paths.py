@@ -157,6 +157,11 @@ class StateLayout:
     def memory_dir(self) -> Path:
         return self.project_dir / "memory"
 
+    @property
+    def map_dir(self) -> Path:
+        """ax-map's derived index: rebuildable at any time, never authority."""
+        return self.project_dir / "map"
+
     def session_log(self, session_id: str) -> Path:
         return self.sessions_dir / f"{check_session_id(session_id)}.jsonl"
 

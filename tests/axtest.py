@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent"]
+TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent", "map"]
 
 
 def tool_path(name: str) -> str:
@@ -69,3 +71,89 @@ def files_holding_secrets(root: Path) -> list[str]:
                 if value.encode() in data
             ]
     return found
+
+
+NOBODY = 65534
+
+_LIST_IMPORTED = """
+import importlib, sys, sysconfig
+stdlib = sysconfig.get_paths()["stdlib"]
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+for module in list(sys.modules.values()):
+    path = getattr(module, "__file__", None)
+    if path and not path.startswith(stdlib) and "." not in module.__name__:
+        print(path)
+"""
+
+
+def _copy_imported(modules: list[str], target: Path) -> None:
+    """Copy every top-level package or module that importing ``modules`` loads."""
+    listed = subprocess.run(
+        [sys.executable, "-c", _LIST_IMPORTED, *modules], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for path in map(Path, listed):
+        if path.name == "__init__.py":
+            shutil.copytree(
+                path.parent,
+                target / path.parent.name,
+                ignore=shutil.ignore_patterns("__pycache__"),
+                dirs_exist_ok=True,
+            )
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / path.name)
+    for folder in [target, *target.rglob("*")]:
+        folder.chmod(0o755 if folder.is_dir() else 0o644)
+
+
+def nobody_runner(
+    world_dir: Path, modules: list[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run Python code as uid/gid 65534 with ``modules`` importable, or skip saying why.
+
+    ``world_dir`` is a folder "nobody" can reach (the ``world_dir`` fixture). The
+    installed packages may sit where "nobody" cannot read (tox keeps its environments
+    in a root-only .tox): it gets a readable copy of what importing ``modules`` loads.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop to uid 65534 (already unprivileged here)")
+    setpriv = shutil.which("setpriv")
+    system_python = shutil.which("python3", path="/usr/bin")
+    if setpriv is None or system_python is None:
+        pytest.skip("needs setpriv and /usr/bin/python3 to drop privileges")
+    version = subprocess.run(
+        [system_python, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is {version}, cannot load this venv's packages")
+    site = world_dir / "site"
+    _copy_imported(modules, site)
+    drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(world_dir), "PYTHONPATH": str(site)}
+    readable = subprocess.run(
+        [*drop, system_python, "-c", f"import {', '.join(modules)}"],
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+    if readable.returncode != 0:
+        pytest.skip(f"uid {NOBODY} cannot import a copy of the installed packages in {site}")
+
+    def run(
+        script: str, *args: str, prefix: list[str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*(prefix or []), *drop, system_python, "-c", script, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+            cwd=world_dir,
+        )
+
+    return run

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import axtest
@@ -55,3 +57,12 @@ def run_cli() -> CliRunner:
 def tool_path_fixture() -> Callable[[str], str]:
     """``tool_path("log")`` is the installed ``ax-log`` script."""
     return axtest.tool_path
+
+
+@pytest.fixture
+def world_dir() -> Iterator[Path]:
+    """A folder "nobody" can reach (pytest's tmp_path sits under a root-only folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="ax-test-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

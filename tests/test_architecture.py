@@ -21,6 +21,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
     "ax_log": set(),
     "ax_policy": set(),
     "ax_exec": set(),
+    "ax_map": set(),
     "ax_check": {"ax_exec", "ax_log"},
     "ax_preview": {"ax_exec", "ax_log"},
     "ax_report": {"ax_log"},

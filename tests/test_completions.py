@@ -13,6 +13,7 @@ from typing import Annotated
 
 import pytest
 import typer
+from axtest import TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "completions.py"
@@ -126,7 +127,7 @@ def test_generated_files_parse_in_their_shell(shell: str) -> None:
     if shutil.which(shell) is None:
         pytest.skip(f"{shell} is not installed here; .ci/run installs it on CI")
     files = sorted((ROOT / "completions" / shell).iterdir())
-    assert len(files) == 9
+    assert len(files) == len(TOOLS)
     for path in files:
         proc = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
         assert proc.returncode == 0, f"{path}: {proc.stderr}"

@@ -6,6 +6,10 @@ docs together. Each tool adds its own section as its caps land.
 
 from __future__ import annotations
 
+import subprocess
+
+from axtest import tool_path
+
 from libcommon import atomic, cliapp, locks, paths
 
 
@@ -503,3 +507,60 @@ def test_log_tail_first_read_limit() -> None:
     from ax_log import writer
 
     assert writer.TAIL_FIRST_READ == 4 * 1024
+
+
+def test_map_limits() -> None:
+    from ax_map import (
+        build,
+        cli,
+        extract,
+        gitignore,
+        index,
+        inventory,
+        languages,
+        resolve,
+        scan,
+        treesit,
+    )
+
+    assert inventory.MAX_FILES == 20_000
+    assert inventory.MAX_FILE_BYTES == 1024 * 1024
+    assert inventory.GIT_LIST_MAX_BYTES == 64 * 1024 * 1024
+    assert inventory.GIT_LIST_TIMEOUT_S == 60.0
+    assert inventory.WALK_MAX_ENTRIES == 1_000_000
+    assert inventory.WALK_MAX_DEPTH == 128
+    assert {".git"} == inventory.WALK_SKIPPED_DIRS
+    assert gitignore.GITIGNORE_MAX_BYTES == 1024 * 1024
+    assert extract.BINARY_SNIFF_BYTES == 8192
+    assert extract.MINIFIED_AVG_LINE_BYTES == 200
+    assert extract.MINIFIED_MIN_BYTES == 2048
+    assert extract.MAX_WORKERS == 4
+    assert extract.POOL_MIN_FILES == 200
+    assert extract.BATCH_BYTES == 256 * 1024
+    assert extract.BATCH_MAX_FILES == 64
+    assert extract.DEADLINE_GRACE_S == 0.2
+    assert extract.WORKER_MEMORY_HEADROOM_BYTES == 512 * 1024 * 1024
+    assert extract.MAX_WORKER_RESTARTS == 8
+    assert treesit.PARSE_TIMEOUT_S == 2.0
+    assert build.NOTE_PATHS_SHOWN == 5
+    assert build.DEFAULT_BUDGET_S == 30.0
+    assert (build.MIN_BUDGET_S, build.MAX_BUDGET_S) == (0.1, 3600.0)
+    assert build.WRITE_RESERVE_S == 1.0
+    assert build.WRITE_RESERVE_FRACTION == 0.1
+    assert build.RACY_WINDOW_NS == 2_000_000_000
+    assert languages.NAME_MAX_CHARS == 128
+    assert languages.IDENTIFIER.pattern == r"[A-Za-z_$][A-Za-z0-9_$]{0,127}"
+    assert languages.REFERENCE_MIN_CHARS == 2
+    assert scan.SPECIFIER_MAX_CHARS == 256
+    assert resolve.GO_MOD_MAX_BYTES == 64 * 1024
+    assert index.SCHEMA_VERSION == 1
+    assert cli.PROGRESS_INTERVAL_S == 0.1
+
+
+def test_map_build_help_names_the_default_budget() -> None:
+    from ax_map import build
+
+    proc = subprocess.run(
+        [tool_path("map"), "build", "--help"], capture_output=True, text=True, check=True
+    )
+    assert f"(default {build.DEFAULT_BUDGET_S:g})" in " ".join(proc.stdout.split())

@@ -1,4 +1,4 @@
-"""The distribution's shape: one wheel, nine console scripts, the declared dependencies."""
+"""The distribution's shape: one wheel, ten console scripts, the declared dependencies."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE_DEPENDENCIES = {"typer", "pydantic", "anthropic", "httpx", "orjson"}
 
 
-def test_nine_console_scripts_point_at_their_cli() -> None:
+def test_every_console_script_points_at_its_cli() -> None:
     scripts = {
         ep.name: ep.value
         for ep in distribution("ax-tools").entry_points

@@ -65,3 +65,32 @@ def test_review_command_without_configuration_does_not_import_pydantic(workspace
     assert "ax_policy.command_review" in modules
     pydantic = sorted(m for m in modules if m.split(".")[0] in {"pydantic", "pydantic_core"})
     assert pydantic == [], f"ax-policy review-command imported {pydantic}"
+
+
+# What ax-map's extraction and index load: none of it belongs in a --help.
+MAP_EXTRACTION = {"tree_sitter", "sqlite3", "_sqlite3", "multiprocessing"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["build", "--help"], ["stats", "--help"]])
+def test_map_help_loads_no_grammar_and_no_database(argv: list[str]) -> None:
+    proc, modules = imported_modules([tool_path("map"), *argv])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "typer" in modules
+    loaded = sorted(
+        m for m in modules if m.split(".")[0] in MAP_EXTRACTION | {"tree_sitter_python"}
+    )
+    assert loaded == [], f"ax-map {' '.join(argv)} imported {loaded}"
+
+
+def test_a_warm_map_build_with_nothing_to_parse_loads_no_grammar(workspace: Path) -> None:
+    (workspace / "a.py").write_text("def a(): pass\n")
+    past = 1_000_000_000
+    os.utime(workspace / "a.py", (past, past))
+    first = subprocess.run([tool_path("map"), "build", "-C", str(workspace)], capture_output=True)
+    assert first.returncode == 0, first.stderr
+    proc, modules = imported_modules([tool_path("map"), "build", "-C", str(workspace)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonio.loads(proc.stdout)["written"] is False
+    assert "ax_map.build" in modules
+    grammars = sorted(m for m in modules if m.startswith("tree_sitter"))
+    assert grammars == [], f"a warm ax-map build imported {grammars}"

@@ -12,12 +12,12 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from axtest import NOBODY, nobody_runner
 
 from ax_exec import (
     ExecSpec,
@@ -280,92 +280,9 @@ def test_landlock_tcp_fallback_denies_tcp_and_says_udp_passes(
 
 
 @pytest.fixture
-def world_dir() -> Iterator[Path]:
-    """A folder "nobody" can reach (pytest's tmp_path sits under a root-only folder)."""
-    folder = Path(tempfile.mkdtemp(prefix="ax-exec-test-"))
-    folder.chmod(0o777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-NOBODY = 65534
-
-
-_LIST_IMPORTED = """
-import importlib, sys, sysconfig
-stdlib = sysconfig.get_paths()["stdlib"]
-for name in sys.argv[1:]:
-    importlib.import_module(name)
-for module in list(sys.modules.values()):
-    path = getattr(module, "__file__", None)
-    if path and not path.startswith(stdlib) and "." not in module.__name__:
-        print(path)
-"""
-
-
-def _copy_imported(modules: list[str], target: Path) -> None:
-    """Copy every top-level package or module that importing ``modules`` loads."""
-    listed = subprocess.run(
-        [PY, "-c", _LIST_IMPORTED, *modules], capture_output=True, text=True, check=True
-    ).stdout.split()
-    for path in map(Path, listed):
-        if path.name == "__init__.py":
-            shutil.copytree(
-                path.parent, target / path.parent.name, ignore=shutil.ignore_patterns("__pycache__")
-            )
-        else:
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target / path.name)
-    for folder in [target, *target.rglob("*")]:
-        folder.chmod(0o755 if folder.is_dir() else 0o644)
-
-
-@pytest.fixture
 def as_nobody(world_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run Python code as uid/gid 65534 with ax_exec importable, or skip saying why."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to drop to uid 65534 (already unprivileged here)")
-    setpriv = shutil.which("setpriv")
-    system_python = shutil.which("python3", path="/usr/bin")
-    if setpriv is None or system_python is None:
-        pytest.skip("needs setpriv and /usr/bin/python3 to drop privileges")
-    version = subprocess.run(
-        [system_python, "-c", "import sys; print(sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    if version != str(sys.version_info[:2]):
-        pytest.skip(f"/usr/bin/python3 is {version}, cannot load this venv's packages")
-    # The installed packages may sit where "nobody" cannot read (tox keeps its
-    # environments in a root-only .tox): give it a readable copy of what it imports.
-    site = world_dir / "site"
-    _copy_imported(["ax_exec.cli", "ax_exec.sandbox"], site)
-    drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(world_dir), "PYTHONPATH": str(site)}
-    readable = subprocess.run(
-        [*drop, system_python, "-c", "import ax_exec.cli, pydantic"],
-        capture_output=True,
-        env=env,
-        check=False,
-    )
-    if readable.returncode != 0:
-        pytest.skip(f"uid {NOBODY} cannot import a copy of the installed packages in {site}")
-
-    def run(
-        script: str, *args: str, prefix: list[str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*(prefix or []), *drop, system_python, "-c", script, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env=env,
-            cwd=world_dir,
-        )
-
-    return run
+    return nobody_runner(world_dir, ["ax_exec.cli", "ax_exec.sandbox"])
 
 
 _CAN_UNSHARE_USER = (

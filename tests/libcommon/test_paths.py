@@ -350,6 +350,7 @@ def test_state_layout_paths_match_design(workspace: Path, state_dir: Path) -> No
     assert layout.candidates_dir == project / "candidates"
     assert layout.previews_dir == project / "previews"
     assert layout.memory_dir == project / "memory"
+    assert layout.map_dir == project / "map"
 
 
 def test_state_layout_creates_nothing(workspace: Path, state_dir: Path) -> None:

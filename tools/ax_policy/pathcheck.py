@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from libcommon.paths import is_within, resolve_lenient, state_root
 from libcommon.safeopen import PROTECTED_NAMES
+from libcommon.secretnames import secret_folder, secret_name_pattern
 
 if TYPE_CHECKING:
     from .models import PathFacts
@@ -42,29 +43,6 @@ MAX_REASON_PATH_CHARS = 200
 # appear: the repository's internals and the workspace's own ax config. The one
 # set the writers (libcommon.safeopen) refuse too.
 PROTECTED_SEGMENTS = PROTECTED_NAMES
-
-# Secret-named files, matched case-insensitively on a file or folder name.
-SECRET_NAME_PATTERNS = (
-    ".env*",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.keystore",
-    "*.jks",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".pgpass",
-    ".git-credentials",
-    "credentials*",
-)
-# Folders whose whole content is secret (ssh keys, cloud credentials, keyrings).
-SECRET_FOLDER_NAMES = frozenset({".ssh", ".aws", ".gnupg"})
 
 
 class PathRules(Protocol):
@@ -305,12 +283,10 @@ def _secret_reason(
     resolved_parts = _parts(rel) if rel is not None else _parts(str(resolved))
     names = [parts[-1] for parts in (raw_parts, resolved_parts) if parts]
     for name in names:
-        for pattern in SECRET_NAME_PATTERNS:
-            if fnmatch.fnmatchcase(name.casefold(), pattern):
-                return f"the name {name!r} looks like a secret ({pattern})"
-    folder = _segments_named(raw_parts, SECRET_FOLDER_NAMES) or _segments_named(
-        resolved_parts, SECRET_FOLDER_NAMES
-    )
+        pattern = secret_name_pattern(name)
+        if pattern is not None:
+            return f"the name {name!r} looks like a secret ({pattern})"
+    folder = secret_folder(raw_parts) or secret_folder(resolved_parts)
     if folder is not None:
         return f"it is inside a {folder} folder, which holds credentials"
     if config is not None:

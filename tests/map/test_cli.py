@@ -1,0 +1,186 @@
+"""ax-map through its installed script and its in-process CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from axtest import CliRunner, tool_path
+from map.maptest import age_files, ax_map, build_json, commit_all, make_repo, needs_git, write
+
+from ax_map.cli import main
+from ax_map.pathtext import unquote_path
+from libcommon import jsonio
+from libcommon.paths import state_layout
+
+pytestmark = needs_git
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, {"a.py": "def alpha(): pass\n", "b.js": "export function beta() {}\n"})
+    commit_all(repo)
+    age_files(repo)
+    return repo
+
+
+def test_build_prints_one_json_summary(repo: Path) -> None:
+    summary = build_json(repo)
+    assert summary["state"] == "complete"
+    assert summary["git"] is True
+    assert summary["workspace"] == str(repo)
+    assert summary["coverage"] == {
+        "total": 2,
+        "indexed": 2,
+        "listed": {},
+        "pending": 0,
+        "capped": 0,
+        "exact": True,
+        "languages": {"javascript": 1, "python": 1},
+    }
+    assert summary["tiers"] == {"parsed": 2, "firstTierOnly": 0, "parseFailed": 0}
+    assert summary["written"] is True and summary["rebuilt"] == "no index yet"
+    assert isinstance(summary["durationMs"], int)
+    assert Path(str(summary["index"])).is_file()
+    again = build_json(repo)
+    assert (again["written"], again["extracted"], again["reused"]) == (False, 0, 2)
+
+
+def test_stats_in_text_and_json(repo: Path) -> None:
+    build_json(repo)
+    text = ax_map("stats", "-C", str(repo))
+    assert text.returncode == 0, text.stderr
+    assert "files: 2 found, 2 indexed, 0 listed, 0 pending, 0 capped: complete" in text.stdout
+    assert (
+        "tiers: 2 parsed by tree-sitter, 0 first tier only (0 of them unparseable)" in text.stdout
+    )
+    as_json = ax_map("stats", "-C", str(repo), "--json")
+    stats = jsonio.loads(as_json.stdout)
+    assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 1)
+    assert stats["state"] == "complete"
+    assert stats["references"] >= 0
+
+
+def test_stats_without_an_index_says_how_to_build_one(repo: Path) -> None:
+    done = ax_map("stats", "-C", str(repo))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "is missing" in done.stderr
+    assert "hint: run `ax-map build`" in done.stderr
+
+
+@pytest.mark.parametrize("budget", ["0", "-1", "100000", "nan"])
+def test_a_budget_out_of_range_is_a_usage_error_and_writes_nothing(repo: Path, budget: str) -> None:
+    done = ax_map("build", "-C", str(repo), "--budget-seconds", budget)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert not state_layout(repo).map_dir.exists()
+
+
+def test_a_workspace_that_is_no_folder_is_a_usage_error(tmp_path: Path) -> None:
+    done = ax_map("build", "-C", str(tmp_path / "missing"))
+    assert done.returncode == 2
+    assert "is not a directory" in done.stderr
+
+
+def test_a_state_root_inside_the_workspace_is_refused(repo: Path) -> None:
+    done = ax_map("build", "-C", str(repo), env={"AX_STATE_DIR": str(repo / ".state")})
+    assert done.returncode == 2
+    assert not (repo / ".state").exists()
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_is_drawn_on_a_terminal_only(repo: Path, run_cli: CliRunner, tty: bool) -> None:
+    result = run_cli(main, ["build", "-C", str(repo)], isatty=tty)
+    assert result.exit_code == 0, result.stderr
+    assert jsonio.loads(result.stdout)["coverage"]["indexed"] == 2
+    if tty:
+        assert "\rax-map: first tier 2/2 files" in result.stderr
+        assert result.stderr.endswith("\r")
+    else:
+        assert result.stderr == ""
+
+
+def test_undecodable_and_newline_names_survive_the_index_and_the_json(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo\nwith a newline")
+    names = [b"caf\xe9.py", b"new\nline.py", b"plain.py"]
+    for name in names:
+        with open(os.path.join(os.fsencode(repo), name), "wb") as handle:
+            handle.write(b"def f(): pass\n")
+    commit_all(repo)
+    summary = build_json(repo)
+    assert summary["coverage"]["indexed"] == 3  # type: ignore[index]
+    assert "\n" not in str(summary["workspace"])
+    assert unquote_path(str(summary["workspace"])) == str(repo)
+    stats = ax_map("stats", "-C", str(repo), "--json")
+    assert stats.returncode == 0, stats.stderr
+    assert jsonio.loads(stats.stdout)["coverage"]["indexed"] == 3
+    text = ax_map("stats", "-C", str(repo))
+    assert text.returncode == 0
+    from ax_map import load_snapshot
+
+    snapshot = load_snapshot(state_layout(repo))
+    assert sorted(os.fsencode(f.path) for f in snapshot.files) == sorted(names)
+    index = state_layout(repo).map_dir / "index.sqlite"
+    stored = sqlite3.connect(index).execute("SELECT path FROM files ORDER BY path").fetchall()
+    assert sorted(row[0] for row in stored) == sorted(names)
+
+
+def test_ctrl_c_stops_the_build_its_workers_and_writes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "big")
+    body = "".join(f"def f{i}(value):\n    return g{i}(value) + {i}\n\n" for i in range(600))
+    write(repo, {f"pkg{i % 10}/m{i}.py": body for i in range(1500)})
+    commit_all(repo)
+    state = tmp_path / "state"
+    run = subprocess.Popen(
+        [tool_path("map"), "build", "-C", str(repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AX_STATE_DIR": str(state)},
+        start_new_session=True,
+    )
+    map_dir = state_layout(repo, {"AX_STATE_DIR": str(state)}).map_dir
+    deadline = time.monotonic() + 30
+    while not list(map_dir.glob(".index-*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGINT)
+    out, err = run.communicate(timeout=30)
+    # typer 0.28 turns the interrupt into a silent exit 130: no message, and no traceback
+    # from the build or from any of its workers.
+    assert (run.returncode, out, err) == (130, "", "")
+    assert list(map_dir.iterdir()) == [map_dir / "build.lock"]
+    assert _session_members(run.pid) == []
+
+
+def _session_members(session: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[4]) == session and fields[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
+def test_a_state_root_with_an_undecodable_name_still_gives_json(repo: Path, tmp_path: Path) -> None:
+    state = os.fsdecode(os.fsencode(tmp_path) + b"/st\xffate")
+    env = {"AX_STATE_DIR": state}
+    assert ax_map("build", "-C", str(repo), env=env).returncode == 0
+    index = Path(state_layout(repo, env).map_dir) / "index.sqlite"
+    index.write_bytes(b"not a database" * 10)
+    done = ax_map("build", "-C", str(repo), env=env)
+    assert done.returncode == 0, done.stderr
+    summary = jsonio.loads(done.stdout)
+    assert "st\\377ate" in summary["rebuilt"] and "rebuilt from nothing" in summary["rebuilt"]
+    assert unquote_path(summary["index"]) == str(index)

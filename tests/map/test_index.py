@@ -1,0 +1,356 @@
+"""The index: cold and warm builds, budgets that converge, atomic writes, bad indexes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from map.maptest import (
+    age_files,
+    ax_map,
+    build_json,
+    commit_all,
+    git,
+    make_repo,
+    needs_git,
+    write,
+)
+
+from ax_map import build as build_module
+from ax_map import extract, treesit
+from ax_map.build import build_index
+from ax_map.index import INDEX_NAME, LOCK_NAME, IndexUnavailable, load_snapshot, open_reader
+from libcommon import jsonio
+from libcommon.locks import flock_lock
+from libcommon.paths import StateLayout, state_layout
+
+pytestmark = needs_git
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "repo")
+    write(
+        repo,
+        {
+            "app/__init__.py": "",
+            "app/core.py": "from app.util import helper\n\ndef run():\n    return helper()\n",
+            "app/util.py": "def helper():\n    return 1\n",
+            "web/main.js": "import { x } from './lib.js';\nexport function main() { return x; }\n",
+            "web/lib.js": "export const x = 1;\n",
+            "README.md": "# project\n",
+            ".env": "TOKEN=1\n",
+        },
+    )
+    commit_all(repo)
+    age_files(repo)
+    return repo
+
+
+@pytest.fixture
+def layout(repo: Path) -> StateLayout:
+    return state_layout(repo)
+
+
+def _index(layout: StateLayout) -> Path:
+    return layout.map_dir / INDEX_NAME
+
+
+def test_a_cold_build_then_a_warm_one_that_changes_nothing(layout: StateLayout) -> None:
+    cold = build_index(layout)
+    assert cold.written and cold.rebuilt == "no index yet"
+    assert cold.coverage.indexed == 5
+    assert cold.coverage.listed == {"no grammar": 1, "secret-named": 1}
+    assert cold.parsed == 5
+    inode = _index(layout).stat().st_ino
+    warm = build_index(layout)
+    assert (warm.written, warm.extracted, warm.reused, warm.rebuilt) == (False, 0, 5, None)
+    assert _index(layout).stat().st_ino == inode
+    snapshot = load_snapshot(layout)
+    assert ("app/core.py", "app/util.py") in snapshot.imports
+    assert ("web/main.js", "web/lib.js") in snapshot.imports
+    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"helper"}
+    assert "helper" in snapshot.references["app/core.py"]
+    assert snapshot.git
+    assert snapshot.coverage.total == 7 and not snapshot.coverage.partial
+
+
+def test_a_warm_build_reads_only_what_changed(layout: StateLayout, repo: Path) -> None:
+    build_index(layout)
+    write(repo, {"app/util.py": "def helper():\n    return 2\n\ndef extra():\n    pass\n"})
+    git(repo, "rm", "-q", "web/lib.js")
+    write(repo, {"app/new.py": "def fresh(): pass\n"})
+    age_files(repo)
+    warm = build_index(layout)
+    assert (warm.extracted, warm.removed) == (2, 1)
+    snapshot = load_snapshot(layout)
+    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"helper", "extra"}
+    assert "web/lib.js" not in {f.path for f in snapshot.files}
+    assert ("web/main.js", "web/lib.js") not in snapshot.imports
+    assert {f.path for f in snapshot.files if f.changed} == {"app/util.py", "app/new.py"}
+
+
+def test_a_commit_moves_only_the_flags(layout: StateLayout, repo: Path) -> None:
+    write(repo, {"app/util.py": "def helper():\n    return 3\n"})
+    age_files(repo)
+    build_index(layout)
+    assert {f.path for f in load_snapshot(layout).files if f.changed} == {"app/util.py"}
+    commit_all(repo)
+    after = build_index(layout)
+    assert after.written and after.extracted == 0
+    assert {f.path for f in load_snapshot(layout).files if f.changed} == set()
+
+
+def test_an_edit_in_the_same_clock_tick_is_still_seen(layout: StateLayout, repo: Path) -> None:
+    # An edit that keeps the size and lands in the same mtime as the build's listing
+    # (a coarse clock, a fast editor): the next build must read the file again.
+    target = repo / "app" / "util.py"
+    stamp = time.time_ns()
+    target.write_text("def helper():\n    return 1\n")
+    os.utime(target, ns=(stamp, stamp))
+    build_index(layout)
+    target.write_text("def hidden():\n    return 1\n")
+    os.utime(target, ns=(stamp, stamp))
+    build_index(layout)
+    names = {s.name for s in load_snapshot(layout).symbols if s.path == "app/util.py"}
+    assert names == {"hidden"}
+
+
+def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, {f"pkg/m{i:02d}.py": f"def f{i}(): pass\n" for i in range(30)})
+    age_files(repo)
+    monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
+    real = extract.extract_batch
+
+    def slow(
+        workspace: str, tier: int, jobs: list[extract.Job], deadline: float
+    ) -> list[extract.Outcome]:
+        time.sleep(0.1)
+        return real(workspace, tier, jobs, deadline)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extract, "extract_batch", slow)
+    first = build_index(layout, budget_s=1.5, workers=1)
+    assert first.coverage.partial
+    assert 0 < first.coverage.pending < 35
+    assert first.coverage.indexed + first.coverage.pending == 35
+    assert any("first tier stopped: the wall budget ran out" in n for n in first.notes)
+    pending = {f.path for f in load_snapshot(layout).files if f.status == "pending"}
+    assert len(pending) == first.coverage.pending
+    monkeypatch.setattr(extract, "extract_batch", real)
+    second = build_index(layout)
+    assert not second.coverage.partial
+    assert second.extracted == first.coverage.pending
+    assert second.parsed == 35
+
+
+def test_tree_sitter_fills_in_across_builds(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = treesit.parse
+
+    def slow(language: str, data: bytes) -> object:
+        time.sleep(0.6)
+        return real(language, data)
+
+    monkeypatch.setattr(treesit, "parse", slow)
+    first = build_index(layout, budget_s=2.0, workers=1)
+    assert first.coverage.indexed == 5 and not first.coverage.partial
+    assert 0 < first.first_tier_only < 5
+    assert any(n.startswith("tree-sitter tier stopped") for n in first.notes)
+    monkeypatch.setattr(treesit, "parse", real)
+    second = build_index(layout)
+    assert (second.first_tier_only, second.parsed, second.extracted) == (0, 5, 0)
+
+
+def test_a_file_deleted_between_listing_and_reading_is_a_counted_skip(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing = build_module.take_inventory
+
+    def list_then_delete(*args: object, **kwargs: object) -> object:
+        found = listing(*args, **kwargs)  # type: ignore[arg-type]
+        (repo / "app" / "util.py").unlink()
+        return found
+
+    monkeypatch.setattr(build_module, "take_inventory", list_then_delete)
+    result = build_index(layout)
+    assert result.coverage.listed.get("vanished") == 1
+    entry = {f.path: f for f in load_snapshot(layout).files}["app/util.py"]
+    assert (entry.status, entry.skip) == ("listed", "vanished")
+    monkeypatch.setattr(build_module, "take_inventory", listing)
+    after = build_index(layout)
+    assert after.coverage.listed.get("deleted") == 1
+
+
+def test_a_secret_named_file_is_never_read(layout: StateLayout, repo: Path) -> None:
+    write(repo, {".env.py": "def leaked_secret():\n    return TOKEN_VALUE\n"})
+    build_index(layout)
+    snapshot = load_snapshot(layout)
+    assert not any(s.name == "leaked_secret" for s in snapshot.symbols)
+    assert ".env.py" not in snapshot.references
+    assert {f.path: f.skip for f in snapshot.files}[".env.py"] == "secret-named"
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda p: p.write_bytes(b"this is not a database" * 100), "corrupt"),
+        (lambda p: p.write_bytes(p.read_bytes()[:1000]), "corrupt"),
+        (lambda p: _set_version(p, "99"), "newer"),
+        (lambda p: _set_version(p, "0"), "older"),
+    ],
+)
+def test_a_bad_index_is_refused_by_readers_and_rebuilt_cold(
+    layout: StateLayout, damage: object, reason: str
+) -> None:
+    build_index(layout)
+    path = _index(layout)
+    damage(path)  # type: ignore[operator]
+    with pytest.raises(IndexUnavailable) as refused:
+        load_snapshot(layout)
+    assert refused.value.reason == reason
+    assert "ax-map build" in (refused.value.hint or "")
+    rebuilt = build_index(layout)
+    assert rebuilt.rebuilt is not None and "rebuilt from nothing" in rebuilt.rebuilt
+    assert rebuilt.extracted == 5
+    assert len(load_snapshot(layout).files) == 7
+
+
+def _set_version(path: Path, version: str) -> None:
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    connection.close()
+
+
+def test_a_reader_keeps_its_snapshot_while_a_build_replaces_the_index(
+    layout: StateLayout, repo: Path
+) -> None:
+    build_index(layout)
+    reader = open_reader(_index(layout))
+    try:
+        before = reader.execute("SELECT count(*) FROM files").fetchone()[0]
+        write(repo, {f"more/m{i}.py": "x = 1\n" for i in range(5)})
+        age_files(repo)
+        build_index(layout)
+        assert reader.execute("SELECT count(*) FROM files").fetchone()[0] == before
+        assert reader.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    finally:
+        reader.close()
+    assert len(load_snapshot(layout).files) == before + 5
+
+
+def test_leftovers_of_a_killed_build_are_removed(layout: StateLayout) -> None:
+    build_index(layout)
+    leftover = layout.map_dir / ".index-deadbeef.tmp"
+    leftover.write_bytes(b"half a database")
+    build_index(layout)
+    assert not leftover.exists()
+
+
+def test_readers_need_no_lock(layout: StateLayout) -> None:
+    build_index(layout)
+    with flock_lock(layout.map_dir / LOCK_NAME):
+        assert len(load_snapshot(layout).files) == 7
+
+
+def test_a_second_build_that_cannot_get_the_lock_is_fenced(layout: StateLayout, repo: Path) -> None:
+    build_index(layout)
+    inode = _index(layout).stat().st_ino
+    with flock_lock(layout.map_dir / LOCK_NAME):
+        done = ax_map("build", "-C", str(repo), "--budget-seconds", "0.3")
+    assert done.returncode == 4, done.stderr
+    assert "map build lock" in done.stderr
+    assert done.stdout == ""
+    assert _index(layout).stat().st_ino == inode
+
+
+def test_two_builds_at_once_both_finish_and_the_index_is_whole(repo: Path) -> None:
+    write(repo, {f"bulk/m{i:03d}.py": f"def f{i}(): pass\n" for i in range(300)})
+    age_files(repo)
+    runs = [
+        subprocess.Popen(
+            [*_script(), "build", "-C", str(repo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    results = [(run.wait(timeout=120), run.stdout.read(), run.stderr.read()) for run in runs]  # type: ignore[union-attr]
+    for code, _out, err in results:
+        assert code == 0, err
+    summaries = [jsonio.loads(out) for _code, out, _err in results]
+    assert sorted(s["extracted"] for s in summaries) == [0, 305]
+    snapshot = load_snapshot(state_layout(repo))
+    assert len(snapshot.files) == 307
+    assert sum(1 for f in snapshot.files if f.status == "indexed") == 305
+
+
+def _script() -> list[str]:
+    from axtest import tool_path
+
+    return [tool_path("map")]
+
+
+def test_the_cap_over_two_hundred_thousand_files_is_counted_and_fast(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "big")
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"x = 1\n").decode().strip()
+    entries = "".join(
+        f"100644 {blob} 0\td{i // 1000:03d}/s{i % 1000 // 100}/f{i}.py\n" for i in range(200_000)
+    )
+    git(repo, "update-index", "--index-info", input=entries.encode())
+    started = time.monotonic()
+    summary = build_json(repo, "--budget-seconds", "60")
+    elapsed = time.monotonic() - started
+    coverage = summary["coverage"]
+    assert isinstance(coverage, dict)
+    assert coverage["total"] == 200_000
+    assert coverage["capped"] == 180_000
+    assert coverage["listed"] == {"deleted": 20_000}
+    assert summary["state"] == "partial"
+    assert elapsed < 20, elapsed
+
+
+def test_an_index_that_breaks_under_an_update_is_rebuilt_cold(
+    layout: StateLayout, repo: Path
+) -> None:
+    build_index(layout)
+    path = _index(layout)
+    connection = sqlite3.connect(path)
+    (page_size,) = connection.execute("PRAGMA page_size").fetchone()
+    (root,) = connection.execute(
+        "SELECT rootpage FROM sqlite_master WHERE name = 'symbols'"
+    ).fetchone()
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\xff" * page_size)
+    write(repo, {"app/util.py": "def helper():\n    return 42\n"})
+    age_files(repo)
+    rebuilt = build_index(layout)
+    assert rebuilt.rebuilt is not None and "broke when updated" in rebuilt.rebuilt
+    assert rebuilt.extracted == 5
+    names = {s.name for s in load_snapshot(layout).symbols if s.path == "app/util.py"}
+    assert names == {"helper"}
+    assert not list(layout.map_dir.glob(".index-*.tmp"))
+
+
+def test_a_file_tree_sitter_cannot_parse_keeps_its_first_tier_and_is_not_retried(
+    layout: StateLayout, repo: Path
+) -> None:
+    write(repo, {"zz/runaway.py": "def still_found(): pass\n" + ("/*" * 90 + "\n") * 170})
+    age_files(repo)
+    first = build_index(layout)
+    assert not first.coverage.partial
+    assert (first.parse_failed, first.first_tier_only, first.parsed) == (1, 1, 5)
+    assert any(
+        "could not parse 1 file(s)" in note and "zz/runaway.py" in note for note in first.notes
+    )
+    names = {s.name for s in load_snapshot(layout).symbols if s.path == "zz/runaway.py"}
+    assert names == {"still_found"}
+    again = build_index(layout)
+    assert (again.written, again.parse_failed) == (False, 1)

@@ -1,0 +1,556 @@
+"""A build: inventory, stat-diff against the index, extract what changed, write atomically.
+
+Within the wall budget, in this order: the inventory; the first tier (ax_map.scan)
+for every file that is new or whose size or mtime changed since it was extracted,
+so the structure of the whole workspace is in the index as early as possible; the
+second tier (tree-sitter, ax_map.treesit) for files that have only the first,
+uncommitted files first; imports resolved over the whole inventory. A file the first
+tier did not reach is ``pending``; one the second tier did not reach keeps its first
+tier. Either way the index says so, and the next build carries on from there, so
+builds under any budget converge on the complete index.
+
+A file whose mtime lies within ``RACY_WINDOW_NS`` of the previous build's listing is
+read again: it may have changed in the same clock tick without changing its size
+(git's "racily clean" entries).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Generator, Mapping
+from contextlib import closing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from libcommon import clock
+from libcommon.errors import OperationFailed, UsageError
+from libcommon.locks import flock_lock
+from libcommon.paths import StateLayout
+
+from . import index as store
+from .extract import (
+    SKIP_EXTRACTION_FAILED,
+    SKIP_VANISHED,
+    Job,
+    Outcome,
+    Reader,
+    RunReport,
+    run_jobs,
+)
+from .inventory import (
+    SKIP_BINARY,
+    SKIP_MINIFIED,
+    SKIP_NO_GRAMMAR,
+    Inventory,
+    InventoryError,
+    take_inventory,
+)
+from .model import Coverage, FileEntry
+from .pathtext import quote_path
+from .resolve import GO_MOD_MAX_BYTES, resolve_all
+
+DEFAULT_BUDGET_S = 30.0
+MAX_BUDGET_S = 3600.0
+MIN_BUDGET_S = 0.1
+# The part of the budget kept for resolving imports and writing the index.
+WRITE_RESERVE_S = 1.0
+WRITE_RESERVE_FRACTION = 0.1
+RACY_WINDOW_NS = 2_000_000_000
+# How many paths a note names before it counts the rest.
+NOTE_PATHS_SHOWN = 5
+# Read-time skips that hold as long as the file's size and mtime do.
+_STABLE_SKIPS = frozenset({SKIP_BINARY, SKIP_MINIFIED})
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class BuildResult:
+    workspace: str
+    index: str
+    git: bool
+    coverage: Coverage
+    # Files whose extraction is the first tier only (tree-sitter has not reached them).
+    first_tier_only: int
+    parsed: int
+    # Of first_tier_only: the files tree-sitter gave up or crashed on.
+    parse_failed: int
+    extracted: int
+    reused: int
+    removed: int
+    written: bool
+    rebuilt: str | None
+    exact: bool
+    notes: list[str] = field(default_factory=list)
+    timings_ms: dict[str, int] = field(default_factory=dict)
+
+
+def check_budget(budget_s: float) -> float:
+    if not MIN_BUDGET_S <= budget_s <= MAX_BUDGET_S:
+        raise UsageError(
+            f"--budget-seconds {budget_s:g} is out of range",
+            hint=f"give between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} seconds",
+        )
+    return budget_s
+
+
+def build_index(
+    layout: StateLayout,
+    *,
+    budget_s: float = DEFAULT_BUDGET_S,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    workers: int | None = None,
+) -> BuildResult:
+    """Build or refresh ``layout``'s map index within ``budget_s`` seconds of wall time."""
+    check_budget(budget_s)
+    start = time.monotonic()
+    deadline = start + budget_s
+    map_dir = layout.map_dir
+    map_dir.mkdir(parents=True, exist_ok=True)
+    with flock_lock(
+        map_dir / store.LOCK_NAME,
+        timeout=budget_s,
+        what="map build lock",
+        hint="another ax-map build of this workspace is running; retry when it ends",
+    ):
+        lock_wait = time.monotonic() - start
+        store.remove_leftovers(map_dir)
+        build = _Build(layout, deadline, os.environ if environ is None else environ, progress)
+        build.timings["lockWait"] = lock_wait
+        try:
+            return build.run(workers)
+        except InventoryError as exc:
+            raise OperationFailed(
+                f"could not list the workspace: {exc}",
+                hint="check that `git status` works in the workspace",
+            ) from None
+
+
+@dataclass
+class _Previous:
+    files: dict[str, store.StoredFile]
+    meta: dict[str, str]
+
+
+class _Build:
+    def __init__(
+        self,
+        layout: StateLayout,
+        deadline: float,
+        environ: Mapping[str, str],
+        progress: Progress | None,
+    ) -> None:
+        self.layout = layout
+        self.workspace = layout.workspace
+        self.index = store.index_path(layout.map_dir)
+        self.deadline = deadline
+        self.environ = environ
+        self.progress = progress
+        self.timings: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.parse_failures: list[str] = []
+
+    def _extract_deadline(self) -> float:
+        left = self.deadline - time.monotonic()
+        return self.deadline - min(WRITE_RESERVE_S, max(left, 0.0) * WRITE_RESERVE_FRACTION)
+
+    def run(self, workers: int | None) -> BuildResult:
+        started = time.monotonic()
+        previous, rebuilt = self._previous()
+        horizon_ns = time.time_ns()
+        phase = time.monotonic()
+        inventory = take_inventory(self.workspace, self.environ, self.deadline)
+        self.timings["inventory"] = time.monotonic() - phase
+        self.notes += inventory.notes
+        plan = _plan(inventory, previous)
+        meta = _meta(inventory)
+        if previous is not None and plan.unchanged and _same_meta(previous.meta, meta):
+            result = self._result(inventory, plan.entries, plan.tiers, plan, False, rebuilt)
+            self.timings["total"] = time.monotonic() - started
+            result.timings_ms = _ms(self.timings)
+            return result
+        stamps = {"horizon_ns": str(horizon_ns), "written_at": clock.timestamp()}
+        try:
+            entries, tiers = self._write_index(inventory, plan, previous, workers, meta | stamps)
+        except sqlite3.DatabaseError as exc:
+            if previous is None:
+                raise _write_failed(self.index, exc) from None
+            # The last index read well enough to diff against but broke under the update
+            # (a damaged page the read never touched): start over from nothing.
+            rebuilt = f"the index {quote_path(str(self.index))} broke when updated ({exc}): "
+            rebuilt += "rebuilt from nothing"
+            plan = _plan(inventory, None)
+            try:
+                entries, tiers = self._write_index(inventory, plan, None, workers, meta | stamps)
+            except sqlite3.Error as again:
+                raise _write_failed(self.index, again) from None
+        except sqlite3.Error as exc:
+            raise _write_failed(self.index, exc) from None
+        result = self._result(inventory, entries, tiers, plan, True, rebuilt)
+        self.timings["total"] = time.monotonic() - started
+        result.timings_ms = _ms(self.timings)
+        return result
+
+    def _write_index(
+        self,
+        inventory: Inventory,
+        plan: _Plan,
+        previous: _Previous | None,
+        workers: int | None,
+        meta: Mapping[str, str],
+    ) -> tuple[dict[str, FileEntry], dict[str, int]]:
+        """Write a new index from a copy of the last one (or from nothing) and put it in
+        place; on any failure the copy is removed and the last index stays as it was."""
+        writer = store.Writer(self.layout.map_dir, self.index if previous is not None else None)
+        try:
+            entries, tiers = self._write(writer, inventory, plan, previous, workers)
+            phase = time.monotonic()
+            writer.set_meta(meta)
+            writer.commit(self.index)
+            self.timings["write"] = time.monotonic() - phase
+        except BaseException:
+            writer.abandon()
+            raise
+        return entries, tiers
+
+    def _previous(self) -> tuple[_Previous | None, str | None]:
+        """The last build's rows, or None and why the build starts over."""
+        try:
+            with closing(store.open_reader(self.index)) as connection:
+                return _Previous(store.read_files(connection), store.read_meta(connection)), None
+        except store.IndexUnavailable as exc:
+            if exc.reason == "missing":
+                return None, "no index yet"
+            return None, f"{exc.message}: rebuilt from nothing"
+        except sqlite3.Error as exc:
+            where = quote_path(str(self.index))
+            return None, f"the index {where} is unreadable ({exc}): rebuilt from nothing"
+
+    def _write(
+        self,
+        writer: store.Writer,
+        inventory: Inventory,
+        plan: _Plan,
+        previous: _Previous | None,
+        workers: int | None,
+    ) -> tuple[dict[str, FileEntry], dict[str, int]]:
+        entries = dict(plan.entries)
+        tiers = dict(plan.tiers)
+        had_content = {
+            path
+            for path, row in (previous.files.items() if previous is not None else ())
+            if row.status == "indexed"
+        }
+        for path in plan.removed:
+            writer.remove(path)
+        for path in plan.rewrite:
+            if path in had_content:
+                writer.clear_content(path)
+            writer.put_file(path, entries[path], tiers[path])
+        for path in plan.flags:
+            entry = entries[path]
+            writer.set_flags(path, entry.tracked, entry.changed)
+        content_changed = bool(plan.removed) or bool(plan.added)
+
+        # First tier: every file that needs reading.
+        phase = time.monotonic()
+        jobs = [Job(path, entries[path].language or "", entries[path].size) for path in plan.scan]
+        report = RunReport()
+        with closing(self._run(1, jobs, report, workers)) as outcomes:
+            for outcome in outcomes:
+                self._store(writer, outcome, entries, tiers, had_content)
+                content_changed = True
+        if report.stopped:
+            self.notes.append(f"first tier stopped: {report.stopped}")
+        self.timings["scan"] = time.monotonic() - phase
+
+        # Second tier: the files that have only the first, uncommitted ones first.
+        phase = time.monotonic()
+        waiting = _second_tier_waiting(entries, tiers)
+        self.notes += _grammar_notes(entries, tiers)
+        jobs = [Job(path, entries[path].language or "", entries[path].size) for path in waiting]
+        report = RunReport()
+        if jobs and time.monotonic() < self._extract_deadline():
+            with closing(self._run(2, jobs, report, workers)) as outcomes:
+                for outcome in outcomes:
+                    self._store(writer, outcome, entries, tiers, had_content)
+                    content_changed = True
+        if report.stopped:
+            self.notes.append(f"tree-sitter tier stopped: {report.stopped}")
+        if self.parse_failures:
+            self.notes.append(_failures_note(self.parse_failures))
+        self.timings["parse"] = time.monotonic() - phase
+
+        if content_changed:
+            phase = time.monotonic()
+            writer.replace_imports(self._imports(writer, entries))
+            self.timings["imports"] = time.monotonic() - phase
+        return entries, tiers
+
+    def _run(
+        self, tier: int, jobs: list[Job], report: RunReport, workers: int | None
+    ) -> Generator[Outcome, None, None]:
+        total = len(jobs)
+        done = 0
+        name = "scan" if tier == 1 else "parse"
+
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            if self.progress is not None:
+                self.progress(name, done, total)
+
+        if self.progress is not None and total:
+            self.progress(name, 0, total)
+        yield from run_jobs(
+            self.workspace,
+            1 if tier == 1 else 2,
+            jobs,
+            self._extract_deadline(),
+            report,
+            advance,
+            workers,
+        )
+
+    def _store(
+        self,
+        writer: store.Writer,
+        outcome: Outcome,
+        entries: dict[str, FileEntry],
+        tiers: dict[str, int],
+        had_content: set[str],
+    ) -> None:
+        path = outcome.path
+        entry = entries[path]
+        if outcome.failed is not None and outcome.tier == 2:
+            # The first tier's extraction stays; this content is not parsed again.
+            tiers[path] = store.TIER_PARSE_FAILED
+            self.parse_failures.append(path)
+            writer.put_file(path, entry, tiers[path])
+            return
+        if path in had_content:
+            writer.clear_content(path)
+        if outcome.extraction is None:
+            skip = outcome.skip or (SKIP_EXTRACTION_FAILED if outcome.failed else SKIP_VANISHED)
+            entry = replace(
+                entry,
+                size=outcome.size,
+                mtime_ns=outcome.mtime_ns,
+                status="listed",
+                skip=skip,
+            )
+            tiers[path] = store.TIER_NONE
+        else:
+            entry = replace(
+                entry, size=outcome.size, mtime_ns=outcome.mtime_ns, status="indexed", skip=None
+            )
+            tiers[path] = outcome.tier
+            extraction = outcome.extraction
+            writer.put_content(
+                path, extraction.definitions, extraction.references, extraction.imports
+            )
+        had_content.add(path)
+        entries[path] = entry
+        writer.put_file(path, entry, tiers[path])
+
+    def _imports(
+        self, writer: store.Writer, entries: Mapping[str, FileEntry]
+    ) -> list[tuple[str, str]]:
+        specs = writer.specs()
+        languages = {
+            path: (entries[path].language or "", found)
+            for path, found in specs.items()
+            if path in entries and entries[path].status == "indexed"
+        }
+        reader = Reader(str(self.workspace))
+
+        def read(path: str) -> bytes | None:
+            entry = entries.get(path)
+            if entry is None or entry.skip != SKIP_NO_GRAMMAR or entry.size > GO_MOD_MAX_BYTES:
+                return None
+            data, _skip, _size, _mtime = reader.read(path)
+            return data
+
+        try:
+            return resolve_all(sorted(entries), languages, read)
+        finally:
+            reader.close()
+
+    def _result(
+        self,
+        inventory: Inventory,
+        entries: Mapping[str, FileEntry],
+        tiers: Mapping[str, int],
+        plan: _Plan,
+        written: bool,
+        rebuilt: str | None,
+    ) -> BuildResult:
+        files = list(entries.values())
+        coverage = store.coverage_of(files, {"capped": str(inventory.capped)})
+        indexed_tiers = [tiers[e.path] for e in files if e.status == "indexed"]
+        return BuildResult(
+            workspace=quote_path(str(self.workspace)),
+            index=quote_path(str(self.index)),
+            git=inventory.git,
+            coverage=coverage,
+            first_tier_only=sum(1 for tier in indexed_tiers if tier != store.TIER_PARSED),
+            parsed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSED),
+            parse_failed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSE_FAILED),
+            extracted=len(plan.scan),
+            reused=plan.reused,
+            removed=len(plan.removed),
+            written=written,
+            rebuilt=rebuilt,
+            exact=inventory.exact,
+            notes=self.notes,
+        )
+
+
+@dataclass
+class _Plan:
+    """What a build must do, from the stat-diff of the inventory against the index."""
+
+    entries: dict[str, FileEntry]
+    tiers: dict[str, int]
+    # Paths whose row is (re)written as the inventory says, before any extraction.
+    rewrite: list[str]
+    # Paths whose row stays but whose tracked/changed flags moved.
+    flags: list[str]
+    scan: list[str]
+    removed: list[str]
+    added: list[str]
+    reused: int
+
+    @property
+    def unchanged(self) -> bool:
+        """Nothing to write: no row moved and no file waits for the second tier."""
+        moved = self.rewrite or self.flags or self.scan or self.removed
+        return not moved and not _second_tier_waiting(self.entries, self.tiers)
+
+
+def _second_tier_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
+    """Indexed files with only the first tier whose grammar loads, uncommitted ones first."""
+    waiting = [
+        path
+        for path, entry in entries.items()
+        if entry.status == "indexed"
+        and tiers[path] == store.TIER_FIRST
+        and treesit_ready(entry.language)
+    ]
+    waiting.sort(key=lambda path: (not entries[path].changed, path))
+    return waiting
+
+
+def _grammar_notes(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
+    missing = sorted(
+        {
+            entry.language or ""
+            for path, entry in entries.items()
+            if entry.status == "indexed"
+            and tiers[path] == store.TIER_FIRST
+            and not treesit_ready(entry.language)
+        }
+    )
+    return [f"no tree-sitter grammar loads for {language}: first tier only" for language in missing]
+
+
+def treesit_ready(language: str | None) -> bool:
+    from .treesit import available
+
+    return language is not None and available(language)
+
+
+def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:
+    old = previous.files if previous is not None else {}
+    horizon = int(previous.meta.get("horizon_ns", "0")) if previous is not None else 0
+    plan = _Plan({}, {}, [], [], [], [], [], 0)
+    for entry in inventory.files:
+        path = entry.path
+        row = old.get(path)
+        if row is None:
+            plan.added.append(path)
+        same_stat = (
+            row is not None
+            and row.size == entry.size
+            and row.mtime_ns == entry.mtime_ns
+            and row.mtime_ns < horizon - RACY_WINDOW_NS
+        )
+        if entry.status == "listed":
+            plan.entries[path] = entry
+            plan.tiers[path] = 0
+            if row is None or (row.status, row.skip, row.size, row.mtime_ns) != (
+                "listed",
+                entry.skip,
+                entry.size,
+                entry.mtime_ns,
+            ):
+                plan.rewrite.append(path)
+            elif (row.tracked, row.changed) != (entry.tracked, entry.changed):
+                plan.flags.append(path)
+            continue
+        reusable = (
+            row is not None
+            and same_stat
+            and (row.status == "indexed" or (row.status == "listed" and row.skip in _STABLE_SKIPS))
+        )
+        if row is not None and reusable:
+            plan.entries[path] = FileEntry(
+                path,
+                entry.size,
+                entry.mtime_ns,
+                row.language,
+                row.status,
+                row.skip,
+                entry.tracked,
+                entry.changed,
+            )
+            plan.tiers[path] = row.tier
+            plan.reused += 1
+            if (row.tracked, row.changed) != (entry.tracked, entry.changed):
+                plan.flags.append(path)
+            continue
+        plan.entries[path] = entry
+        plan.tiers[path] = 0
+        plan.scan.append(path)
+        plan.rewrite.append(path)
+    plan.removed = sorted(set(old) - set(plan.entries))
+    return plan
+
+
+def _failures_note(paths: list[str]) -> str:
+    shown = ", ".join(quote_path(path) for path in paths[:NOTE_PATHS_SHOWN])
+    more = len(paths) - NOTE_PATHS_SHOWN
+    return (
+        f"tree-sitter could not parse {len(paths)} file(s), which keep their first tier "
+        f"until they change: {shown}" + (f" and {more} more" if more > 0 else "")
+    )
+
+
+def _write_failed(index: Path, exc: sqlite3.Error) -> OperationFailed:
+    return OperationFailed(
+        f"could not write the map index {quote_path(str(index))}: {exc}",
+        hint="check the free space and permissions of the state root; the last index is kept",
+    )
+
+
+def _meta(inventory: Inventory) -> dict[str, str]:
+    return {
+        "schema_version": str(store.SCHEMA_VERSION),
+        "git": "1" if inventory.git else "0",
+        "total": str(inventory.total),
+        "capped": str(inventory.capped),
+        "exact": "1" if inventory.exact else "0",
+        "notes": json.dumps(inventory.notes),
+    }
+
+
+def _same_meta(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
+    return all(old.get(key) == value for key, value in new.items())
+
+
+def _ms(timings: Mapping[str, float]) -> dict[str, int]:
+    return {key: round(value * 1000) for key, value in timings.items()}
