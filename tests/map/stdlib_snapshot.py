@@ -68,7 +68,9 @@ def _imports(path: str, text: str, known: set[str]) -> set[str]:
     return found
 
 
-def extract(root: Path, path: str, known: set[str]) -> tuple[list[Symbol], frozenset[str], set[str]]:
+def extract(
+    root: Path, path: str, known: set[str]
+) -> tuple[list[Symbol], frozenset[str], set[str]]:
     text = (root / path).read_bytes().decode("utf-8", "replace")
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
 

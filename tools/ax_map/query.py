@@ -40,8 +40,6 @@ PART_TERM_WEIGHT = 0.5
 PHRASE_BONUS = 2.0
 # A file matching only some of the words keeps this share, plus the rest pro rata.
 COVERAGE_FLOOR = 0.4
-# A term matching more than this share of the files says nothing and is dropped.
-COMMON_TERM_SHARE = 0.5
 # Substring matches are skipped for a term found inside more names than this.
 SUBSTRING_NAMES_MAX = 2_000
 SUBSTRING_MIN_CHARS = 3
@@ -190,25 +188,33 @@ class QueryMatch:
 
     def reasons(self, node: int) -> list[str]:
         """Why ``node`` matched, strongest evidence first, in words."""
-        found: list[tuple[float, str]] = []
+        # (strength, the name or path it is about, the words): one reason per name.
+        found: list[tuple[float, str, str]] = []
         if node == self.named:
-            found.append((MATCH_PATH_EXACT * 10, "its path is the query"))
-        name = self.phrase.get(node)
-        if name is not None:
-            words = self.phrase_words(name)
-            found.append(
-                (MATCH_EXACT + len(words), f"defines '{name}' (matches '{' '.join(words)}')")
-            )
+            found.append((MATCH_PATH_EXACT * 10, "", "its path is the query"))
+        phrase = self.phrase.get(node)
+        if phrase is not None:
+            words = self.phrase_words(phrase)
+            said = f"defines '{phrase}' (matches '{' '.join(words)}')"
+            found.append((MATCH_EXACT + len(words), phrase, said))
         for match in self.terms:
             strength = match.name_strength.get(node)
             if strength is not None:
+                name = match.name[node]
                 how = "(query)" if strength >= MATCH_ICASE else f"(matches '{match.term.text}')"
-                found.append((strength, f"defines '{match.name[node]}' {how}"))
+                found.append((strength, name, f"defines '{name}' {how}"))
             path = match.path_strength.get(node)
             if path is not None:
-                found.append((path, f"path matches '{match.term.text}'"))
+                found.append((path, "", f"path matches '{match.term.text}'"))
         found.sort(key=lambda item: -item[0])
-        return list(dict.fromkeys(reason for _, reason in found))[:QUERY_SIGNALS_MAX]
+        reasons: dict[str, None] = {}
+        told: set[str] = set()
+        for _, about, reason in found:
+            if about and about in told:
+                continue
+            told.add(about)
+            reasons.setdefault(reason)
+        return list(reasons)[:QUERY_SIGNALS_MAX]
 
     def names(self, node: int) -> dict[str, float]:
         """The names ``node`` defines that matched, with the strength of each match."""
@@ -242,7 +248,7 @@ def match_query(st: Structure, query: str) -> QueryMatch:
     for term in query_terms(query):
         match = match_term(st, term)
         files = match.files()
-        if not files or len(files) > COMMON_TERM_SHARE * count:
+        if not files:
             continue
         kept.append(match)
         total_weight += term.weight
