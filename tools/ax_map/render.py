@@ -169,8 +169,12 @@ def _trees(snapshot: Snapshot) -> list[str]:
         lines = [title, top]
         _tree_lines(root, 0, limit, lines)
         forms.append("\n".join(lines) + "\n\n")
-    names = [f"{printable(name)}/ {root.children[name].files:,}" for name in sorted(root.children)]
-    title = "## Top-level folders (files under each)"
+    names = []
+    for name in sorted(root.children):
+        child = root.children[name]
+        below = child.folders_below()
+        names.append(f"{printable(name)}/ {child.files:,}" + (f" +{below:,}" if below else ""))
+    title = "## Top-level folders (files under each; +N: how many folders lie below it)"
     for shown in _ladder(len(names)):
         rest = len(names) - shown
         more = [f"… and {_count(rest, 'more folder')}, not named for space"] if rest else []
