@@ -6,6 +6,7 @@ import gc
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
 import weakref
@@ -328,13 +329,19 @@ def test_the_ranking_is_the_same_under_every_hash_seed() -> None:
 def test_the_structure_is_cached_per_snapshot_and_never_holds_a_query() -> None:
     snap = central_repo()
     first = structure_of(snap)
-    pagerank = list(first.pagerank)
+
+    def state() -> bytes:
+        return pickle.dumps((first.pagerank, first.structure, first.order, first.lookup))
+
+    before = state()
     rank(snap, query="frobnicate", focus=["widgets"], touched=["core.py"])
+    matches(snap, "core helper")
     assert structure_of(snap) is first
-    assert first.pagerank == pagerank
-    assert "frobnicate" not in repr(first.signals)
-    equal = central_repo()
-    assert structure_of(equal) is not first
+    assert state() == before
+    # What it fills in on demand is per file, never per query.
+    assert set(first._near) <= set(range(len(first.paths)))
+    assert set(first._top) <= set(range(len(first.paths)))
+    assert structure_of(central_repo()) is not first
 
 
 def test_a_dropped_snapshot_is_not_kept_alive() -> None:

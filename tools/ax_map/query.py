@@ -134,18 +134,19 @@ def match_term(st: Structure, term: Term) -> TermMatch:
     """Every file and name ``term`` matches in ``st``, and how strongly."""
     found = TermMatch(term)
     name_of, strength_of, path_of = found.name, found.name_strength, found.path_strength
+    look = st.lookup
 
     def names(matched: tuple[str, ...] | list[str], strength: float) -> None:
         found.names.update(matched)
         for name in matched:
             value = MATCH_EXACT if strength == MATCH_ICASE and name == term.raw else strength
-            for node in st.name_nodes[name]:
+            for node in st.definers[name]:
                 if strength_of.get(node, 0.0) < value:
                     strength_of[node] = value
                     name_of[node] = name
 
     def paths(token: str, factor: float, fixed: float | None = None) -> None:
-        for node, kind in st.path_tokens.get(token, ()):
+        for node, kind in look.path_tokens.get(token, ()):
             value = fixed if fixed is not None else PATH_STRENGTH[kind] * factor
             if path_of.get(node, 0.0) < value:
                 path_of[node] = value
@@ -153,24 +154,24 @@ def match_term(st: Structure, term: Term) -> TermMatch:
     variant = _variant(term.text)
     for text, factor in ((term.text, 1.0), (variant, VARIANT_FACTOR)):
         if text is not None:
-            names(st.lower_names.get(text, ()), MATCH_ICASE * factor)
-            names(st.subword_names.get(text, ()), MATCH_SUBWORD * factor)
+            names(look.lower_names.get(text, ()), MATCH_ICASE * factor)
+            names(look.subword_names.get(text, ()), MATCH_SUBWORD * factor)
             paths(text, factor)
     shortest = variant or term.text
     if len(shortest) >= SUBSTRING_MIN_CHARS:
         # The vocabulary holds the lowercased names in name_list's order.
         names(
-            _containing(st.name_vocab, st.name_starts, st.name_list, shortest) or [],
+            _containing(look.name_vocab, look.name_starts, look.name_list, shortest) or [],
             MATCH_SUBSTRING,
         )
-        tokens = _containing(st.path_vocab, st.path_starts, st.path_list, shortest)
+        tokens = _containing(look.path_vocab, look.path_starts, look.path_list, shortest)
         for token in tokens or ():
             paths(token, 1.0, MATCH_PATH_SUBSTRING)
     # A known word a simple term starts with is its stem (configuration -> config).
     for end in range(PREFIX_MIN_CHARS, len(term.text) if term.simple else 0):
         prefix = term.text[:end]
-        names(st.lower_names.get(prefix, ()), MATCH_SUBSTRING)
-        names(st.subword_names.get(prefix, ()), MATCH_SUBSTRING)
+        names(look.lower_names.get(prefix, ()), MATCH_SUBSTRING)
+        names(look.subword_names.get(prefix, ()), MATCH_SUBSTRING)
         paths(prefix, 1.0, MATCH_PATH_SUBSTRING)
     return found
 
@@ -299,7 +300,7 @@ def _phrases(st: Structure, kept: list[TermMatch], scores: dict[int, float]) -> 
         if groups[name].bit_count() < 2:
             continue
         amount = PHRASE_BONUS * value[name]
-        for node in st.name_nodes[name]:
+        for node in st.definers[name]:
             if bonus.get(node, 0.0) < amount:
                 bonus[node] = amount
                 best[node] = name

@@ -216,8 +216,8 @@ def _ranked(st: Structure, node: int, personal: _Personal) -> Ranked:
         if personal.query is not None and seed in personal.query.scores:
             why = "matches the query"
         signals.append(f"neighbour of '{st.paths[seed]}' ({why})")
-    signals.extend(st.signals[node])
-    shown = list(dict.fromkeys((*matched, *st.top_symbols[node])))
+    signals.extend(st.signals(node))
+    shown = list(dict.fromkeys((*matched, *st.top_symbols(node))))
     return Ranked(
         path=st.paths[node],
         score=STRUCTURE_WEIGHT * st.structure[node] + personal.boost.get(node, 0.0),

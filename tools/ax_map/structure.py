@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from operator import mul, neg, sub
+from operator import attrgetter, mul, neg, sub
 
 from .model import FileEntry, Snapshot, Symbol
 
@@ -105,16 +105,21 @@ _SUBWORD = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9
 
 def parts(name: str) -> list[str]:
     """The lowercased camelCase / snake_case parts of ``name`` (HTTPServer -> http, server)."""
+    if name.islower() and name.replace("_", "").isalpha():
+        # snake_case without digits, the common case: str.split gives the same parts.
+        return [part for part in name.split("_") if part]
     return [part.lower() for part in _SUBWORD.findall(name)]
 
 
 def subwords(name: str) -> list[str]:
-    """The parts of ``name``, and each two adjacent ones joined.
+    """The parts of ``name``, and for a name split by case each two adjacent ones joined.
 
     IPv4Network gives i, pv4, network, and the pairs ipv4 and pv4network: a
     mixed-case acronym cannot be split by case alone.
     """
-    found = parts(name)
+    if name.islower() and name.replace("_", "").isalpha():
+        return [part for part in name.split("_") if part]
+    found = [part.lower() for part in _SUBWORD.findall(name)]
     if len(found) < 3:
         return found
     return [*found, *(a + b for a, b in pairwise(found))]
@@ -125,9 +130,11 @@ def is_specific(name: str) -> bool:
     if len(name) < SPECIFIC_NAME_MIN_CHARS:
         return False
     core = name.strip("_")
-    snake = "_" in core
-    camel = any(c.isupper() for c in core[1:]) and any(c.islower() for c in core)
-    return snake or camel
+    if "_" in core:
+        return True
+    # camelCase: a capital after the first letter, and some lower case.
+    tail = core[1:]
+    return tail != tail.lower() and core != core.upper()
 
 
 def name_units(name: str, definers: int) -> int:
@@ -195,13 +202,37 @@ class Graph:
 
 
 @dataclass
+class Lookup:
+    """The tables a query is matched against, built on the first query (a map needs none).
+
+    name -> the files defining it is ``Structure.definers``; here: lowercased name ->
+    names, subword -> names, the lowercased names joined into one string (a substring
+    search then runs in C) with where each starts, and the same for path tokens:
+    token -> (node, PATH_STEM / PATH_FOLDER / PATH_PART).
+    """
+
+    lower_names: dict[str, list[str]]
+    subword_names: dict[str, list[str]]
+    name_vocab: str
+    name_starts: list[int]
+    name_list: list[str]
+    path_tokens: dict[str, tuple[tuple[int, int], ...]]
+    path_vocab: str
+    path_starts: list[int]
+    path_list: list[str]
+
+
+@dataclass
 class Structure:
     """The query-independent half of a ranking, for one snapshot (see ``structure_of``).
 
     Files are numbered in path order (node 0 has the smallest path), so ordering by
-    node number is ordering by path.
+    node number is ordering by path. Only numbers are computed up front; the words
+    (signals), a file's best symbols and the query tables are made when first asked,
+    so the map of a large repository does not wait for what it never shows.
     """
 
+    git: bool
     paths: list[str]
     index: dict[str, int]
     entries: list[FileEntry]
@@ -216,24 +247,40 @@ class Structure:
     # Nodes by structure, best first (ties by path), and each node's place in it.
     order: list[int]
     place: list[int]
-    signals: list[tuple[str, ...]]
-    # Each file's symbols by line, and its distinct (name, kind)s best first.
-    symbols: list[tuple[Symbol, ...]]
-    top_symbols: list[tuple[Symbol, ...]]
-    # name -> the files defining it; lowercased name -> names; subword -> names.
-    name_nodes: dict[str, tuple[int, ...]]
-    lower_names: dict[str, tuple[str, ...]]
-    subword_names: dict[str, tuple[str, ...]]
-    # The lowercased names joined (a substring search runs in C), where each starts.
-    name_vocab: str
-    name_starts: list[int]
-    name_list: list[str]
-    # path token -> (node, PATH_STEM / PATH_FOLDER / PATH_PART), and its vocabulary.
-    path_tokens: dict[str, tuple[tuple[int, int], ...]]
-    path_vocab: str
-    path_starts: list[int]
-    path_list: list[str]
+    imported_by: list[int]
+    referenced_by: list[int]
+    # Each file's symbols by line; name -> the files defining it; how many use it.
+    symbols: list[list[Symbol]]
+    definers: dict[str, list[int]]
+    referenced_in: Counter[str]
+    units_of: dict[str, int]
+    _top: dict[int, tuple[Symbol, ...]] = field(default_factory=dict)
     _near: dict[int, tuple[tuple[tuple[int, float], ...], float]] = field(default_factory=dict)
+    _lookup: Lookup | None = None
+
+    def signals(self, node: int) -> list[str]:
+        """Why the structure ranks ``node`` where it does, in words."""
+        said = _prior(self.entries[node], self.git)[2]
+        said.append(f"structural rank {self.place[node]:,} of {len(self.paths):,}")
+        if self.imported_by[node]:
+            said.append(f"imported by {_files(self.imported_by[node])}")
+        if self.referenced_by[node]:
+            said.append(f"names used by {_files(self.referenced_by[node])}")
+        return said
+
+    def top_symbols(self, node: int) -> tuple[Symbol, ...]:
+        """The file's distinct (name, kind)s, the most used and most specific first."""
+        held = self._top.get(node)
+        if held is None:
+            held = _top_symbols(self.symbols[node], self.referenced_in, self.units_of)
+            self._top[node] = held
+        return held
+
+    @property
+    def lookup(self) -> Lookup:
+        if self._lookup is None:
+            self._lookup = _lookup(self.definers, self.paths)
+        return self._lookup
 
     def neighbours(self, node: int) -> tuple[tuple[tuple[int, float], ...], float]:
         """The strongest neighbours of ``node``, either way (NEIGHBOURS_PER_SEED_MAX at most),
@@ -281,7 +328,7 @@ def build_structure(snapshot: Snapshot) -> Structure:
     """The structure of ``snapshot``, computed now (``structure_of`` caches it)."""
     entries = sorted(
         (e for e in {e.path: e for e in snapshot.files}.values() if _rankable(e)),
-        key=lambda e: e.path,
+        key=attrgetter("path"),
     )
     paths = [e.path for e in entries]
     index = {path: i for i, path in enumerate(paths)}
@@ -292,13 +339,18 @@ def build_structure(snapshot: Snapshot) -> Structure:
         node = index.get(symbol.path)
         if node is not None:
             symbols_of[node].append(symbol)
+    by_line = attrgetter("line", "name", "kind")
     for found in symbols_of:
-        found.sort(key=lambda s: (s.line, s.name, s.kind))
+        found.sort(key=by_line)
     defined = [frozenset(s.name for s in found) for found in symbols_of]
     definers: dict[str, list[int]] = {}
     for node, names in enumerate(defined):
         for name in names:
-            definers.setdefault(name, []).append(node)
+            held = definers.get(name)
+            if held is None:
+                definers[name] = [node]
+            else:
+                held.append(node)
     references = [snapshot.references.get(path, frozenset()) for path in paths]
     referenced_in: Counter[str] = Counter()
     for names in references:
@@ -316,36 +368,13 @@ def build_structure(snapshot: Snapshot) -> Structure:
     graph = _graph(out)
     pagerank, iterations = _pagerank(graph)
 
-    structure, penalty, prior_signals = _prior_all(snapshot.git, entries, pagerank)
+    structure, penalty = _prior_all(snapshot.git, entries, pagerank)
     order = sorted(range(count), key=lambda n: (-structure[n], n))
     place = [0] * count
     for position, node in enumerate(order, start=1):
         place[node] = position
-    signals = [
-        (
-            *prior_signals[node],
-            *_graph_signals(place[node], count, imported_by, referenced_by, node),
-        )
-        for node in range(count)
-    ]
-    top_symbols = [_top_symbols(found, referenced_in, units_of) for found in symbols_of]
-
-    name_nodes = {name: tuple(nodes) for name, nodes in definers.items()}
-    name_list = sorted(name_nodes)
-    lower_names: dict[str, list[str]] = {}
-    subword_names: dict[str, list[str]] = {}
-    for name in name_list:
-        lower_names.setdefault(name.lower(), []).append(name)
-        pieces = subwords(name)
-        if len(pieces) > 1:
-            for piece in dict.fromkeys(pieces):
-                subword_names.setdefault(piece, []).append(name)
-    name_vocab, name_starts = _vocabulary([name.lower() for name in name_list])
-    path_tokens = _path_tokens(paths)
-    path_list = sorted(path_tokens)
-    path_vocab, path_starts = _vocabulary(path_list)
-
     return Structure(
+        git=snapshot.git,
         paths=paths,
         index=index,
         entries=entries,
@@ -356,12 +385,43 @@ def build_structure(snapshot: Snapshot) -> Structure:
         penalty=penalty,
         order=order,
         place=place,
-        signals=signals,
-        symbols=[tuple(found) for found in symbols_of],
-        top_symbols=top_symbols,
-        name_nodes=name_nodes,
-        lower_names={k: tuple(v) for k, v in lower_names.items()},
-        subword_names={k: tuple(v) for k, v in subword_names.items()},
+        imported_by=imported_by,
+        referenced_by=referenced_by,
+        symbols=symbols_of,
+        definers=definers,
+        referenced_in=referenced_in,
+        units_of=units_of,
+    )
+
+
+def _lookup(definers: dict[str, list[int]], paths: list[str]) -> Lookup:
+    name_list = sorted(definers)
+    lower_names: dict[str, list[str]] = {}
+    subword_names: dict[str, list[str]] = {}
+    lowered = []
+    for name in name_list:
+        lower = name.lower()
+        lowered.append(lower)
+        held = lower_names.get(lower)
+        if held is None:
+            lower_names[lower] = [name]
+        else:
+            held.append(name)
+        pieces = subwords(name)
+        if len(pieces) > 1:
+            for piece in dict.fromkeys(pieces):
+                found = subword_names.get(piece)
+                if found is None:
+                    subword_names[piece] = [name]
+                else:
+                    found.append(name)
+    name_vocab, name_starts = _vocabulary(lowered)
+    path_tokens = _path_tokens(paths)
+    path_list = sorted(path_tokens)
+    path_vocab, path_starts = _vocabulary(path_list)
+    return Lookup(
+        lower_names=lower_names,
+        subword_names=subword_names,
         name_vocab=name_vocab,
         name_starts=name_starts,
         name_list=name_list,
@@ -492,34 +552,21 @@ def _prior(entry: FileEntry, git: bool) -> tuple[float, float, list[str]]:
 
 def _prior_all(
     git: bool, entries: list[FileEntry], pagerank: list[float]
-) -> tuple[list[float], list[float], list[list[str]]]:
-    """Prior x PageRank scaled to 1.0 at the best file, the penalties, the prior's signals."""
+) -> tuple[list[float], list[float]]:
+    """Prior x PageRank scaled to 1.0 at the best file, and each file's penalty."""
     raw: list[float] = []
     penalty: list[float] = []
-    said: list[list[str]] = []
     for node, entry in enumerate(entries):
-        factor, down, signals = _prior(entry, git)
+        factor, down, _ = _prior(entry, git)
         raw.append(pagerank[node] * factor)
         penalty.append(down)
-        said.append(signals)
     top = max(raw, default=0.0)
     structure = [value / top for value in raw] if top > 0 else [0.0] * len(raw)
-    return structure, penalty, said
+    return structure, penalty
 
 
 def _files(count: int) -> str:
     return f"{count:,} file" + ("" if count == 1 else "s")
-
-
-def _graph_signals(
-    place: int, count: int, imported_by: list[int], referenced_by: list[int], node: int
-) -> list[str]:
-    said = [f"structural rank {place:,} of {count:,}"]
-    if imported_by[node]:
-        said.append(f"imported by {_files(imported_by[node])}")
-    if referenced_by[node]:
-        said.append(f"names used by {_files(referenced_by[node])}")
-    return said
 
 
 def _top_symbols(
@@ -529,12 +576,20 @@ def _top_symbols(
     unique: dict[tuple[str, str], Symbol] = {}
     for symbol in found:
         unique.setdefault((symbol.name, symbol.kind), symbol)
-
-    def weight(symbol: Symbol) -> float:
-        kind = KIND_WEIGHT.get(symbol.kind, OTHER_KIND_WEIGHT)
-        return kind * units_of[symbol.name] * math.log(2 + referenced_in.get(symbol.name, 0))
-
-    return tuple(sorted(unique.values(), key=lambda s: (-weight(s), s.line, s.name)))
+    weighed = [
+        (
+            -KIND_WEIGHT.get(s.kind, OTHER_KIND_WEIGHT)
+            * units_of[s.name]
+            * math.log(2 + referenced_in.get(s.name, 0)),
+            s.line,
+            s.name,
+            s.kind,
+            s,
+        )
+        for s in unique.values()
+    ]
+    weighed.sort()
+    return tuple(item[-1] for item in weighed)
 
 
 def _path_tokens(paths: list[str]) -> dict[str, tuple[tuple[int, int], ...]]:
