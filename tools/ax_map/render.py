@@ -33,6 +33,8 @@ TREE_SHARE = 0.4
 UNCOMMITTED_SHARE = 0.1
 UNCOMMITTED_SHOWN_MAX = 50
 SYMBOLS_PER_FILE_MAX = 8
+# The most key files a map lists: rank(..., limit=KEY_FILES_MAX) is all it needs.
+KEY_FILES_MAX = 1_000
 LISTED_REASONS_SHOWN_MAX = 8
 LANGUAGES_SHOWN_MAX = 8
 TREE_LINE_CHARS = 100
@@ -249,7 +251,7 @@ def render(
     footers = _footers()
     uncommitted = _uncommitted(snapshot)
     trees = _trees(snapshot)
-    lines = [_key_file(entry) for entry in ranked]
+    lines = [_key_file(entry) for entry in ranked[:KEY_FILES_MAX]]
 
     header, footer = headers[0], footers[0]
     fixed = len(header) + len(footer)
