@@ -363,3 +363,16 @@ def test_top_symbols_prefer_used_classes_and_functions() -> None:
     ranked = {r.path: r for r in rank(snap)}
     assert ranked["lib.py"].symbols[0].name == "UsedEverywhere"
     assert ranked["lib.py"].symbols[-1].name == "_private_helper"
+
+
+def test_signals_never_hold_an_unprintable_character() -> None:
+    evil = "w/evil\nline.py"
+    snap = snapshot(
+        {evil: (["evil_helper"], []), "user.py": ([], ["evil_helper"])},
+        listed={"package.json": "too\nlarge"},
+    )
+    for ranked in (rank(snap, touched=[evil]), rank(snap, focus=["w\n"]), rank(snap, query="evil")):
+        for entry in ranked:
+            assert all(s.isprintable() for s in entry.signals), entry.signals
+    said = signals_of(rank(snap, touched=[evil]), "user.py")
+    assert "neighbour of 'w/evil\\nline.py' (touched)" in said

@@ -182,7 +182,7 @@ class QueryMatch:
 
     terms: list[TermMatch]
     scores: dict[int, float]
-    # node -> the name holding several query words, and that name's bonus.
+    # node -> its name holding the most of the query's words (see _phrases).
     phrase: dict[int, str]
     # The file the query names by its path, if any.
     named: int | None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from heapq import merge
 
 from .model import Snapshot, Symbol
+from .printable import printable
 from .query import QueryMatch, match_query
 from .structure import Structure, structure_of
 
@@ -209,13 +210,13 @@ def _ranked(st: Structure, node: int, personal: _Personal) -> Ranked:
     if node in personal.touched:
         signals.append("touched this session")
     if node in personal.focus:
-        signals.append(f"in focus '{personal.focus[node]}'")
+        signals.append(f"in focus '{printable(personal.focus[node])}'")
     seed = personal.near.get(node)
     if seed is not None:
         why = "touched" if seed in personal.touched else "in focus"
         if personal.query is not None and seed in personal.query.scores:
             why = "matches the query"
-        signals.append(f"neighbour of '{st.paths[seed]}' ({why})")
+        signals.append(f"neighbour of '{printable(st.paths[seed])}' ({why})")
     signals.extend(st.signals(node))
     shown = list(dict.fromkeys((*matched, *st.top_symbols(node))))
     return Ranked(

@@ -28,6 +28,7 @@ from .model import FileEntry, Snapshot, Symbol
 from .printable import printable
 from .query import QUERY_MAX_CHARS
 from .rank import Ranked, matches
+from .structure import structure_of
 
 DEFAULT_RETRIEVE_LIMIT = 10
 RETRIEVE_LIMIT_MAX = 100
@@ -81,14 +82,12 @@ def retrieve(
             f"limit {limit} is out of range",
             hint=f"ask for 1 to {RETRIEVE_LIMIT_MAX} hits",
         )
-    entries = {entry.path: entry for entry in snapshot.files}
-    return [
-        _hit(workspace, entries.get(found.path), found)
-        for found in matches(snapshot, query, touched=touched, limit=limit)
-    ]
+    found = matches(snapshot, query, touched=touched, limit=limit)
+    st = structure_of(snapshot)
+    return [_hit(workspace, st.entries[st.index[hit.path]], hit) for hit in found]
 
 
-def _hit(workspace: Path, entry: FileEntry | None, found: Ranked) -> Hit:
+def _hit(workspace: Path, entry: FileEntry, found: Ranked) -> Hit:
     symbols = list(found.matched or found.symbols)[:HIT_SYMBOLS_MAX]
     signals = list(found.signals)
     excerpt: list[str] = []
@@ -105,11 +104,10 @@ def _hit(workspace: Path, entry: FileEntry | None, found: Ranked) -> Hit:
     return Hit(found.path, found.score, signals, symbols, excerpt)
 
 
-def _read(workspace: Path, path: str, entry: FileEntry | None) -> tuple[list[str] | None, str]:
+def _read(workspace: Path, path: str, entry: FileEntry) -> tuple[list[str] | None, str]:
     """The file's lines now, or None; and what is wrong, if anything, in words."""
-    if entry is None or entry.status != "indexed":
-        reason = entry.skip if entry is not None and entry.skip else "it is not indexed"
-        return None, f"no excerpt: {reason}"
+    if entry.status != "indexed":
+        return None, f"no excerpt: {printable(entry.skip or 'not indexed yet')}"
     try:
         with open_for_reading(workspace, path) as fd:
             if fd is None:
@@ -121,7 +119,7 @@ def _read(workspace: Path, path: str, entry: FileEntry | None) -> tuple[list[str
                 return None, "larger than 1 MiB now; no excerpt"
             data = _read_fd(fd)
     except UnsafePath as exc:
-        return None, f"not read: {exc.reason}"
+        return None, f"not read: {printable(exc.reason)}"
     except OSError as exc:
         return None, f"not read: {exc.strerror or exc.__class__.__name__}"
     if len(data) > EXCERPT_READ_MAX_BYTES:

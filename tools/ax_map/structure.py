@@ -24,6 +24,7 @@ from itertools import pairwise
 from operator import attrgetter, mul, neg, sub
 
 from .model import FileEntry, Snapshot, Symbol
+from .printable import printable
 
 # PageRank over the file graph.
 DAMPING = 0.85
@@ -525,7 +526,7 @@ def _prior(entry: FileEntry, git: bool) -> tuple[float, float, list[str]]:
     if entry.status == "pending":
         signals.append("not indexed yet (pending): its symbols are not known")
     elif entry.status == "listed":
-        signals.append(f"listed, not read ({entry.skip or 'no reason recorded'})")
+        signals.append(f"listed, not read ({printable(entry.skip or 'no reason recorded')})")
     if is_uncommitted(entry, git):
         factor *= UNCOMMITTED_FACTOR
         signals.append("uncommitted change" if entry.tracked else "new file, not committed")
