@@ -376,3 +376,14 @@ def test_signals_never_hold_an_unprintable_character() -> None:
             assert all(s.isprintable() for s in entry.signals), entry.signals
     said = signals_of(rank(snap, touched=[evil]), "user.py")
     assert "neighbour of 'w/evil\\nline.py' (touched)" in said
+
+
+def test_the_cache_keeps_the_most_recently_used_snapshots() -> None:
+    kept = [central_repo() for _ in range(structure.SNAPSHOT_CACHE_ENTRIES)]
+    first = structure_of(kept[0])
+    for snap in kept[1:]:
+        structure_of(snap)
+    assert structure_of(kept[0]) is first  # used again: now the most recent
+    structure_of(central_repo())  # one more pushes out the least recently used
+    assert structure_of(kept[0]) is first
+    assert not any(ref() is kept[1] for ref, _ in structure._CACHE)

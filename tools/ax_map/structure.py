@@ -310,8 +310,9 @@ _CACHE: list[tuple[weakref.ref[Snapshot], Structure]] = []
 
 def structure_of(snapshot: Snapshot) -> Structure:
     """The structure of ``snapshot``, computed on first use and kept while it lives."""
-    for ref, structure in _CACHE:
+    for position, (ref, structure) in enumerate(_CACHE):
         if ref() is snapshot:
+            _CACHE.insert(0, _CACHE.pop(position))
             return structure
     structure = build_structure(snapshot)
     _CACHE[:] = [(ref, s) for ref, s in _CACHE if ref() is not None]
