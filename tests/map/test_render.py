@@ -191,5 +191,16 @@ def test_an_empty_snapshot_renders_a_header_and_a_footer() -> None:
     empty = Snapshot("/ws", [], [], {}, [], Coverage(total=0, indexed=0), git=True)
     rendered = render(empty, [])
     assert rendered.text.startswith("# Repository map: 0 files, 0 indexed")
+    assert "- ./ 0 files, 0 at the top level" in rendered.text
     assert "`retrieve`" in rendered.text
     assert rendered.files_shown == 0
+
+
+def test_folders_nested_deeper_than_the_recursion_limit() -> None:
+    deep = "/".join(["d"] * 1_500) + "/leaf.py"
+    snap = tree_snapshot([deep, "top.py"])
+    rendered = render(snap, rank(snap))
+    assert len(rendered.text) <= DEFAULT_MAP_CHARS
+    assert "\n- d/ 1" in rendered.text
+    assert re.search(r"\n +- d/ 1 \(\+1?,?\d+ folders below\)\n", rendered.text)
+    assert "- top.py" in rendered.text

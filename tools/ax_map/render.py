@@ -18,7 +18,7 @@ contract and go through it too.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .model import Coverage, Snapshot
@@ -54,10 +54,31 @@ class Rendered:
 class _Folder:
     files: int = 0
     own_files: int = 0
+    below: int = 0
     children: dict[str, _Folder] = field(default_factory=dict)
 
-    def folders_below(self) -> int:
-        return sum(1 + child.folders_below() for child in self.children.values())
+
+class _Forms:
+    """A section's forms, richest first: each one's length known up front, its text made
+    only when chosen (a deep tree has as many forms as levels)."""
+
+    def __init__(self, lengths: list[int], make: Callable[[int], str]) -> None:
+        self.lengths = lengths
+        self.make = make
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Forms:
+        return cls([len(text) for text in texts], texts.__getitem__)
+
+    def fit(self, budget: float) -> str:
+        """The richest form no longer than ``budget``, else the plainest."""
+        for position, length in enumerate(self.lengths):
+            if length <= budget:
+                return self.make(position)
+        return self.plainest()
+
+    def plainest(self) -> str:
+        return self.make(len(self.lengths) - 1)
 
 
 def _count(number: int, word: str) -> str:
@@ -134,54 +155,82 @@ def _ladder(top: int) -> list[int]:
 def _tree(snapshot: Snapshot) -> _Folder:
     root = _Folder()
     for entry in snapshot.files:
-        parts = entry.path.split("/")
         folder = root
         folder.files += 1
-        for part in parts[:-1]:
+        for part in entry.path.split("/")[:-1]:
             folder = folder.children.setdefault(part, _Folder())
             folder.files += 1
         folder.own_files += 1
     return root
 
 
-def _depth(folder: _Folder) -> int:
-    return 1 + max((_depth(child) for child in folder.children.values()), default=0)
+def _rows(root: _Folder) -> list[tuple[int, str, _Folder]]:
+    """Every folder as (depth, its line, it) in display order; without recursion, since
+    a repository may nest folders deeper than Python's recursion limit."""
+    rows: list[tuple[int, str, _Folder]] = []
+    stack = [(0, name, root.children[name]) for name in sorted(root.children, reverse=True)]
+    while stack:
+        depth, name, folder = stack.pop()
+        rows.append((depth, f"{'  ' * depth}- {printable(name)}/ {folder.files:,}", folder))
+        stack += [(depth + 1, n, folder.children[n]) for n in sorted(folder.children, reverse=True)]
+    for _, _, folder in reversed(rows):
+        folder.below = sum(1 + child.below for child in folder.children.values())
+    return rows
 
 
-def _tree_lines(folder: _Folder, depth: int, limit: int, lines: list[str]) -> None:
-    for name in sorted(folder.children):
-        child = folder.children[name]
-        line = f"{'  ' * depth}- {printable(name)}/ {child.files:,}"
-        if child.children and depth + 1 >= limit:
-            line += f" (+{_count(child.folders_below(), 'folder')} below)"
-        lines.append(line)
-        if depth + 1 < limit:
-            _tree_lines(child, depth + 1, limit, lines)
+def _collapsed(folder: _Folder) -> str:
+    return f" (+{_count(folder.below, 'folder')} below)"
 
 
-def _trees(snapshot: Snapshot) -> list[str]:
+def _trees(snapshot: Snapshot) -> _Forms:
     """The directory tree, deepest first, then every top-level folder on shared lines."""
     root = _tree(snapshot)
     title = "## Directory tree (files under each folder, all levels below included)"
     top = f"- ./ {_count(root.files, 'file')}, {root.own_files:,} at the top level"
+    head = f"{title}\n{top}"
     if not root.children:
-        return [f"{title}\n{top}\n\n"]
-    forms = []
-    for limit in range(_depth(root) - 1, 0, -1):
-        lines = [title, top]
-        _tree_lines(root, 0, limit, lines)
-        forms.append("\n".join(lines) + "\n\n")
+        return _Forms.of([f"{head}\n\n"])
+    rows = _rows(root)
+    levels = 1 + max(depth for depth, _, _ in rows)
+    # Per depth: the length of its lines, and of the notes they get when collapsed.
+    lines = [0] * levels
+    notes = [0] * levels
+    for depth, line, folder in rows:
+        lines[depth] += len(line) + 1
+        if folder.children:
+            notes[depth] += len(_collapsed(folder))
+
+    def tree(shown: int) -> str:
+        kept = [head]
+        for depth, line, folder in rows:
+            if depth < shown:
+                note = _collapsed(folder) if depth == shown - 1 and folder.children else ""
+                kept.append(line + note)
+        return "\n".join(kept) + "\n\n"
+
+    depths = list(range(levels, 0, -1))
+    lengths = [len(head) + sum(lines[:shown]) + notes[shown - 1] + 2 for shown in depths]
+    compact = _top_level(root)
+    return _Forms(
+        [*lengths, *compact.lengths],
+        lambda i: tree(depths[i]) if i < len(depths) else compact.make(i - len(depths)),
+    )
+
+
+def _top_level(root: _Folder) -> _Forms:
+    """Every top-level folder on shared lines, with its files and the folders below it."""
     names = []
     for name in sorted(root.children):
         child = root.children[name]
-        below = child.folders_below()
-        names.append(f"{printable(name)}/ {child.files:,}" + (f" +{below:,}" if below else ""))
+        below = f" +{child.below:,}" if child.below else ""
+        names.append(f"{printable(name)}/ {child.files:,}{below}")
     title = "## Top-level folders (files under each; +N: how many folders lie below it)"
+    forms = []
     for shown in _ladder(len(names)):
         rest = len(names) - shown
         more = [f"… and {_count(rest, 'more folder')}, not named for space"] if rest else []
         forms.append("\n".join([title, *_wrapped([*names[:shown], *more])]) + "\n\n")
-    return forms
+    return _Forms.of(forms)
 
 
 def _wrapped(items: list[str]) -> list[str]:
@@ -222,14 +271,6 @@ def _footers() -> list[str]:
     ]
 
 
-def _fit(forms: list[str], budget: float) -> str:
-    """The richest of ``forms`` no longer than ``budget``, else the plainest."""
-    for form in forms:
-        if len(form) <= budget:
-            return form
-    return forms[-1]
-
-
 def _fitting(lines: Sequence[str], room: int) -> int:
     """The most key-file lines (a prefix of ``lines``) whose section fits ``room``."""
     low, high = 0, len(lines)
@@ -249,19 +290,19 @@ def render(
     budget = max(chars, 0)
     headers = _headers(snapshot.coverage, snapshot.git)
     footers = _footers()
-    uncommitted = _uncommitted(snapshot)
+    uncommitted = _Forms.of(_uncommitted(snapshot))
     trees = _trees(snapshot)
     lines = [_key_file(entry) for entry in ranked[:KEY_FILES_MAX]]
 
     header, footer = headers[0], footers[0]
     fixed = len(header) + len(footer)
-    changes = _fit(uncommitted, UNCOMMITTED_SHARE * budget)
-    tree = _fit(trees, TREE_SHARE * budget)
+    changes = uncommitted.fit(UNCOMMITTED_SHARE * budget)
+    tree = trees.fit(TREE_SHARE * budget)
     shown = _fitting(lines, budget - fixed - len(changes) - len(tree))
     keys = _key_files(lines, shown)
     # What the key files left over goes back to the tree, then to the uncommitted list.
-    tree = _fit(trees, budget - fixed - len(changes) - len(keys))
-    changes = _fit(uncommitted, budget - fixed - len(tree) - len(keys))
+    tree = trees.fit(budget - fixed - len(changes) - len(keys))
+    changes = uncommitted.fit(budget - fixed - len(tree) - len(keys))
     parts = [header, changes, tree, keys, footer]
     if sum(map(len, parts)) > budget:
         parts, shown = _squeeze(changes, headers, footers, uncommitted, trees, budget), 0
@@ -275,22 +316,23 @@ def _squeeze(
     changes: str,
     headers: list[str],
     footers: list[str],
-    uncommitted: list[str],
-    trees: list[str],
+    uncommitted: _Forms,
+    trees: _Forms,
     budget: int,
 ) -> list[str]:
     """The map without key files, each section plainer in turn until the whole fits."""
+    plain = uncommitted.plainest()
     for head, change, foot in (
         (headers[0], changes, footers[0]),
-        (headers[0], uncommitted[-1], footers[0]),
-        (headers[0], uncommitted[-1], footers[-1]),
-        (headers[-1], uncommitted[-1], footers[-1]),
+        (headers[0], plain, footers[0]),
+        (headers[0], plain, footers[-1]),
+        (headers[-1], plain, footers[-1]),
     ):
         room = budget - len(head) - len(change) - len(foot)
-        tree = _fit(trees, room)
+        tree = trees.fit(room)
         if len(tree) <= room:
             return [head, change, tree, foot]
-    return [headers[-1], uncommitted[-1], trees[-1], footers[-1]]
+    return [headers[-1], plain, trees.plainest(), footers[-1]]
 
 
 def _cut(text: str, budget: int) -> str:
