@@ -354,9 +354,11 @@ def build_structure(snapshot: Snapshot) -> Structure:
             else:
                 held.append(node)
     references = [snapshot.references.get(path, frozenset()) for path in paths]
+    # How many files use each defined name (a name nothing defines is not counted).
     referenced_in: Counter[str] = Counter()
+    known = definers.keys()
     for names in references:
-        referenced_in.update(names)
+        referenced_in.update(names & known)
     units_of = {name: name_units(name, len(nodes)) for name, nodes in definers.items()}
 
     out, referenced_by = _name_edges(count, definers, defined, references, units_of)
