@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from map.stdlib_snapshot import build_snapshot
 
-from ax_map.model import FileEntry, Snapshot
+from ax_map.model import Coverage, FileEntry, Snapshot
 from ax_map.retrieve import (
     EXCERPT_LINE_MAX_CHARS,
     EXCERPT_READ_MAX_BYTES,
@@ -246,3 +246,17 @@ def test_a_path_match_shows_the_files_top_symbols(workspace: Path, indexed: Snap
 
 def test_nothing_matching_is_no_hits(workspace: Path, indexed: Snapshot) -> None:
     assert retrieve(indexed, workspace, "zzqqx_unknown") == []
+
+
+def test_an_empty_snapshot_has_no_hits(workspace: Path) -> None:
+    empty = Snapshot(str(workspace), [], [], {}, [], Coverage(total=0, indexed=0), git=True)
+    assert retrieve(empty, workspace, "anything") == []
+
+
+def test_a_touched_file_ranks_first_among_equal_matches(workspace: Path) -> None:
+    write(workspace, {f"m{i}.py": "def shared_helper():\n    pass\n" for i in range(3)})
+    snap = build_snapshot(workspace)
+    assert retrieve(snap, workspace, "shared_helper")[0].path == "m0.py"
+    hits = retrieve(snap, workspace, "shared_helper", touched=["m2.py"])
+    assert hits[0].path == "m2.py"
+    assert "touched this session" in hits[0].signals
