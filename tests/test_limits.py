@@ -564,3 +564,41 @@ def test_map_build_help_names_the_default_budget() -> None:
         [tool_path("map"), "build", "--help"], capture_output=True, text=True, check=True
     )
     assert f"(default {build.DEFAULT_BUDGET_S:g})" in " ".join(proc.stdout.split())
+
+
+def test_map_ranking_limits() -> None:
+    from ax_map import query, rank, render, retrieve, structure
+
+    assert structure.DAMPING == 0.85
+    assert structure.PAGERANK_MAX_ITERATIONS == 100
+    assert structure.PAGERANK_TOLERANCE == 1e-6
+    assert structure.SPECIFIC_NAME_MIN_CHARS == 8
+    assert structure.COMMON_NAME_DEFINERS == 5
+    assert structure.NAME_DEFINERS_MAX == 30
+    assert structure.SHORT_NAME_MAX_CHARS == 2
+    assert structure.NEIGHBOURS_PER_SEED_MAX == 100
+    assert structure.SNAPSHOT_CACHE_ENTRIES == 4
+    assert query.SUBSTRING_NAMES_MAX == 2_000
+    assert query.SUBSTRING_MIN_CHARS == 3
+    assert query.PREFIX_MIN_CHARS == 5
+    assert query.QUERY_MAX_CHARS == 1_000
+    assert query.QUERY_TERMS_MAX == 16
+    assert query.QUERY_SIGNALS_MAX == 3
+    assert rank.NEIGHBOUR_SEEDS_MAX == 50
+    assert rank.RANKED_SYMBOLS_MAX == 10
+    assert rank.MATCHED_SYMBOLS_MAX == 10
+    assert render.DEFAULT_MAP_CHARS == 16_000
+    assert render.KEY_FILES_MAX == 1_000
+    assert render.SYMBOLS_PER_FILE_MAX == 8
+    assert render.UNCOMMITTED_SHOWN_MAX == 50
+    assert render.LISTED_REASONS_SHOWN_MAX == 8
+    assert render.LANGUAGES_SHOWN_MAX == 8
+    assert render.TREE_LINE_CHARS == 100
+    assert (render.TREE_SHARE, render.UNCOMMITTED_SHARE) == (0.4, 0.1)
+    assert retrieve.DEFAULT_RETRIEVE_LIMIT == 10
+    assert retrieve.RETRIEVE_LIMIT_MAX == 100
+    assert retrieve.HIT_SYMBOLS_MAX == 8
+    assert (retrieve.EXCERPT_LINES_BEFORE, retrieve.EXCERPT_LINES_AFTER) == (2, 4)
+    assert retrieve.EXCERPT_LINE_MAX_CHARS == 160
+    assert retrieve.EXCERPT_TAB_COLUMNS == 4
+    assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
