@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ax_map.model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
     from ax_map.models import BuildSummary, IndexStatsOut
     from ax_map.pathtext import quote_path, unquote_path
+    from ax_map.views import MapView, map_view, workspace_digests
 
 _EXPORTS = {
     "ax_map.build": ["DEFAULT_BUDGET_S", "BuildResult", "build_index"],
@@ -25,6 +26,7 @@ _EXPORTS = {
     "ax_map.model": ["Coverage", "FileEntry", "FileStatus", "Snapshot", "Symbol"],
     "ax_map.models": ["BuildSummary", "IndexStatsOut"],
     "ax_map.pathtext": ["quote_path", "unquote_path"],
+    "ax_map.views": ["MapView", "map_view", "workspace_digests"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -38,13 +40,16 @@ __all__ = [
     "IndexStats",
     "IndexStatsOut",
     "IndexUnavailable",
+    "MapView",
     "Snapshot",
     "Symbol",
     "build_index",
     "index_stats",
     "load_snapshot",
+    "map_view",
     "quote_path",
     "unquote_path",
+    "workspace_digests",
 ]
 
 __getattr__ = lazy_getattr(__name__, _MODULE_OF)
