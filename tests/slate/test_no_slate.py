@@ -30,6 +30,7 @@ CALLS: dict[str, tuple[list[str], str]] = {
     "frame": ([], ""),
     "recall": (["--step", "1"], ""),
     "search": (["--query", "hello"], ""),
+    "memory propose-lesson": ([], '{"slug": "run-the-linter", "text": "Run ruff first."}'),
 }
 
 

@@ -581,9 +581,14 @@ def memory_propose_lesson(session: SessionOption, workspace: WorkspaceOption = N
     """For harnesses: merge a session's lesson ({slug, text} on stdin) into LESSONS.md."""
     from .lessons import propose_lesson
     from .models import LessonInput
+    from .session import started_files
 
+    layout = _layout(workspace)
+    # The per-session count of proposals is keyed by the id: a mistyped one must not
+    # open a fresh allowance, so the session has to be one that started.
+    started_files(layout, session)
     request = cliapp.read_request(LessonInput)
-    cliapp.emit_json(propose_lesson(_layout(workspace), session, request).to_json())
+    cliapp.emit_json(propose_lesson(layout, session, request).to_json())
 
 
 def _printable(text: str, keep: str = "\n") -> str:
