@@ -567,7 +567,7 @@ def test_map_build_help_names_the_default_budget() -> None:
 
 
 def test_map_ranking_limits() -> None:
-    from ax_map import query, rank, render, retrieve, structure
+    from ax_map import query, rank, render, retrieve, structure, views
 
     assert structure.DAMPING == 0.85
     assert structure.PAGERANK_MAX_ITERATIONS == 100
@@ -602,3 +602,5 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_LINE_MAX_CHARS == 160
     assert retrieve.EXCERPT_TAB_COLUMNS == 4
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
+    assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
+    assert views.FOCUS_PATHS_MAX == 64
