@@ -258,6 +258,7 @@ def test_a_focus_that_matches_nothing_is_said_not_ignored(built: Path, run_cli: 
         ["show", "--focus", "/etc"],
         ["show", "--focus", "pkg/../../built-sibling"],
         ["show", "--focus", ""],
+        ["show", *["--focus", "pkg"] * 65],
         ["show", "--chars", "199"],
         ["show", "--chars", "160001"],
         ["show", "--query", "q" * 1001],

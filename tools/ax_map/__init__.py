@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ax_map.model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
     from ax_map.models import BuildSummary, IndexStatsOut, MapShown, Retrieved
     from ax_map.pathtext import quote_path, unquote_path
-    from ax_map.retrieve import Hit, check_retrieve_request
+    from ax_map.render import DEFAULT_MAP_CHARS
+    from ax_map.retrieve import DEFAULT_RETRIEVE_LIMIT, Hit, check_retrieve_request
     from ax_map.retrieve import retrieve as retrieve_hits
     from ax_map.views import (
         MapView,
@@ -35,7 +36,8 @@ _EXPORTS = {
     "ax_map.model": ["Coverage", "FileEntry", "FileStatus", "Snapshot", "Symbol"],
     "ax_map.models": ["BuildSummary", "IndexStatsOut", "MapShown", "Retrieved"],
     "ax_map.pathtext": ["quote_path", "unquote_path"],
-    "ax_map.retrieve": ["Hit", "check_retrieve_request"],
+    "ax_map.render": ["DEFAULT_MAP_CHARS"],
+    "ax_map.retrieve": ["DEFAULT_RETRIEVE_LIMIT", "Hit", "check_retrieve_request"],
     "ax_map.views": [
         "MapView",
         "check_map_request",
@@ -52,6 +54,8 @@ _RENAMED = {"retrieve_hits": ("ax_map.retrieve", "retrieve")}
 
 __all__ = [
     "DEFAULT_BUDGET_S",
+    "DEFAULT_MAP_CHARS",
+    "DEFAULT_RETRIEVE_LIMIT",
     "BuildResult",
     "BuildSummary",
     "Coverage",

@@ -54,6 +54,10 @@ def check_map_request(chars: int, query: str | None, focus: Sequence[str]) -> No
             f"the query is {len(query):,} characters long; at most {QUERY_MAX_CHARS:,} are read",
             hint="rank for a name or a few words, not a whole text",
         )
+    _check_focus_count(focus)
+
+
+def _check_focus_count(focus: Sequence[str]) -> None:
     if len(focus) > FOCUS_PATHS_MAX:
         raise UsageError(
             f"{len(focus)} focus paths given; at most {FOCUS_PATHS_MAX} are taken",
@@ -92,6 +96,8 @@ def focus_paths(workspace: Path, focus: Sequence[str]) -> list[str]:
     reads as focused on something it is not. The check is lexical: the index lists
     paths, and a focus only selects among them, so nothing outside is ever read.
     """
+    # Counted as given, before duplicates fold: the bound is on the request.
+    _check_focus_count(focus)
     root = os.path.normpath(workspace)
     found: list[str] = []
     for raw in focus:
