@@ -328,6 +328,7 @@ def test_mcp_check_limits() -> None:
     from ax_mcp import catalog
 
     assert catalog.CHECK_RUN_TIMEOUT_S == 600.0
+    assert catalog.MAP_REFRESH_BUDGET_S == 2.0
 
 
 def test_agent_tool_limits() -> None:
