@@ -328,6 +328,7 @@ def test_mcp_check_limits() -> None:
     from ax_mcp import catalog
 
     assert catalog.CHECK_RUN_TIMEOUT_S == 600.0
+    assert catalog.MAP_REFRESH_BUDGET_S == 2.0
 
 
 def test_agent_tool_limits() -> None:
@@ -567,7 +568,7 @@ def test_map_build_help_names_the_default_budget() -> None:
 
 
 def test_map_ranking_limits() -> None:
-    from ax_map import query, rank, render, retrieve, structure
+    from ax_map import query, rank, render, retrieve, structure, views
 
     assert structure.DAMPING == 0.85
     assert structure.PAGERANK_MAX_ITERATIONS == 100
@@ -602,3 +603,5 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_LINE_MAX_CHARS == 160
     assert retrieve.EXCERPT_TAB_COLUMNS == 4
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
+    assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
+    assert views.FOCUS_PATHS_MAX == 64

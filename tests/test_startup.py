@@ -71,7 +71,16 @@ def test_review_command_without_configuration_does_not_import_pydantic(workspace
 MAP_EXTRACTION = {"tree_sitter", "sqlite3", "_sqlite3", "multiprocessing"}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["build", "--help"], ["stats", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["build", "--help"],
+        ["stats", "--help"],
+        ["show", "--help"],
+        ["retrieve", "--help"],
+    ],
+)
 def test_map_help_loads_no_grammar_and_no_database(argv: list[str]) -> None:
     proc, modules = imported_modules([tool_path("map"), *argv])
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -94,3 +103,48 @@ def test_a_warm_map_build_with_nothing_to_parse_loads_no_grammar(workspace: Path
     assert "ax_map.build" in modules
     grammars = sorted(m for m in modules if m.startswith("tree_sitter"))
     assert grammars == [], f"a warm ax-map build imported {grammars}"
+
+
+def test_map_show_and_retrieve_load_no_grammar(workspace: Path) -> None:
+    (workspace / "a.py").write_text("def alpha(): pass\n")
+    built = subprocess.run([tool_path("map"), "build", "-C", str(workspace)], capture_output=True)
+    assert built.returncode == 0, built.stderr
+    for argv in (["show"], ["retrieve", "alpha"]):
+        proc, modules = imported_modules([tool_path("map"), *argv, "-C", str(workspace)])
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        grammars = sorted(
+            m for m in modules if m.split(".")[0] in {"tree_sitter", "multiprocessing"}
+        )
+        assert grammars == [], f"ax-map {argv[0]} imported {grammars}"
+
+
+def test_mcp_lists_its_tools_without_loading_the_map_index(workspace: Path) -> None:
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    proc = subprocess.run(
+        [tool_path("mcp"), "-C", str(workspace)],
+        input="".join(jsonio.dumps(m).decode() + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"workspace_map"' in proc.stdout
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    loaded = sorted(
+        m for m in modules if m.split(".")[0] in MAP_EXTRACTION or m.startswith("ax_map.index")
+    )
+    assert loaded == [], f"ax-mcp imported {loaded} before any map tool was called"

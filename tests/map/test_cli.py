@@ -184,3 +184,162 @@ def test_a_state_root_with_an_undecodable_name_still_gives_json(repo: Path, tmp_
     summary = jsonio.loads(done.stdout)
     assert "st\\377ate" in summary["rebuilt"] and "rebuilt from nothing" in summary["rebuilt"]
     assert unquote_path(summary["index"]) == str(index)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "built")
+    write(
+        repo,
+        {
+            "pkg/core.py": "def parse_args(argv):\n    return list(argv)\n",
+            "pkg/use.py": "from pkg.core import parse_args\n\n\ndef main():\n"
+            "    return parse_args([])\n",
+            "web/app.js": "export function render() {}\n",
+        },
+    )
+    commit_all(repo)
+    age_files(repo)
+    build_json(repo)
+    return repo
+
+
+def test_show_prints_the_map_and_json_cites_it_by_sha256(built: Path, run_cli: CliRunner) -> None:
+    import hashlib
+
+    text = run_cli(main, ["show", "-C", str(built)])
+    assert (text.exit_code, text.stderr) == (0, "")
+    assert text.stdout.startswith("# Repository map: 3 files, 3 indexed")
+    assert "- pkg/core.py: function parse_args" in text.stdout
+    as_json = run_cli(main, ["show", "-C", str(built), "--json"])
+    assert as_json.exit_code == 0, as_json.stderr
+    shown = jsonio.loads(as_json.stdout)
+    assert shown["text"] == text.stdout
+    assert shown["sha256"] == hashlib.sha256(text.stdout.encode()).hexdigest()
+    assert shown["chars"] == len(text.stdout)
+    assert (shown["state"], shown["git"], shown["query"]) == ("complete", True, None)
+    assert shown["coverage"]["indexed"] == 3 and shown["coverage"]["exact"] is True
+    assert shown["filesShown"] == 3
+    assert (shown["focus"], shown["focusUnmatched"]) == ([], [])
+
+
+def test_show_ranks_for_a_query_and_a_focus_within_the_budget(
+    built: Path, run_cli: CliRunner
+) -> None:
+    args = ["show", "-C", str(built), "--json", "--chars", "700"]
+    focused = run_cli(main, [*args, "--focus", "web", "--focus", str(built / "web/")])
+    assert focused.exit_code == 0, focused.stderr
+    shown = jsonio.loads(focused.stdout)
+    assert shown["focus"] == ["web"]  # absolute and relative name one folder, once
+    assert shown["chars"] <= 700
+    key_files = shown["text"].split("## Key files")[1]
+    assert key_files.index("web/app.js") < key_files.index("pkg/")
+    queried = jsonio.loads(run_cli(main, [*args, "--query", "parse_args"]).stdout)
+    assert queried["query"] == "parse_args"
+    first = queried["text"].split("## Key files")[1].splitlines()[1]
+    assert first.startswith("- pkg/core.py:")
+    assert queried["sha256"] != shown["sha256"]
+
+
+def test_a_focus_that_matches_nothing_is_said_not_ignored(built: Path, run_cli: CliRunner) -> None:
+    plain = run_cli(main, ["show", "-C", str(built), "--focus", "nowhere/", "--focus", "pkg"])
+    assert plain.exit_code == 0
+    assert plain.stderr == "ax-map: note: focus nowhere names no file or folder of the index\n"
+    assert plain.stdout.startswith("# Repository map")
+    as_json = run_cli(main, ["show", "-C", str(built), "--focus", "nowhere", "--json"])
+    assert jsonio.loads(as_json.stdout)["focusUnmatched"] == ["nowhere"]
+    assert as_json.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "--focus", "../outside"],
+        ["show", "--focus", "/etc"],
+        ["show", "--focus", "pkg/../../built-sibling"],
+        ["show", "--focus", ""],
+        ["show", *["--focus", "pkg"] * 65],
+        ["show", "--chars", "199"],
+        ["show", "--chars", "160001"],
+        ["show", "--query", "q" * 1001],
+        ["retrieve", ""],
+        ["retrieve", "   "],
+        ["retrieve", "q" * 1001],
+        ["retrieve", "parse_args", "--limit", "0"],
+        ["retrieve", "parse_args", "--limit", "101"],
+    ],
+)
+def test_bad_input_is_a_usage_error_before_the_index_is_read(
+    tmp_path: Path, run_cli: CliRunner, args: list[str]
+) -> None:
+    # No index exists: a usage error must still win over "build one first", and nothing
+    # is written to the state root.
+    repo = make_repo(tmp_path / "built")
+    done = run_cli(main, [*args, "-C", str(repo)])
+    assert done.exit_code == 2, done.stderr
+    assert done.stdout == ""
+    assert "ax-map: error:" in done.stderr and "ax-map: hint:" in done.stderr
+    assert not state_layout(repo).map_dir.exists()
+
+
+@pytest.mark.parametrize("verb", [["show"], ["show", "--json"], ["retrieve", "x"]])
+def test_show_and_retrieve_without_an_index_say_how_to_build_one(
+    repo: Path, verb: list[str]
+) -> None:
+    done = ax_map(*verb, "-C", str(repo))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "is missing" in done.stderr
+    assert "hint: run `ax-map build`" in done.stderr
+
+
+def test_show_on_a_corrupt_index_is_the_same_clear_error(built: Path) -> None:
+    (state_layout(built).map_dir / "index.sqlite").write_bytes(b"garbage" * 100)
+    done = ax_map("show", "-C", str(built))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "hint: run `ax-map build`" in done.stderr
+
+
+def test_retrieve_through_the_installed_script(built: Path) -> None:
+    done = ax_map("retrieve", "parse_args", "-C", str(built))
+    assert (done.returncode, done.stderr) == (0, "")
+    first = done.stdout.split("\n\n")[0].splitlines()
+    assert first[0].startswith("pkg/core.py  (score ")
+    assert "  why: defines 'parse_args' (query)" in first
+    assert "  symbols: function parse_args (line 1)" in first
+    assert "    1: def parse_args(argv):" in first
+    as_json = ax_map("retrieve", "parse_args", "-C", str(built), "--json", "--limit", "1")
+    assert as_json.returncode == 0, as_json.stderr
+    found = jsonio.loads(as_json.stdout)
+    assert (found["query"], found["state"]) == ("parse_args", "complete")
+    (hit,) = found["hits"]
+    assert hit["path"] == "pkg/core.py"
+    assert hit["symbols"] == [{"name": "parse_args", "kind": "function", "line": 1}]
+    assert hit["excerpt"][:2] == ["1: def parse_args(argv):", "2:     return list(argv)"]
+    assert isinstance(hit["score"], float) and hit["signals"]
+    shown = ax_map("show", "-C", str(built), "--json", "--query", "render")
+    assert shown.returncode == 0 and jsonio.loads(shown.stdout)["query"] == "render"
+
+
+def test_retrieve_with_no_match_says_so(built: Path, run_cli: CliRunner) -> None:
+    done = run_cli(main, ["retrieve", "zzqqxx_nothing", "-C", str(built)])
+    assert (done.exit_code, done.stdout, done.stderr) == (0, "no file matches the query\n", "")
+    as_json = run_cli(main, ["retrieve", "zzqqxx_nothing", "-C", str(built), "--json"])
+    assert jsonio.loads(as_json.stdout)["hits"] == []
+
+
+def test_names_with_newlines_and_bad_bytes_stay_one_json_string(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "odd")
+    with open(os.path.join(os.fsencode(repo), b"od\xffd\nname.py"), "wb") as handle:
+        handle.write(b"def oddity(): pass\n")
+    commit_all(repo)
+    build_json(repo)
+    found = ax_map("retrieve", "oddity", "-C", str(repo), "--json")
+    assert found.returncode == 0, found.stderr
+    (hit,) = jsonio.loads(found.stdout)["hits"]
+    assert unquote_path(hit["path"]) == os.fsdecode(b"od\xffd\nname.py")
+    text = ax_map("retrieve", "oddity", "-C", str(repo))
+    assert text.stdout.splitlines()[0].startswith('"od\\377d\\nname.py"  (score ')
+    shown = ax_map("show", "-C", str(repo), "--json", "--focus", os.fsdecode(b"od\xffd\nname.py"))
+    assert shown.returncode == 0, shown.stderr
+    assert jsonio.loads(shown.stdout)["focus"] == ['"od\\377d\\nname.py"']

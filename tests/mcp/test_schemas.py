@@ -24,6 +24,8 @@ TOOLS = [
     "check_run",
     "policy_review_command",
     "policy_check_path",
+    "workspace_map",
+    "retrieve",
 ]
 
 

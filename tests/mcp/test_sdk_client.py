@@ -5,37 +5,15 @@ The server is the installed ``ax-mcp`` running as a real subprocess.
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from axtest import tool_path
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
+from mcptest import call, run_session
 
 from libcommon import jsonio
 from libcommon.paths import state_layout
-
-Scenario = Callable[[ClientSession], Awaitable[Any]]
-
-
-def run_session(workspace: Path, scenario: Scenario, timeout: float = 60) -> Any:
-    params = StdioServerParameters(
-        command=tool_path("mcp"),
-        args=["-C", str(workspace)],
-        env={"AX_STATE_DIR": os.environ["AX_STATE_DIR"], "PATH": os.environ.get("PATH", "")},
-    )
-
-    async def go() -> Any:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            init = await session.initialize()
-            assert init.server_info.name == "ax-mcp"
-            return await asyncio.wait_for(scenario(session), timeout=timeout)
-
-    return asyncio.run(go())
 
 
 def test_handshake_and_tool_list(workspace: Path) -> None:
@@ -50,15 +28,13 @@ def test_handshake_and_tool_list(workspace: Path) -> None:
         "slate_close",
         "policy_review_command",
         "policy_check_path",
+        "workspace_map",
+        "retrieve",
     } <= names
     for tool in listed.tools:
         assert "." not in tool.name
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
-
-
-def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> Awaitable[Any]:
-    return session.call_tool(name, arguments)
 
 
 def test_slate_round_trip_and_refusals(workspace: Path, state_dir: Path) -> None:

@@ -20,6 +20,7 @@ from libcommon.cliapp import (
 
 if TYPE_CHECKING:
     from ax_map.index import IndexStats
+    from ax_map.models import Retrieved
 
 app = make_app("ax-map", "What is in this repository, ranked, in a bounded number of characters.")
 
@@ -121,6 +122,105 @@ def _stats_text(found: IndexStats) -> str:
         *(f"note: {note}" for note in found.notes),
     ]
     return "\n".join(lines) + "\n"
+
+
+@app.command()
+def show(
+    workspace: WorkspaceOption = None,
+    chars: Annotated[
+        int | None,
+        typer.Option("--chars", metavar="N", help="Character budget of the map (default 16000)."),
+    ] = None,
+    query: Annotated[
+        str | None,
+        typer.Option("--query", metavar="TEXT", help="Rank for this: names, paths or a few words."),
+    ] = None,
+    focus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--focus",
+            metavar="PATH",
+            help="Rank files in this file or folder (relative to the workspace root) up; "
+            "repeatable.",
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Print the map from the index: coverage, tree, ranked key files with their symbols."""
+    from ax_map.index import load_snapshot
+    from ax_map.models import MapShown
+    from ax_map.pathtext import quote_path
+    from ax_map.render import DEFAULT_MAP_CHARS
+    from ax_map.views import check_map_request, focus_paths, map_view, unmatched_focus
+    from libcommon.paths import state_layout
+
+    layout = state_layout(workspace, env().environ)
+    budget = DEFAULT_MAP_CHARS if chars is None else chars
+    focused = focus_paths(layout.workspace, focus or ())
+    check_map_request(budget, query, focused)
+    snapshot = load_snapshot(layout)
+    view = map_view(snapshot, chars=budget, query=query, focus=focused)
+    unmatched = unmatched_focus(snapshot, focused)
+    if json_output:
+        emit_json(MapShown.of(view, snapshot, query, focused, unmatched).to_json())
+        return
+    for path in unmatched:
+        env().stderr.write(
+            f"ax-map: note: focus {quote_path(path)} names no file or folder of the index\n"
+        )
+    env().stdout.write(view.text)
+    env().stdout.flush()
+
+
+@app.command()
+def retrieve(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="A symbol, a path or a few words.")],
+    workspace: WorkspaceOption = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", metavar="N", help="Hits to print (default 10, at most 100)."),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Ranked files answering QUERY, with their matching symbols and lines read from disk."""
+    from ax_map.index import load_snapshot
+    from ax_map.models import Retrieved
+    from ax_map.retrieve import DEFAULT_RETRIEVE_LIMIT, check_retrieve_request
+    from ax_map.retrieve import retrieve as retrieve_hits
+    from libcommon.paths import state_layout
+
+    layout = state_layout(workspace, env().environ)
+    wanted = DEFAULT_RETRIEVE_LIMIT if limit is None else limit
+    check_retrieve_request(query, wanted)
+    snapshot = load_snapshot(layout)
+    found = Retrieved.of(
+        query, retrieve_hits(snapshot, layout.workspace, query, limit=wanted), snapshot
+    )
+    if json_output:
+        emit_json(found.to_json())
+        return
+    env().stdout.write(_hits_text(found))
+    env().stdout.flush()
+
+
+def _hits_text(found: Retrieved) -> str:
+    blocks = []
+    if found.state == "partial":
+        blocks.append(
+            f"note: the index is partial ({found.coverage.indexed:,} of "
+            f"{found.coverage.total:,} files indexed); `ax-map build` completes it"
+        )
+    if not found.hits:
+        blocks.append("no file matches the query")
+    for hit in found.hits:
+        lines = [f"{hit.path}  (score {hit.score:.4f})"]
+        lines += [f"  why: {signal}" for signal in hit.signals]
+        if hit.symbols:
+            named = ", ".join(f"{s.kind} {s.name} (line {s.line})" for s in hit.symbols)
+            lines.append(f"  symbols: {named}")
+        lines += [f"    {line}" for line in hit.excerpt]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

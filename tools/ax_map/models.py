@@ -1,4 +1,5 @@
-"""The JSON shapes ax-map prints: the build summary and the index statistics."""
+"""The JSON shapes ax-map prints: the build summary, the index statistics, the map and
+the hits of a search."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from pydantic import Field
 
 from libcommon.contracts import Contract
 
+from .pathtext import quote_path
+from .printable import printable
+
 if TYPE_CHECKING:
     from .build import BuildResult
     from .index import IndexStats
-    from .model import Coverage
+    from .model import Coverage, Snapshot
+    from .retrieve import Hit
+    from .views import MapView
 
 
 class CoverageOut(Contract):
@@ -129,4 +135,105 @@ class IndexStatsOut(Contract):
             references=stats.references,
             import_edges=stats.import_edges,
             notes=stats.notes,
+        )
+
+
+def _state(snapshot: Snapshot) -> Literal["complete", "partial"]:
+    return "partial" if snapshot.coverage.partial or not snapshot.exact else "complete"
+
+
+class MapShown(Contract):
+    """What ``ax-map show --json`` prints: the map and what a reader needs to cite it."""
+
+    text: str = Field(description="The map, exactly as rendered.")
+    sha256: str = Field(description="The sha256 of text (UTF-8): cite the map by it.")
+    chars: int = Field(description="Characters in text, never more than the budget asked for.")
+    files_shown: int = Field(description="Key files the map shows with their symbols.")
+    coverage: CoverageOut = Field(description="How much of the workspace the index covers.")
+    state: Literal["complete", "partial"] = Field(
+        description="partial when files were capped, not reached yet, or the listing was cut."
+    )
+    git: bool = Field(description="Listed by git (else walked, honouring .gitignore files).")
+    query: str | None = Field(
+        description="The query the ranking was personalised for (control characters escaped)."
+    )
+    focus: list[str] = Field(
+        description="Focus paths, relative to the workspace root (quoted as git quotes "
+        "a name holding a control character or an undecodable byte)."
+    )
+    focus_unmatched: list[str] = Field(
+        description="Focus paths that name no file or folder of the index (they weigh nothing)."
+    )
+
+    @classmethod
+    def of(
+        cls,
+        view: MapView,
+        snapshot: Snapshot,
+        query: str | None,
+        focus: list[str],
+        unmatched: list[str],
+    ) -> MapShown:
+        return cls(
+            text=view.text,
+            sha256=view.sha256,
+            chars=view.chars,
+            files_shown=view.files_shown,
+            coverage=CoverageOut.of(view.coverage, snapshot.exact),
+            state=_state(snapshot),
+            git=view.git,
+            query=None if query is None else printable(query),
+            focus=[quote_path(path) for path in focus],
+            focus_unmatched=[quote_path(path) for path in unmatched],
+        )
+
+
+class HitSymbol(Contract):
+    name: str = Field(description="The definition's name (identifier characters only).")
+    kind: str = Field(description="function, class, method, type, variable, ...")
+    line: int = Field(description="Its line in the file as it is now (1-based).")
+
+
+class HitOut(Contract):
+    path: str = Field(
+        description="The file, relative to the workspace root (quoted as git quotes a name "
+        "holding a control character or an undecodable byte)."
+    )
+    score: float = Field(description="Its rank for this query; higher is better.")
+    signals: list[str] = Field(description="Why it ranks, and anything wrong with it, in words.")
+    symbols: list[HitSymbol] = Field(
+        description="Definitions matching the query (its top ones when only the path matched)."
+    )
+    excerpt: list[str] = Field(
+        description="A few lines around the first symbol, read from disk now: '<line>: <text>'."
+    )
+
+    @classmethod
+    def of(cls, hit: Hit) -> HitOut:
+        return cls(
+            path=quote_path(hit.path),
+            score=hit.score,
+            signals=hit.signals,
+            symbols=[HitSymbol(name=s.name, kind=s.kind, line=s.line) for s in hit.symbols],
+            excerpt=hit.excerpt,
+        )
+
+
+class Retrieved(Contract):
+    """What ``ax-map retrieve --json`` prints: the ranked hits of one query."""
+
+    query: str = Field(description="The query, as given (control characters escaped).")
+    hits: list[HitOut] = Field(description="The best files first; empty when nothing matches.")
+    state: Literal["complete", "partial"] = Field(
+        description="partial when the index does not cover every file: a miss may be there."
+    )
+    coverage: CoverageOut = Field(description="How much of the workspace the index covers.")
+
+    @classmethod
+    def of(cls, query: str, hits: list[Hit], snapshot: Snapshot) -> Retrieved:
+        return cls(
+            query=printable(query),
+            hits=[HitOut.of(hit) for hit in hits],
+            state=_state(snapshot),
+            coverage=CoverageOut.of(snapshot.coverage, snapshot.exact),
         )

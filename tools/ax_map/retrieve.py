@@ -67,6 +67,14 @@ def retrieve(
     touched: Sequence[str] = (),
 ) -> list[Hit]:
     """The files of ``snapshot`` answering ``query`` best, first; excerpts read in ``workspace``."""
+    check_retrieve_request(query, limit)
+    found = matches(snapshot, query, touched=touched, limit=limit)
+    st = structure_of(snapshot)
+    return [_hit(workspace, st.entries[st.index[hit.path]], hit) for hit in found]
+
+
+def check_retrieve_request(query: str, limit: int) -> None:
+    """Refuse a search no index can answer, naming the bound it broke."""
     if not query.strip():
         raise UsageError(
             "retrieve needs a query",
@@ -82,9 +90,6 @@ def retrieve(
             f"limit {limit} is out of range",
             hint=f"ask for 1 to {RETRIEVE_LIMIT_MAX} hits",
         )
-    found = matches(snapshot, query, touched=touched, limit=limit)
-    st = structure_of(snapshot)
-    return [_hit(workspace, st.entries[st.index[hit.path]], hit) for hit in found]
 
 
 def _hit(workspace: Path, entry: FileEntry, found: Ranked) -> Hit:

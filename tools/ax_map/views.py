@@ -9,8 +9,10 @@ gets the two digests it is stamped with and judged stale by.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from libcommon.errors import UsageError
 
@@ -52,6 +54,10 @@ def check_map_request(chars: int, query: str | None, focus: Sequence[str]) -> No
             f"the query is {len(query):,} characters long; at most {QUERY_MAX_CHARS:,} are read",
             hint="rank for a name or a few words, not a whole text",
         )
+    _check_focus_count(focus)
+
+
+def _check_focus_count(focus: Sequence[str]) -> None:
     if len(focus) > FOCUS_PATHS_MAX:
         raise UsageError(
             f"{len(focus)} focus paths given; at most {FOCUS_PATHS_MAX} are taken",
@@ -79,6 +85,47 @@ def map_view(
         coverage=snapshot.coverage,
         git=snapshot.git,
     )
+
+
+def focus_paths(workspace: Path, focus: Sequence[str]) -> list[str]:
+    """``focus`` as workspace-relative POSIX paths, each once, in the order given.
+
+    A relative path is taken from the workspace root (not the current directory, which
+    ``-C`` and an MCP client make meaningless); an absolute one must lie inside it. A
+    path that leaves the workspace is refused rather than dropped, so a request never
+    reads as focused on something it is not. The check is lexical: the index lists
+    paths, and a focus only selects among them, so nothing outside is ever read.
+    """
+    # Counted as given, before duplicates fold: the bound is on the request.
+    _check_focus_count(focus)
+    root = os.path.normpath(workspace)
+    found: list[str] = []
+    for raw in focus:
+        if not raw.strip() or "\0" in raw:
+            raise UsageError(
+                f"focus path {raw!r} is empty or holds a NUL",
+                hint="name a file or folder of the workspace, e.g. --focus src/",
+            )
+        path = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(root, raw))
+        if path != root and not path.startswith(root.rstrip("/") + "/"):
+            raise UsageError(
+                f"focus path {raw!r} is outside the workspace {root}",
+                hint="name a file or folder inside the workspace, relative to its root",
+            )
+        relative = "." if path == root else os.path.relpath(path, root)
+        if relative not in found:
+            found.append(relative)
+    return found
+
+
+def unmatched_focus(snapshot: Snapshot, focus: Sequence[str]) -> list[str]:
+    """The focus paths that name no file of the index and no folder holding one."""
+    names = {entry.path for entry in snapshot.files}
+    folders = {"."}
+    for name in names:
+        parts = name.split("/")[:-1]
+        folders.update("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
+    return [path for path in focus if path not in names and path not in folders]
 
 
 def workspace_digests(snapshot: Snapshot) -> tuple[str, str]:

@@ -27,8 +27,9 @@ SERVER_NAME = "ax-mcp"
 INSTRUCTIONS = (
     "ax gives you a private slate (slate_open, slate_write_seed, slate_close) whose seeds "
     "reach the project only through a human review, typed checks resolved from the "
-    "project's own manifests (check_detect, check_run), and ax's command review and path "
-    "facts (policy_review_command, policy_check_path)."
+    "project's own manifests (check_detect, check_run), ax's command review and path "
+    "facts (policy_review_command, policy_check_path), and a ranked map of the workspace "
+    "with a search over it (workspace_map, retrieve)."
 )
 
 
