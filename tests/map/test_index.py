@@ -23,7 +23,14 @@ from map.maptest import (
 from ax_map import build as build_module
 from ax_map import extract, treesit
 from ax_map.build import build_index
-from ax_map.index import INDEX_NAME, LOCK_NAME, IndexUnavailable, load_snapshot, open_reader
+from ax_map.index import (
+    INDEX_NAME,
+    LOCK_NAME,
+    IndexUnavailable,
+    current_snapshot,
+    load_snapshot,
+    open_reader,
+)
 from libcommon import jsonio
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, state_layout
@@ -354,3 +361,22 @@ def test_a_file_tree_sitter_cannot_parse_keeps_its_first_tier_and_is_not_retried
     assert names == {"still_found"}
     again = build_index(layout)
     assert (again.written, again.parse_failed) == (False, 1)
+
+
+def test_the_current_snapshot_is_kept_while_the_index_is_the_same(
+    repo: Path, layout: StateLayout
+) -> None:
+    with pytest.raises(IndexUnavailable):
+        current_snapshot(layout)
+    build_index(layout)
+    first = current_snapshot(layout)
+    assert current_snapshot(layout) is first
+    # A build with nothing changed leaves the index file as it was, so nothing is read.
+    assert not build_index(layout).written
+    assert current_snapshot(layout) is first
+    write(repo, {"app/more.py": "def another():\n    return 2\n"})
+    age_files(repo)
+    assert build_index(layout).written
+    second = current_snapshot(layout)
+    assert second is not first
+    assert "app/more.py" in {entry.path for entry in second.files}

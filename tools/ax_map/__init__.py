@@ -14,7 +14,13 @@ from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_map.build import DEFAULT_BUDGET_S, BuildResult, build_index
-    from ax_map.index import IndexStats, IndexUnavailable, index_stats, load_snapshot
+    from ax_map.index import (
+        IndexStats,
+        IndexUnavailable,
+        current_snapshot,
+        index_stats,
+        load_snapshot,
+    )
     from ax_map.model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
     from ax_map.models import BuildSummary, IndexStatsOut, MapShown, Retrieved
     from ax_map.pathtext import quote_path, unquote_path
@@ -32,7 +38,13 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "ax_map.build": ["DEFAULT_BUDGET_S", "BuildResult", "build_index"],
-    "ax_map.index": ["IndexStats", "IndexUnavailable", "index_stats", "load_snapshot"],
+    "ax_map.index": [
+        "IndexStats",
+        "IndexUnavailable",
+        "current_snapshot",
+        "index_stats",
+        "load_snapshot",
+    ],
     "ax_map.model": ["Coverage", "FileEntry", "FileStatus", "Snapshot", "Symbol"],
     "ax_map.models": ["BuildSummary", "IndexStatsOut", "MapShown", "Retrieved"],
     "ax_map.pathtext": ["quote_path", "unquote_path"],
@@ -73,6 +85,7 @@ __all__ = [
     "build_index",
     "check_map_request",
     "check_retrieve_request",
+    "current_snapshot",
     "focus_paths",
     "index_stats",
     "load_snapshot",

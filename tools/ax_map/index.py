@@ -298,6 +298,32 @@ def remove_leftovers(map_dir: Path) -> None:
                     os.unlink(entry.path)
 
 
+# The index file last loaded by ``current_snapshot`` (its identity) and what it held.
+_last_loaded: tuple[tuple[str, int, int, int, int], Snapshot] | None = None
+
+
+def current_snapshot(layout: StateLayout) -> Snapshot:
+    """``load_snapshot``, but the same object again while the index file is the same.
+
+    A long-lived caller (ax-mcp's server, an agent session) asks for the map many
+    times; the snapshot and the ranking structure cached on it (``structure_of``) cost
+    about a second on the stdlib, and an index is only ever replaced by rename, never
+    changed in place, so its device, inode, size and mtime name one content.
+    """
+    global _last_loaded
+    path = index_path(layout.map_dir)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise IndexUnavailable(path, "missing", "missing") from None
+    identity = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if _last_loaded is not None and _last_loaded[0] == identity:
+        return _last_loaded[1]
+    snapshot = load_snapshot(layout)
+    _last_loaded = (identity, snapshot)
+    return snapshot
+
+
 def load_snapshot(layout: StateLayout) -> Snapshot:
     """Everything ``layout``'s index holds, read at one moment, without a lock.
 

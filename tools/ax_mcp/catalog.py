@@ -219,7 +219,7 @@ def _fresh_snapshot(layout: StateLayout, environ: Mapping[str, str]) -> tuple[Sn
     in the folder: only with recorded trust. Without it the index a person built is
     used as it is, and the answer says it was not refreshed.
     """
-    from ax_map import IndexUnavailable, build_index, load_snapshot
+    from ax_map import IndexUnavailable, build_index, current_snapshot
     from ax_policy import check_trust
     from libcommon.errors import AxError
 
@@ -240,9 +240,9 @@ def _fresh_snapshot(layout: StateLayout, environ: Mapping[str, str]) -> tuple[Sn
                     f"; {built.coverage.pending} files not reached within "
                     f"{MAP_REFRESH_BUDGET_S:g}s stay pending for the next call"
                 )
-        return load_snapshot(layout), refreshed, note
+        return current_snapshot(layout), refreshed, note
     try:
-        snapshot = load_snapshot(layout)
+        snapshot = current_snapshot(layout)
     except IndexUnavailable as exc:
         raise NotTrusted(
             f"{exc.message}, and {workspace} is not trusted, so ax-mcp does not build one",
