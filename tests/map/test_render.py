@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,6 +143,11 @@ def test_the_coverage_header_says_what_was_read_and_what_was_not() -> None:
     assert "PARTIAL: 180,000 more files beyond the inventory cap" in text
     assert "Not a git repository" in text
     assert "Coverage is complete." not in text
+    cut = replace(complete, exact=False)
+    text = render(cut, rank(cut)).text
+    assert "PARTIAL: the listing stopped early" in text
+    assert "Coverage is complete." not in text
+    assert render(cut, rank(cut), chars=300).text.startswith("# Repository map:")
 
 
 def test_uncommitted_files_are_listed_then_counted() -> None:

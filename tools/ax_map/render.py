@@ -93,10 +93,11 @@ def _listing(counts: dict[str, int], shown: int) -> str:
     return ", ".join(parts)
 
 
-def _headers(coverage: Coverage, git: bool) -> list[str]:
+def _headers(coverage: Coverage, git: bool, exact: bool) -> list[str]:
     """The coverage header, richest first."""
     listed = sum(coverage.listed.values())
-    state = "PARTIAL" if coverage.partial else "complete"
+    partial = coverage.partial or not exact
+    state = "PARTIAL" if partial else "complete"
     first = f"# Repository map: {_count(coverage.total, 'file')}, {coverage.indexed:,} indexed"
     lines = [first]
     if coverage.languages:
@@ -114,7 +115,12 @@ def _headers(coverage: Coverage, git: bool) -> list[str]:
             f"PARTIAL: {_count(coverage.capped, 'more file')} beyond the inventory cap, "
             "not in this map."
         )
-    if not coverage.partial:
+    if not exact:
+        lines.append(
+            "PARTIAL: the listing stopped early (see `ax-map stats`); the workspace holds "
+            "more files than are counted here."
+        )
+    if not partial:
         lines.append("Coverage is complete.")
     if not git:
         lines.append("Not a git repository: nothing is known about uncommitted changes.")
@@ -288,7 +294,7 @@ def render(
 ) -> Rendered:
     """The map of ``snapshot`` with ``ranked`` as its key files, at most ``chars`` characters."""
     budget = max(chars, 0)
-    headers = _headers(snapshot.coverage, snapshot.git)
+    headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact)
     footers = _footers()
     uncommitted = _Forms.of(_uncommitted(snapshot))
     trees = _trees(snapshot)
