@@ -4,10 +4,10 @@ A query is split into words (``query_terms``); compound words are also split
 into their camelCase / snake_case parts. Each word is looked up in the tables the
 structure built: symbol names (exact, then case-blind, then as a part of a name,
 then as a name's start, then as a substring) and paths (the file's stem, a folder,
-a part of either, a word's start, a substring). A file's score for one word is its best name match plus its best path
-match, weighted by how rare the word is (BM25's idf); the words add up, a file
-matching only some of them keeps a share, and a name holding several of the
-words (TemporaryFile for "temporary file") earns a bonus.
+a part of either, a word's start, a substring). A file's score for one word is its
+best name match plus its best path match, weighted by how rare the word is (BM25's
+idf); the words add up, a file matching only some of them keeps a share, and a name
+holding several of the words (TemporaryFile for "temporary file") earns a bonus.
 
 The per-query work is dictionary lookups over the matching files only, in
 dictionaries of plain numbers and strings, which the garbage collector does not
