@@ -301,8 +301,9 @@ def generate(root: Path, files: int, seed: int = 18) -> None:
     root.mkdir(parents=True)
     (root / "go.mod").write_text("module example.com/gen\n\ngo 1.22\n")
     defined: list[list[str]] = []
-    cumulative = list(itertools.accumulate(1.0 / (1 + i) ** 1.1 for i in range(files)))
-    for index in range(files):
+    cumulative = list(itertools.accumulate(1.0 / (1 + i) ** 1.1 for i in range(files - 1)))
+    # go.mod is one of the files: ``files`` in all, none past the inventory's cap.
+    for index in range(files - 1):
         folder, slot = divmod(index, 50)
         package = f"pkg{folder:03}"
         names = _names(rng)
