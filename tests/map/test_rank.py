@@ -225,6 +225,15 @@ def test_exact_beats_case_blind_beats_part_beats_substring() -> None:
     ]
 
 
+def test_a_name_or_path_starting_with_the_word_beats_one_holding_it_inside() -> None:
+    # heapq.py and heappush: compounds written without a separator start with their first
+    # word; "cheap" only holds the letters.
+    snap = snapshot({"a_inside.py": (["cheapest"], []), "b_prefix.py": (["_heappush"], [])})
+    assert paths(rank(snap, query="heap")) == ["b_prefix.py", "a_inside.py"]
+    snap = snapshot({"cheap.py": ([], []), "heapq.py": ([], [])})
+    assert paths(matches(snap, "heap")) == ["heapq.py", "cheap.py"]
+
+
 def test_query_words_split_camel_and_snake_case() -> None:
     assert [t.text for t in query_terms("parseArgs of HTTPServer")] == [
         "parseargs",

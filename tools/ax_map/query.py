@@ -3,11 +3,11 @@
 A query is split into words (``query_terms``); compound words are also split
 into their camelCase / snake_case parts. Each word is looked up in the tables the
 structure built: symbol names (exact, then case-blind, then as a part of a name,
-then as a substring) and paths (the file's stem, a folder, a part of either, a
-substring). A file's score for one word is its best name match plus its best path
-match, weighted by how rare the word is (BM25's idf); the words add up, a file
-matching only some of them keeps a share, and a name holding several of the
-words (TemporaryFile for "temporary file") earns a bonus.
+then as a name's start, then as a substring) and paths (the file's stem, a folder,
+a part of either, a word's start, a substring). A file's score for one word is its
+best name match plus its best path match, weighted by how rare the word is (BM25's
+idf); the words add up, a file matching only some of them keeps a share, and a name
+holding several of the words (TemporaryFile for "temporary file") earns a bonus.
 
 The per-query work is dictionary lookups over the matching files only, in
 dictionaries of plain numbers and strings, which the garbage collector does not
@@ -29,6 +29,9 @@ MATCH_PATH_EXACT = 10.0
 MATCH_EXACT = 8.0
 MATCH_ICASE = 6.0
 MATCH_SUBWORD = 3.0
+# A name that starts with the term, as a compound written without a separator does
+# (heappush, getattr, urlopen): likelier its first word than a match inside a word.
+MATCH_PREFIX = 2.0
 MATCH_SUBSTRING = 1.0
 PATH_STRENGTH = {PATH_STEM: 6.0, PATH_FOLDER: 4.0, PATH_PART: 3.0}
 MATCH_PATH_SUBSTRING = 1.0
@@ -160,13 +163,12 @@ def match_term(st: Structure, term: Term) -> TermMatch:
     shortest = variant or term.text
     if len(shortest) >= SUBSTRING_MIN_CHARS:
         # The vocabulary holds the lowercased names in name_list's order.
-        names(
-            _containing(look.name_vocab, look.name_starts, look.name_list, shortest) or [],
-            MATCH_SUBSTRING,
-        )
+        inside = _containing(look.name_vocab, look.name_starts, look.name_list, shortest) or []
+        names(inside, MATCH_SUBSTRING)
+        names([n for n in inside if n.lstrip("_").lower().startswith(shortest)], MATCH_PREFIX)
         tokens = _containing(look.path_vocab, look.path_starts, look.path_list, shortest)
         for token in tokens or ():
-            paths(token, 1.0, MATCH_PATH_SUBSTRING)
+            paths(token, 1.0, MATCH_PREFIX if token.startswith(shortest) else MATCH_PATH_SUBSTRING)
     # A known word a simple term starts with is its stem (configuration -> config).
     for end in range(PREFIX_MIN_CHARS, len(term.text) if term.simple else 0):
         prefix = term.text[:end]
