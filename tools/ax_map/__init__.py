@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from ax_map.model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
     from ax_map.models import BuildSummary, IndexStatsOut
     from ax_map.pathtext import quote_path, unquote_path
+    from ax_map.rank import Ranked
+    from ax_map.rank import rank as rank_files
+    from ax_map.retrieve import Hit
+    from ax_map.retrieve import retrieve as retrieve_hits
     from ax_map.views import MapView, map_view, workspace_digests
 
 _EXPORTS = {
@@ -26,9 +30,15 @@ _EXPORTS = {
     "ax_map.model": ["Coverage", "FileEntry", "FileStatus", "Snapshot", "Symbol"],
     "ax_map.models": ["BuildSummary", "IndexStatsOut"],
     "ax_map.pathtext": ["quote_path", "unquote_path"],
+    "ax_map.rank": ["Ranked"],
+    "ax_map.retrieve": ["Hit"],
     "ax_map.views": ["MapView", "map_view", "workspace_digests"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+# ``rank`` and ``retrieve`` are also their submodules' names, which importing them would
+# put in the functions' place; so the functions are public as ``rank_files`` and
+# ``retrieve_hits``.
+_RENAMED = {"rank_files": ("ax_map.rank", "rank"), "retrieve_hits": ("ax_map.retrieve", "retrieve")}
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -37,10 +47,12 @@ __all__ = [
     "Coverage",
     "FileEntry",
     "FileStatus",
+    "Hit",
     "IndexStats",
     "IndexStatsOut",
     "IndexUnavailable",
     "MapView",
+    "Ranked",
     "Snapshot",
     "Symbol",
     "build_index",
@@ -48,8 +60,21 @@ __all__ = [
     "load_snapshot",
     "map_view",
     "quote_path",
+    "rank_files",
+    "retrieve_hits",
     "unquote_path",
     "workspace_digests",
 ]
 
-__getattr__ = lazy_getattr(__name__, _MODULE_OF)
+_lazy = lazy_getattr(__name__, _MODULE_OF)
+
+
+def __getattr__(name: str) -> object:
+    if name in _RENAMED:
+        import importlib
+
+        module, attribute = _RENAMED[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    return _lazy(name)

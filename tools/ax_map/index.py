@@ -353,6 +353,7 @@ def _snapshot(connection: sqlite3.Connection, workspace: str) -> Snapshot:
         imports=imports,
         coverage=coverage_of(files, meta),
         git=meta.get("git") == "1",
+        exact=meta.get("exact", "1") == "1",
     )
 
 

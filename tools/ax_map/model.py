@@ -69,3 +69,5 @@ class Snapshot:
     imports: list[tuple[str, str]]
     coverage: Coverage
     git: bool
+    # False when the listing or the walk was cut short: coverage.total is a lower bound.
+    exact: bool = True
