@@ -124,7 +124,7 @@ def test_memory_follows_the_instruction_files_labelled_and_each_is_a_row(
         "The parser lives in parse.py.",
         "<<<project-memory file=LESSONS.md>>>",
         "Makefiles need tabs.",
-        "<<<repository-map>>>",
+        "<<<map-photograph>>>",
     ]
     at = [system.index(mark) for mark in marks]
     assert at == sorted(at)

@@ -9,7 +9,7 @@ runs ``ax-map build`` and ``ax-map show --json``.
 
 The system prompt carries the map last, after the project memory, labelled as a
 photograph taken at session start and with ``CONTEXT_NOT_AUTHORITY``, in a
-``<<<repository-map>>>`` region whose text is neutralised so no path can close
+``<<<map-photograph>>>`` region whose text is neutralised so no path can close
 it. Being in the system prompt it is fixed overhead for bounded context, like
 the instruction files and project memory: never elided and never a reason to
 elide. ``map.built`` records what was given (the sha256 ax-map returned, the
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 MAP_SESSION_BUDGET_S = 2.0
 # The map's share of the system prompt: ax-map's own default (about 4,000 tokens).
 MAP_SESSION_CHARS = 16_000
-MAP_MARKER_WORDS = "repository-map"
+# The region's words: not a phrase the map says itself ("Repository map: …"), which
+# neutralising would otherwise remove from its own header.
+MAP_MARKER_WORDS = "map-photograph"
 _MARKERS = delimiters.phrase_pattern([MAP_MARKER_WORDS])
 MAP_INTRO = (
     "The repository map below is a photograph taken at session start: it may be out of "
