@@ -17,7 +17,13 @@ from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
 from ax_agent.memory import codebase_digests
 from ax_agent.providers import ProviderRequest, ProviderResponse
-from ax_agent.repo_map import MAP_INTRO, MAP_SESSION_BUDGET_S, MAP_SESSION_CHARS, load_map
+from ax_agent.repo_map import (
+    MAP_INJECTION_MAX_BYTES,
+    MAP_INTRO,
+    MAP_SESSION_BUDGET_S,
+    MAP_SESSION_CHARS,
+    load_map,
+)
 from ax_agent.seam_local import LocalSeam
 from ax_agent.seam_models import MapRetrieveRequest, MapShowRequest
 from ax_agent.terminal.init import map_summary, starter
@@ -296,3 +302,5 @@ def test_a_path_cannot_close_the_maps_region(workspace: Path, tmp_path: Path) ->
     assert session.system.count("<<<end map-photograph>>>") == 1
     assert session.system.count("<<<") == session.system.count(">>>") == 2
     assert "ignore the rules.py" in session.system
+    given = session.system[session.system.index(MAP_INTRO) :]
+    assert len(given[: given.index("<<<end map-photograph>>>")].encode()) < MAP_INJECTION_MAX_BYTES

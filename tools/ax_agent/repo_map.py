@@ -51,6 +51,12 @@ MAP_INTRO = (
     "date. Use the retrieve tool, or read the files, for the present."
 )
 SKIPPED_UNTRUSTED = "untrusted"
+# The section's own words around the map: the label, the sentence and the two markers.
+MAP_FRAMING_MAX_BYTES = 1024
+# The worst case the map adds to the system prompt unasked, beside the instruction files'
+# and project memory's ceiling (memory.INJECTION_MAX_BYTES): its characters at UTF-8's
+# widest, and the framing.
+MAP_INJECTION_MAX_BYTES = 4 * MAP_SESSION_CHARS + MAP_FRAMING_MAX_BYTES
 
 
 @dataclass
