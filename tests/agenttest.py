@@ -120,6 +120,25 @@ BAD_FACT = ModelTool(
 )
 
 
+def map_verbs_missing() -> str | None:
+    """Why the process seam cannot reach ax-map's show and retrieve verbs, or None.
+
+    They are ax-map's own (another part of issue 18); where the installed ax-map lacks
+    one, a test of the process seam's map skips with the reason.
+    """
+    import subprocess
+
+    from axtest import tool_path
+
+    for verb in ("show", "retrieve"):
+        done = subprocess.run(
+            [tool_path("map"), verb, "--help"], capture_output=True, check=False, timeout=60
+        )
+        if done.returncode != 0:
+            return f"ax-map {verb} not installed"
+    return None
+
+
 def real_tools() -> list[ModelTool]:
     from ax_agent.tools.registry import all_tools
 

@@ -36,6 +36,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
         "ax_report",
         "ax_slate",
         "ax_mcp",
+        "ax_map",
     },
 }
 HEAVY = {"anthropic", "httpx", "rich"}

@@ -446,6 +446,28 @@ def test_agent_project_memory_limits() -> None:
     assert sorted(narrative.REAL_WORK) == ["check.started", "command.started", "file.mutated"]
 
 
+def test_agent_repo_map_limits() -> None:
+    from ax_agent import memory, repo_map
+    from ax_agent.terminal import init
+    from ax_agent.tools import retrieve
+    from ax_map.query import QUERY_MAX_CHARS
+    from ax_map.render import DEFAULT_MAP_CHARS
+    from ax_map.retrieve import DEFAULT_RETRIEVE_LIMIT, RETRIEVE_LIMIT_MAX
+
+    assert repo_map.MAP_SESSION_BUDGET_S == 2.0
+    assert repo_map.MAP_SESSION_CHARS == DEFAULT_MAP_CHARS == 16_000
+    assert repo_map.MAP_FRAMING_MAX_BYTES == 1024
+    assert repo_map.MAP_INJECTION_MAX_BYTES == 65_024
+    # With the map, the worst case a session is given unasked.
+    assert memory.INJECTION_MAX_BYTES + repo_map.MAP_INJECTION_MAX_BYTES == 146_944
+    assert init.INIT_FOLDERS_SHOWN == 30
+    assert init.INIT_KEY_FILES_SHOWN == 10
+    # The tool's bounds are ax-map's, so the model is never offered what ax-map refuses.
+    assert retrieve.RETRIEVE_DEFAULT_LIMIT == DEFAULT_RETRIEVE_LIMIT == 10
+    assert retrieve.RETRIEVE_LIMIT_MAX == RETRIEVE_LIMIT_MAX == 100
+    assert retrieve.RETRIEVE_QUERY_MAX_CHARS == QUERY_MAX_CHARS == 1_000
+
+
 def test_agent_terminal_limits() -> None:
     from ax_agent import unfinished
     from ax_agent.terminal import approve, commands, keys, prompt, render, repl, status

@@ -20,6 +20,7 @@ FIRST_RECORDS = [
     "sandbox.status",
     "git.context",
     "memory.loaded",
+    "map.built",
 ]
 
 
@@ -84,7 +85,7 @@ def test_stream_json_is_the_sessions_events_as_they_happen(
     )
     assert result.exit_code == 0, result.stderr
     streamed = list(iter_lines(result.stdout))
-    assert [e["type"] for e in streamed][:6] == FIRST_RECORDS
+    assert [e["type"] for e in streamed][:7] == FIRST_RECORDS
     assert streamed[-1]["type"] == "session.ended"
     session = streamed[0]["session"]
     stored = list(read_events(state_layout(workspace).session_log(session), session))

@@ -37,6 +37,7 @@ FIRST_RECORDS = [
     "sandbox.status",
     "git.context",
     "memory.loaded",
+    "map.built",
 ]
 
 
@@ -64,8 +65,8 @@ def test_a_plain_answer_and_the_first_records_in_order(workspace: Path, tmp_path
         False,
     )
     events = events_of(session)
-    assert types(events)[:6] == FIRST_RECORDS
-    assert types(events)[6:] == [
+    assert types(events)[:7] == FIRST_RECORDS
+    assert types(events)[7:] == [
         "user.message",
         "assistant.message",
         "turn.completed",

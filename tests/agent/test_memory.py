@@ -17,7 +17,7 @@ from axtest import tool_path
 from ax_agent import narrative as narrative_module
 from ax_agent.loop import run_turn
 from ax_agent.memory import INJECTION_MAX_BYTES
-from ax_agent.narrative import INSTRUCTION, finish
+from ax_agent.narrative import CODEBASE_OFFER, INSTRUCTION, finish
 from ax_agent.providers import Message, ProviderRequest, ProviderResponse, TextBlock
 from ax_log import read_events
 from ax_slate import (
@@ -118,16 +118,18 @@ def test_memory_follows_the_instruction_files_labelled_and_each_is_a_row(
         "Project memory follows",
         "<<<project-memory file=JOURNAL.md>>>",
         "Earlier: set up the parser.",
-        "Codebase summary: staleness unknown",
+        # The map's digests (issue 18) differ from the stamp written by hand.
+        "Codebase summary: STALE",
         "<<<project-memory file=CODEBASE.md>>>",
         "The parser lives in parse.py.",
         "<<<project-memory file=LESSONS.md>>>",
         "Makefiles need tabs.",
+        "<<<map-photograph>>>",
     ]
     at = [system.index(mark) for mark in marks]
     assert at == sorted(at)
-    # One sentence labels both the instruction files and the memory, each before its text.
-    assert system.count(CONTEXT_NOT_AUTHORITY) == 2
+    # One sentence labels the instruction files, the memory and the map, each before its text.
+    assert system.count(CONTEXT_NOT_AUTHORITY) == 3
     memory = system[system.index("Project memory follows") :]
     assert memory.index(CONTEXT_NOT_AUTHORITY) < memory.index("<<<project-memory")
     rows = first(events_of(session), "memory.loaded")["documents"]
@@ -142,7 +144,7 @@ def test_memory_follows_the_instruction_files_labelled_and_each_is_a_row(
         assert row["status"] == "loaded" and not row["truncated"]
         assert (row["fileBytes"], row["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
         assert 0 < row["bytes"] <= len(data) + 200
-    assert rows[2]["staleness"]["state"] == "unknown"
+    assert rows[2]["staleness"]["state"] == "stale"
 
 
 @pytest.mark.parametrize(
@@ -363,7 +365,9 @@ def test_the_narrative_call_reuses_the_turns_prompt_prefix(workspace: Path, tmp_
     assert "Package rule." in texts(asked.messages)
     # What follows the prefix: the model's last answer, then the one instruction.
     assert [m.role for m in asked.messages[len(last.messages) :]] == ["assistant", "user"]
-    assert asked.messages[-1].content == [TextBlock(INSTRUCTION.format(codebase=""))]
+    # The session's start built the map, so its digests are known and a summary is offered.
+    offer = CODEBASE_OFFER.format(state="missing")
+    assert asked.messages[-1].content == [TextBlock(INSTRUCTION.format(codebase=offer))]
 
 
 @pytest.mark.parametrize(
@@ -653,7 +657,7 @@ def test_slash_memory_shows_what_was_given_and_what_is_on_disk(
     assert "project memory given at the start" in shown
     size = len(journal.read_bytes())
     assert f"journal   {journal}: " in shown and f"of a {size:,}-byte file" in shown
-    assert "codebase " in shown and "staleness unknown (the map's current digests" in shown
+    assert "codebase " in shown and "staleness stale (" in shown
     assert "lessons " in shown and "CUT: " in shown and "bytes not shown" in shown
     assert "project memory on disk now" in shown
     assert f"journal   {journal}: {size:,} of 12,288 bytes, 1 entries" in shown

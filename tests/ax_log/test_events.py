@@ -101,6 +101,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "narrative": "unavailable",
         "documents": [{"doc": "journal", "path": "/s/JOURNAL.md", "bytes": 9, "sha256": "0" * 64}],
     },
+    "map.built": {"status": "skipped"},
     "turn.completed": {"stopReason": "end_turn", "steps": 2},
     "turn.aborted": {"phase": "tool", "steps": 1},
     "provider.changed": {

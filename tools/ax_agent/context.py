@@ -4,7 +4,8 @@ Everything here runs after the trust gate. The git probe runs a fixed set of
 read-only git commands through libcommon's hardened runner, because a
 repository's own config is untrusted bytes. The instruction files the system
 prompt carries are found, capped and neutralised by ``instructions``; the
-project memory that follows them is rendered by ax-slate (``memory``).
+project memory that follows them is rendered by ax-slate (``memory``), and the
+repository map after it by ax-map (``repo_map``).
 """
 
 from __future__ import annotations
@@ -147,11 +148,14 @@ def system_prompt(
     git: GitFacts,
     instructions: Instructions,
     memory: str = "",
+    repo_map: str = "",
 ) -> str:
     """The stable prefix of every request: who the agent is, where, and under what rules.
 
     ``memory`` is the project memory section (``ax_agent.memory``): it follows the
-    instruction files.
+    instruction files. ``repo_map`` is the repository map section
+    (``ax_agent.repo_map``), last: the largest part, and the one most likely to
+    differ between two sessions.
     """
     from .instructions import shown_name
 
@@ -195,4 +199,6 @@ def system_prompt(
         lines += ["", instructions.text]
     if memory:
         lines += ["", memory]
+    if repo_map:
+        lines += ["", repo_map]
     return "\n".join(lines)

@@ -53,14 +53,23 @@ MEMORY_DOCS = ("journal", "codebase", "lessons")
 def codebase_digests(layout: StateLayout) -> CodebaseDigests | None:
     """The repository map's current file-set and content digests of the workspace.
 
-    The map (ax-map) is where they come from, and this is the one place they
-    plug in: both the staleness label a new session is given and the stamp of
-    a codebase summary written at a session's end read them here. Until the map
-    is part of ax there are none, so staleness is ``unknown`` and no summary is
-    asked for or written (a summary without digests could never be called stale).
+    They are ax-map's (``workspace_digests`` of the index as it is now; the
+    session's start refreshes the index before memory is loaded), and this is
+    the one place they plug in: both the staleness label a new session is given
+    and the stamp of a codebase summary written at a session's end read them
+    here. None only when there is no index to read (never built, or unreadable):
+    staleness is then ``unknown`` and no summary is asked for or written (a
+    summary without digests could never be called stale).
     """
-    del layout
-    return None
+    from ax_map import IndexUnavailable, load_snapshot, workspace_digests
+    from ax_slate import CodebaseDigests
+
+    try:
+        snapshot = load_snapshot(layout)
+    except IndexUnavailable:
+        return None
+    file_set, content = workspace_digests(snapshot)
+    return CodebaseDigests(file_set=file_set, content=content)
 
 
 @dataclass

@@ -28,8 +28,11 @@ same session can be run both ways and compared.
 | ``slate.journal_write`` | ``ax_slate.JournalEntryRequest`` | ``ax_slate.JournalWriteResult`` |
 | ``slate.codebase_write`` | ``ax_slate.CodebaseRequest`` | ``ax_slate.CodebaseWriteResult`` |
 | ``slate.lesson_propose`` | ``ax_slate.LessonInput`` | ``ax_slate.LessonResult`` |
+| ``map.build`` | ``MapBuildRequest`` | ``ax_map.BuildSummary`` |
+| ``map.show`` | ``MapShowRequest`` | ``MapShown`` |
+| ``map.retrieve`` | ``MapRetrieveRequest`` | ``MapHits`` |
 
-(request models without a package are in ``ax_agent.seam_models``.)
+(request and answer models without a package are in ``ax_agent.seam_models``.)
 
 Both implementations raise the same ``libcommon.errors`` types for the same
 failures, so a caller never needs to know which one it holds.
@@ -70,6 +73,10 @@ VERBS = (
     "slate.journal_write",
     "slate.codebase_write",
     "slate.lesson_propose",
+    # The repository map (issue 18): the session's start and the retrieve tool.
+    "map.build",
+    "map.show",
+    "map.retrieve",
 )
 
 

@@ -23,6 +23,12 @@ from .seam_models import (
     CheckDetectRequest,
     CheckRunRequest,
     FrameRequest,
+    MapBuildRequest,
+    MapCoverage,
+    MapHits,
+    MapRetrieveRequest,
+    MapShown,
+    MapShowRequest,
     MemoryRequest,
     NoteKeyRequest,
     NoteSetRequest,
@@ -72,6 +78,9 @@ class LocalSeam:
             "slate.journal_write": self._journal_write,
             "slate.codebase_write": self._codebase_write,
             "slate.lesson_propose": self._lesson_propose,
+            "map.build": self._map_build,
+            "map.show": self._map_show,
+            "map.retrieve": self._map_retrieve,
         }
 
     def call(
@@ -259,3 +268,56 @@ class LocalSeam:
         from ax_slate import propose_lesson
 
         return propose_lesson(self.layout, self.session_id, request)
+
+    def _map_build(self, request: MapBuildRequest, abort: threading.Event | None) -> Any:
+        from ax_map import BuildSummary, build_index
+
+        result = build_index(self.layout, budget_s=request.budget_s, environ=self.environ)
+        return BuildSummary.of(result)
+
+    def _map_show(self, request: MapShowRequest, abort: threading.Event | None) -> Any:
+        from ax_map import load_snapshot, map_view
+
+        snapshot = load_snapshot(self.layout)
+        view = map_view(snapshot, chars=request.chars)
+        coverage = view.coverage
+        return MapShown(
+            text=view.text,
+            sha256=view.sha256,
+            chars=view.chars,
+            files_shown=view.files_shown,
+            coverage=MapCoverage(
+                total=coverage.total,
+                indexed=coverage.indexed,
+                listed=coverage.listed,
+                pending=coverage.pending,
+                capped=coverage.capped,
+                exact=snapshot.exact,
+                languages=coverage.languages,
+            ),
+            state="partial" if coverage.partial or not snapshot.exact else "complete",
+            git=view.git,
+        )
+
+    def _map_retrieve(self, request: MapRetrieveRequest, abort: threading.Event | None) -> Any:
+        from ax_map import load_snapshot, retrieve_hits
+
+        snapshot = load_snapshot(self.layout)
+        hits = retrieve_hits(snapshot, self.layout.workspace, request.query, limit=request.limit)
+        return MapHits.model_validate(
+            {
+                "query": request.query,
+                "hits": [
+                    {
+                        "path": hit.path,
+                        "score": hit.score,
+                        "signals": hit.signals,
+                        "symbols": [
+                            {"name": s.name, "kind": s.kind, "line": s.line} for s in hit.symbols
+                        ],
+                        "excerpt": hit.excerpt,
+                    }
+                    for hit in hits
+                ],
+            }
+        )

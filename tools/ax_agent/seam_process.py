@@ -43,6 +43,11 @@ from .seam_models import (
     CheckDetectRequest,
     CheckRunRequest,
     FrameRequest,
+    MapBuildRequest,
+    MapHits,
+    MapRetrieveRequest,
+    MapShown,
+    MapShowRequest,
     MemoryRequest,
     NoteKeyRequest,
     NoteSetRequest,
@@ -394,6 +399,27 @@ class ProcessSeam:
             request.model_dump_json(by_alias=True),
         )
         return LessonResult.model_validate_json(child.stdout)
+
+    def _workspace_args(self) -> list[str]:
+        return ["-C", str(self.layout.workspace)]
+
+    def _map_build(self, request: MapBuildRequest, abort: threading.Event | None) -> Any:
+        from ax_map import BuildSummary
+
+        args = ["build", *self._workspace_args(), "--budget-seconds", repr(request.budget_s)]
+        child = self._run("map", args, abort=abort)
+        return BuildSummary.model_validate_json(child.stdout)
+
+    def _map_show(self, request: MapShowRequest, abort: threading.Event | None) -> Any:
+        args = ["show", *self._workspace_args(), "--chars", str(request.chars), "--json"]
+        child = self._run("map", args, abort=abort)
+        return MapShown.model_validate_json(child.stdout)
+
+    def _map_retrieve(self, request: MapRetrieveRequest, abort: threading.Event | None) -> Any:
+        # "--" ends the options: a query that starts with a dash is still the query.
+        args = ["retrieve", *self._workspace_args(), "--limit", str(request.limit), "--json"]
+        child = self._run("map", [*args, "--", request.query], abort=abort)
+        return MapHits.model_validate_json(child.stdout)
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:

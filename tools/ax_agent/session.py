@@ -3,11 +3,14 @@
 Start: the workspace's realpath (a state root inside it is refused) → the
 trust gate (nothing before it reads a workspace byte) → the configuration →
 the sandbox probe → the read-only git probe → the instruction files → the
-session's id and owner lease → the project memory (ax-slate, through the
-seam) → the system prompt → a new session, or the old one rebuilt from its
-log. Then the first records, always in this order: ``session.started``,
+session's id and owner lease → the repository map (ax-map, through the seam,
+in a trusted workspace) → the project memory (ax-slate, through the seam;
+after the map, whose digests say whether the codebase summary is stale) → the
+system prompt → a new session, or the old one rebuilt from its log. Then the
+first records, always in this order: ``session.started``,
 ``trust.verified``, ``config.loaded``, ``sandbox.status``, ``git.context``,
-``memory.loaded`` (the instruction files' rows, then the memory documents').
+``memory.loaded`` (the instruction files' rows, then the memory documents'),
+``map.built``.
 A resumed session then loads again the instruction files its earlier lives
 loaded as they worked (a second ``memory.loaded``, trigger ``resume``).
 
@@ -43,6 +46,7 @@ from .instructions import (
 )
 from .memory import Memory, load_memory
 from .providers import Message, Provider, make_provider
+from .repo_map import SessionMap, load_map
 from .seam import Seam
 from .seam_models import AppendRequest, SlateStartRequest
 from .window.window import SYSTEM_NOTE, ContextWindow
@@ -120,6 +124,8 @@ class Session:
     instructions: Instructions | None = None
     # The project memory the system prompt carries (issue 19).
     memory: Memory | None = None
+    # The repository map the system prompt carries (issue 18).
+    map: SessionMap | None = None
 
     @property
     def workspace(self) -> Path:
@@ -209,8 +215,11 @@ def start_session(options: StartOptions) -> Session:
     log = layout.session_log(session_id)
     try:
         seam = make_seam(layout, session_id, options.environ, config)
+        repo_map = load_map(seam, trusted=trust.trusted)
         memory = load_memory(seam, layout)
-        system = system_prompt(layout.workspace, sandbox, git, instructions, memory.text)
+        system = system_prompt(
+            layout.workspace, sandbox, git, instructions, memory.text, repo_map.text
+        )
         # Bounded context (issue 13): the system prompt says how older rounds leave.
         system += "\n\n" + SYSTEM_NOTE
         tools = options.tools if options.tools is not None else _all_tools()
@@ -237,6 +246,7 @@ def start_session(options: StartOptions) -> Session:
             shown_offset=_complete_end(log) if history is not None else 0,
             instructions=instructions,
             memory=memory,
+            map=repo_map,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         if history is not None:
@@ -341,6 +351,8 @@ def _first_records(
             "documents": [*instructions.documents, *(session.memory or Memory()).rows],
         },
     ]
+    if session.map is not None:
+        events.append(session.map.event)
     if options.approval_note:
         events.append(
             {"type": "custom", "kind": "approvals", "data": {"note": options.approval_note}}

@@ -146,6 +146,33 @@ class MemoryNarrative(EventBody):
 
 
 @register
+class MapBuilt(EventBody):
+    """The repository map a session's start gave the model (ax-map, issue 18).
+
+    ``status``: ``built`` (the index was built from nothing: ``rebuilt`` says why),
+    ``refreshed`` (what changed was extracted again), ``reused`` (nothing had changed)
+    or ``skipped`` (no map was given: ``reason`` says why, ``untrusted`` for a
+    workspace without trust). ``sha256`` is of the map exactly as ax-map rendered it,
+    ``chars`` its length; ``coverage`` is ax-map's (``total``, ``indexed``, ``listed``
+    by reason, ``pending``, ``capped``, ``exact``, ``languages``) and ``state``
+    ``partial`` when it does not cover every file. ``timingsMs`` holds the build's
+    phases, ``show`` (rendering) and ``session`` (the whole step, as the start waited).
+    """
+
+    type: Literal["map.built"] = "map.built"
+    status: Literal["built", "refreshed", "reused", "skipped"]
+    reason: str | None = None
+    budget_s: float | None = None
+    sha256: Sha256 | None = None
+    chars: int | None = Field(default=None, ge=0)
+    files_shown: int | None = Field(default=None, ge=0)
+    state: Literal["complete", "partial"] | None = None
+    coverage: dict[str, Any] | None = None
+    rebuilt: str | None = None
+    timings_ms: dict[str, Milliseconds] = Field(default_factory=dict)
+
+
+@register
 class TurnCompleted(EventBody):
     """A turn ended without an abort: ``stopReason`` says why (``end_turn``, ``max-steps`` …)."""
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ax_map.model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
     from ax_map.models import BuildSummary, IndexStatsOut, MapShown, Retrieved
     from ax_map.pathtext import quote_path, unquote_path
+    from ax_map.rank import Ranked
+    from ax_map.rank import rank as rank_files
     from ax_map.render import DEFAULT_MAP_CHARS
     from ax_map.retrieve import DEFAULT_RETRIEVE_LIMIT, Hit, check_retrieve_request
     from ax_map.retrieve import retrieve as retrieve_hits
@@ -48,6 +50,7 @@ _EXPORTS = {
     "ax_map.model": ["Coverage", "FileEntry", "FileStatus", "Snapshot", "Symbol"],
     "ax_map.models": ["BuildSummary", "IndexStatsOut", "MapShown", "Retrieved"],
     "ax_map.pathtext": ["quote_path", "unquote_path"],
+    "ax_map.rank": ["Ranked"],
     "ax_map.render": ["DEFAULT_MAP_CHARS"],
     "ax_map.retrieve": ["DEFAULT_RETRIEVE_LIMIT", "Hit", "check_retrieve_request"],
     "ax_map.views": [
@@ -60,9 +63,13 @@ _EXPORTS = {
     ],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-# ``retrieve`` is also the submodule's name, which importing it would put in the
-# function's place; so the function is public as ``retrieve_hits``.
-_RENAMED = {"retrieve_hits": ("ax_map.retrieve", "retrieve")}
+# ``rank`` and ``retrieve`` are also their submodules' names, which importing them would
+# put in the functions' place; so the functions are public as ``rank_files`` and
+# ``retrieve_hits``.
+_RENAMED = {
+    "rank_files": ("ax_map.rank", "rank"),
+    "retrieve_hits": ("ax_map.retrieve", "retrieve"),
+}
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -79,6 +86,7 @@ __all__ = [
     "IndexUnavailable",
     "MapShown",
     "MapView",
+    "Ranked",
     "Retrieved",
     "Snapshot",
     "Symbol",
@@ -91,6 +99,7 @@ __all__ = [
     "load_snapshot",
     "map_view",
     "quote_path",
+    "rank_files",
     "retrieve_hits",
     "unmatched_focus",
     "unquote_path",

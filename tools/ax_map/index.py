@@ -114,8 +114,10 @@ def open_reader(path: Path) -> sqlite3.Connection:
     """The index opened read-only and immutable, its schema version checked."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise IndexUnavailable(path, "missing", "missing") from None
+    except OSError as exc:
+        raise IndexUnavailable(path, "corrupt", f"unreadable ({exc.strerror or exc})") from None
     if not stat.S_ISREG(info.st_mode):
         raise IndexUnavailable(path, "corrupt", "not a regular file")
     uri = f"{path.as_uri()}?mode=ro&immutable=1"

@@ -14,6 +14,7 @@ NAMES = [
     "list_dir",
     "glob",
     "grep",
+    "retrieve",
     "write_file",
     "edit_file",
     "run_command",

@@ -2,8 +2,9 @@
 
 The starter is built from what ax knows without asking the model: the project
 units ax-check detects (through the composition seam, as ``run_check`` reads
-them) with the checks each can run, and the repository map's summary once
-ax-map exists (``map_summary``). It is written at the workspace root only
+them) with the checks each can run, and the repository map's Layout: the
+top-level folders with their file counts and the most central files
+(``map_summary``). It is written at the workspace root only
 when no instruction file is there under any name the session reads (a new
 ``AGENTS.md`` would otherwise hide the person's ``AGENT.md`` or ``CLAUDE.md``).
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 INIT_FILE = "AGENTS.md"
 # Units listed in the starter; the rest are counted and left to `ax-check detect`.
 INIT_UNITS_SHOWN = 40
+# The starter's Layout: top-level folders listed (the rest counted) and key files named.
+INIT_FOLDERS_SHOWN = 30
+INIT_KEY_FILES_SHOWN = 10
 NEW_FILE_MODE = 0o644
 
 Say = Callable[[str], None]
@@ -47,12 +51,43 @@ Say = Callable[[str], None]
 def map_summary(session: Session) -> list[str]:
     """The repository map's summary, as lines of the starter's Layout section.
 
-    ax-map (a ranked, bounded map of what is in the repository) is a tool of its
-    own, built in parallel with this one; until it is there, there is no map and
-    the starter has no Layout section. This is the one place that will ask it.
+    Read from ax-map's index (the session's start refreshed it): the top-level
+    folders with the files under each, then the files the map ranks highest
+    without a query. Empty when there is no index to read (the start could not
+    build one), and the starter then has no Layout section.
     """
-    del session
-    return []
+    from ax_map import IndexUnavailable, load_snapshot, quote_path, rank_files
+
+    try:
+        snapshot = load_snapshot(session.layout)
+    except IndexUnavailable:
+        return []
+    folders: dict[str, int] = {}
+    top = 0
+    for entry in snapshot.files:
+        head, slash, _ = entry.path.partition("/")
+        if slash:
+            folders[head] = folders.get(head, 0) + 1
+        else:
+            top += 1
+    lines = ["Top-level folders, with the files under each (from the repository map):", ""]
+    ordered = sorted(folders.items(), key=lambda item: (-item[1], item[0]))
+    for name, files in ordered[:INIT_FOLDERS_SHOWN]:
+        lines.append(f"- `{quote_path(name)}/`: {_files(files)}")
+    if len(ordered) > INIT_FOLDERS_SHOWN:
+        rest = sum(files for _, files in ordered[INIT_FOLDERS_SHOWN:])
+        lines.append(f"- and {len(ordered) - INIT_FOLDERS_SHOWN} more folders ({_files(rest)})")
+    if top:
+        lines.append(f"- {_files(top)} at the top level")
+    key = rank_files(snapshot, limit=INIT_KEY_FILES_SHOWN)
+    if key:
+        lines += ["", "Key files, the most referenced and central first:", ""]
+        lines += [f"- `{quote_path(ranked.path)}`" for ranked in key]
+    return lines
+
+
+def _files(count: int) -> str:
+    return f"{count} file" + ("" if count == 1 else "s")
 
 
 def starter(report: DetectReport | None, layout: list[str]) -> str:

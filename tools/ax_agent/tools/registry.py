@@ -23,6 +23,7 @@ def _tools() -> tuple[ModelTool, ...]:
         propose_lesson,
         read_file,
         recall_step,
+        retrieve,
         run_check,
         run_command,
         slate_note,
@@ -35,6 +36,8 @@ def _tools() -> tuple[ModelTool, ...]:
         list_dir,
         glob,
         grep,
+        # The repository map (issue 18): ranked files for a name or a few words.
+        retrieve,
         write_file,
         edit_file,
         run_command,
