@@ -156,6 +156,30 @@ def test_a_render_that_fails_is_skipped_with_the_reason(workspace: Path) -> None
     )
 
 
+class _BuildHasABug:
+    """A seam whose map.build raises what no ax error handler expects: a bug."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def call(self, verb: str, request: BaseModel, **kwargs: Any) -> Any:
+        if verb == "map.build":
+            raise KeyError("structure")
+        return self.inner.call(verb, request, **kwargs)
+
+
+def test_a_bug_in_the_map_is_recorded_and_never_stops_a_session(workspace: Path) -> None:
+    _project(workspace)
+    layout = state_layout(workspace)
+    given = load_map(_BuildHasABug(LocalSeam(layout, "s-x", {}, None)), trusted=True)
+    assert given.text == ""
+    assert given.event == {
+        "type": "map.built",
+        "status": "skipped",
+        "reason": "the map index could not be built: KeyError: 'structure' (a bug in ax)",
+    }
+
+
 class _Recording:
     """A provider that keeps every request it is sent."""
 

@@ -74,12 +74,12 @@ def load_map(seam: Seam, *, trusted: bool) -> SessionMap:
     started = time.monotonic()
     try:
         built: BuildSummary = seam.call("map.build", MapBuildRequest(budget_s=MAP_SESSION_BUDGET_S))
-    except (AxError, OSError) as exc:
+    except Exception as exc:  # the map is context: a bug in it must not stop a session
         return _skipped(f"the map index could not be built: {_problem(exc)}")
     rendering = time.monotonic()
     try:
         shown: MapShown = seam.call("map.show", MapShowRequest(chars=MAP_SESSION_CHARS))
-    except (AxError, OSError) as exc:
+    except Exception as exc:  # as above
         return _skipped(f"the map could not be rendered: {_problem(exc)}")
     done = time.monotonic()
     timings = {
@@ -121,7 +121,9 @@ def _skipped(reason: str) -> SessionMap:
     return SessionMap("", {"type": "map.built", "status": "skipped", "reason": reason})
 
 
-def _problem(exc: AxError | OSError) -> str:
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, AxError):
+        return exc.message
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
-    return exc.message
+    return f"{type(exc).__name__}: {exc} (a bug in ax)"

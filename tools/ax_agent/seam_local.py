@@ -24,7 +24,6 @@ from .seam_models import (
     CheckRunRequest,
     FrameRequest,
     MapBuildRequest,
-    MapCoverage,
     MapHits,
     MapRetrieveRequest,
     MapShown,
@@ -276,48 +275,18 @@ class LocalSeam:
         return BuildSummary.of(result)
 
     def _map_show(self, request: MapShowRequest, abort: threading.Event | None) -> Any:
-        from ax_map import load_snapshot, map_view
+        from ax_map import MapShown as Shown
+        from ax_map import current_snapshot, map_view
 
-        snapshot = load_snapshot(self.layout)
+        # ax-map's own contract, as `ax-map show --json` prints it, so both seams give
+        # the same answer (paths quoted alike).
+        snapshot = current_snapshot(self.layout)
         view = map_view(snapshot, chars=request.chars)
-        coverage = view.coverage
-        return MapShown(
-            text=view.text,
-            sha256=view.sha256,
-            chars=view.chars,
-            files_shown=view.files_shown,
-            coverage=MapCoverage(
-                total=coverage.total,
-                indexed=coverage.indexed,
-                listed=coverage.listed,
-                pending=coverage.pending,
-                capped=coverage.capped,
-                exact=snapshot.exact,
-                languages=coverage.languages,
-            ),
-            state="partial" if coverage.partial or not snapshot.exact else "complete",
-            git=view.git,
-        )
+        return MapShown.model_validate(Shown.of(view, snapshot, None, [], []).to_json())
 
     def _map_retrieve(self, request: MapRetrieveRequest, abort: threading.Event | None) -> Any:
-        from ax_map import load_snapshot, retrieve_hits
+        from ax_map import Retrieved, current_snapshot, retrieve_hits
 
-        snapshot = load_snapshot(self.layout)
+        snapshot = current_snapshot(self.layout)
         hits = retrieve_hits(snapshot, self.layout.workspace, request.query, limit=request.limit)
-        return MapHits.model_validate(
-            {
-                "query": request.query,
-                "hits": [
-                    {
-                        "path": hit.path,
-                        "score": hit.score,
-                        "signals": hit.signals,
-                        "symbols": [
-                            {"name": s.name, "kind": s.kind, "line": s.line} for s in hit.symbols
-                        ],
-                        "excerpt": hit.excerpt,
-                    }
-                    for hit in hits
-                ],
-            }
-        )
+        return MapHits.model_validate(Retrieved.of(request.query, hits, snapshot).to_json())
