@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from libcommon.git import GitOutput, run_git
+from libcommon.git import GitOutput, run_git, run_git_batch
 from libcommon.secretnames import secret_folder, secret_name_pattern
 
 from .gitignore import GITIGNORE_MAX_BYTES, IgnoreFile, is_ignored, parse_file
@@ -131,18 +131,26 @@ class _Counted:
             yield item
 
 
-def _git(workspace: Path, args: list[str], environ: Mapping[str, str], timeout: float) -> GitOutput:
-    done = run_git(workspace, args, environ, timeout_s=timeout, max_output_bytes=GIT_LIST_MAX_BYTES)
-    if done is None or done.returncode != 0:
-        raise InventoryError(f"git {args[0]} failed or took longer than {timeout:g}s")
-    return done
-
-
 def _git_listing(
     workspace: Path, environ: Mapping[str, str], timeout: float
 ) -> tuple[list[_Found], bool, list[str]] | None:
-    """The git listing, or None when the workspace is not (usefully) a git repository."""
-    probe = run_git(workspace, ["rev-parse", "--show-prefix"], environ, timeout_s=timeout)
+    """The git listing, or None when the workspace is not (usefully) a git repository.
+
+    The four commands run at once (one read of the repository's drivers for all): the
+    listing is never wanted outside a repository, where its answers are dropped.
+    """
+    probe, tracked, others, status = run_git_batch(
+        workspace,
+        [
+            ["rev-parse", "--show-prefix"],
+            ["ls-files", "-z"],
+            ["ls-files", "-z", "--others", "--exclude-standard"],
+            ["status", "--porcelain", "-z", "--ignore-submodules=all", "--untracked-files=no"],
+        ],
+        environ,
+        timeout_s=timeout,
+        max_output_bytes=GIT_LIST_MAX_BYTES,
+    )
     if probe is None or probe.returncode != 0:
         return None
     prefix = probe.stdout.rstrip(b"\n")
@@ -151,14 +159,9 @@ def _git_listing(
         ignored = run_git(workspace, ["check-ignore", "-q", "."], environ, timeout_s=timeout)
         if ignored is None or ignored.returncode == 0:
             return None
-    tracked = _git(workspace, ["ls-files", "-z"], environ, timeout)
-    others = _git(workspace, ["ls-files", "-z", "--others", "--exclude-standard"], environ, timeout)
-    status = _git(
-        workspace,
-        ["status", "--porcelain", "-z", "--ignore-submodules=all", "--untracked-files=no"],
-        environ,
-        timeout,
-    )
+    tracked = _listed("ls-files", tracked, timeout)
+    others = _listed("ls-files --others", others, timeout)
+    status = _listed("status", status, timeout)
     notes = [
         f"git {what} output passed {GIT_LIST_MAX_BYTES} bytes: the listing is cut there"
         for what, done in (("ls-files", tracked), ("ls-files --others", others))
@@ -174,6 +177,12 @@ def _git_listing(
         skip = SKIP_NESTED_REPOSITORY if raw.endswith(b"/") else None
         found.setdefault(path, _Found(path, False, True, skip))
     return list(found.values()), not notes, notes
+
+
+def _listed(what: str, done: GitOutput | None, timeout: float) -> GitOutput:
+    if done is None or done.returncode != 0:
+        raise InventoryError(f"git {what} failed or took longer than {timeout:g}s")
+    return done
 
 
 def _entries(done: GitOutput) -> list[bytes]:
