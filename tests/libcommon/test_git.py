@@ -207,9 +207,7 @@ def test_a_batch_caps_each_output_on_its_own(repo: Path) -> None:
     assert long is not None and (long.truncated, len(long.stdout)) == (True, 100)
 
 
-def test_a_batch_without_git_or_past_its_deadline_answers_none(
-    repo: Path, tmp_path: Path
-) -> None:
+def test_a_batch_without_git_or_past_its_deadline_answers_none(repo: Path, tmp_path: Path) -> None:
     commands = [["status"], ["ls-files"]]
     no_git = {**os.environ, "PATH": str(tmp_path / "empty")}
     assert run_git_batch(repo, commands, no_git) == [None, None]
