@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import stat
 from collections.abc import Iterable, Mapping
@@ -176,7 +175,7 @@ class Writer:
     def __init__(self, map_dir: Path, base: Path | None) -> None:
         """Start from a copy of ``base`` (a readable index of this version) or empty."""
         self.map_dir = map_dir
-        self.tmp = map_dir / f"{_TMP_PREFIX}{secrets.token_hex(8)}{_TMP_SUFFIX}"
+        self.tmp = map_dir / f"{_TMP_PREFIX}{os.urandom(8).hex()}{_TMP_SUFFIX}"
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             if base is not None:
