@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from libcommon.atomic import fsync_dir
 from libcommon.errors import OperationFailed
@@ -83,9 +84,9 @@ class IndexUnavailable(OperationFailed):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class StoredFile:
-    """A ``files`` row, as the next build's stat-diff compares it."""
+class StoredFile(NamedTuple):
+    """A ``files`` row, as the next build's stat-diff compares it (a tuple: a warm build
+    reads 20,000 of them, and a frozen dataclass costs three times as much to make)."""
 
     size: int
     mtime_ns: int

@@ -108,7 +108,7 @@ def take_inventory(
     counted = _Counted(found)
     # Only the kept files are ever held: a walk of a million entries holds 20,000.
     kept = heapq.nsmallest(MAX_FILES, counted, key=lambda item: (item.path.count("/"), item.path))
-    files = sorted((_classify(workspace, item, git) for item in kept), key=lambda e: e.path)
+    files = sorted(map(_Classifier(workspace, git), kept), key=lambda e: e.path)
     if walker is None:
         assert listing is not None
         exact, notes = listing[1], listing[2]
@@ -324,34 +324,38 @@ def _read_gitignore(dir_fd: int, base: str) -> IgnoreFile | None:
     return parse_file(base, data)
 
 
-def _classify(workspace: Path, item: _Found, git: bool) -> FileEntry:
-    path = item.path
-    name = path.rsplit("/", 1)[-1]
-    language = language_of(name)
+class _Classifier:
+    """Each kept file's entry, from its name and its lstat alone."""
 
-    def listed(skip: str, size: int = 0, mtime_ns: int = 0) -> FileEntry:
-        return FileEntry(
-            path, size, mtime_ns, language, "listed", skip, item.tracked or not git, item.changed
-        )
+    def __init__(self, workspace: Path, git: bool) -> None:
+        # One string prefix, not os.path.join per file: 20,000 joins cost ~15 ms.
+        self.prefix = os.path.join(workspace, "")
+        self.git = git
+        # Folder -> whether a secret folder holds it: thousands of files share a folder.
+        self.secret_folders: dict[str, bool] = {}
 
-    if secret_name_pattern(name) is not None or secret_folder(path.split("/")[:-1]):
-        skip: str | None = SKIP_SECRET
-    else:
-        skip = item.skip
-    try:
-        info = os.lstat(os.path.join(workspace, path))
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return listed(skip or SKIP_DELETED)
-        return listed(skip or SKIP_UNREADABLE)
-    size, mtime_ns = info.st_size, info.st_mtime_ns
-    if skip is None:
-        skip = _skip_by_stat(info.st_mode, size, name, language, item.tracked)
-    if skip is not None:
-        return listed(skip, size, mtime_ns)
-    return FileEntry(
-        path, size, mtime_ns, language, "pending", None, item.tracked or not git, item.changed
-    )
+    def __call__(self, item: _Found) -> FileEntry:
+        path = item.path
+        folder, _, name = path.rpartition("/")
+        language = language_of(name)
+        secret = self.secret_folders.get(folder)
+        if secret is None:
+            secret = secret_folder(folder.split("/")) is not None if folder else False
+            self.secret_folders[folder] = secret
+        tracked = item.tracked or not self.git
+        skip = SKIP_SECRET if secret or secret_name_pattern(name) is not None else item.skip
+        try:
+            info = os.lstat(self.prefix + path)
+        except OSError as exc:
+            gone = exc.errno in (errno.ENOENT, errno.ENOTDIR)
+            reason = skip or (SKIP_DELETED if gone else SKIP_UNREADABLE)
+            return FileEntry(path, 0, 0, language, "listed", reason, tracked, item.changed)
+        size, mtime_ns = info.st_size, info.st_mtime_ns
+        if skip is None:
+            skip = _skip_by_stat(info.st_mode, size, name, language, item.tracked)
+        if skip is not None:
+            return FileEntry(path, size, mtime_ns, language, "listed", skip, tracked, item.changed)
+        return FileEntry(path, size, mtime_ns, language, "pending", None, tracked, item.changed)
 
 
 def _skip_by_stat(
