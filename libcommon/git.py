@@ -14,6 +14,10 @@ for the run (``_DRIVER_PROGRAMS``), so no attribute can reach its program. Its o
 read up to a cap and the run is bounded in time; stderr is discarded.
 Submodules are the caller's to keep out (``--ignore-submodules=all``): git
 runs in them with their own config.
+
+``run_git_batch`` runs several commands at once with one read of the drivers, taken
+just before they all start (the same read-then-run window as a single run), each
+command hardened exactly as ``run_git`` hardens one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ GIT_TIMEOUT_S = 5.0
 # At most this many content drivers are neutralised; a config naming more is refused.
 MAX_CONTENT_DRIVERS = 64
 GIT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# The most commands one run_git_batch starts at once (each is a process and a pipe).
+MAX_BATCH_COMMANDS = 8
 _READ_CHUNK = 64 * 1024
 # Environment variables that would point git at another repository or config.
 GIT_ENV_DROPPED: tuple[str, ...] = (
@@ -154,53 +160,107 @@ def run_git(
 ) -> GitOutput | None:
     """``git -C directory ARGS`` hardened; None when git is missing, cannot start or times
     out, or when the repository's config cannot be read for the drivers to neutralise."""
+    return run_git_batch(
+        directory, [args], environ, timeout_s=timeout_s, max_output_bytes=max_output_bytes
+    )[0]
+
+
+def run_git_batch(
+    directory: Path,
+    commands: Sequence[Sequence[str]],
+    environ: Mapping[str, str],
+    *,
+    timeout_s: float = GIT_TIMEOUT_S,
+    max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+) -> list[GitOutput | None]:
+    """Each of ``commands`` as ``run_git`` runs it, all at once, in one answer per command.
+
+    The repository's drivers are read once for the batch, just before the commands
+    start together: the same read-then-run window a single run has, for one probe
+    instead of one per command. ``timeout_s`` bounds the whole batch, probe included;
+    ``max_output_bytes`` caps each command's output. An answer is None when its command
+    could not start or was still running at the deadline; all are None when git is
+    missing or the repository's config cannot be read.
+    """
+    if len(commands) > MAX_BATCH_COMMANDS:
+        raise ValueError(f"at most {MAX_BATCH_COMMANDS} git commands run at once")
+    none: list[GitOutput | None] = [None] * len(commands)
     git = find_git(environ)
-    if git is None:
-        return None
+    if git is None or not commands:
+        return none
     env = git_environment(environ)
     deadline = time.monotonic() + timeout_s
     drivers = _driver_overrides(git, directory, env, timeout_s)
     if drivers is None:
-        return None
-    argv = [git, *_HARDENING, *drivers, "-C", str(directory), *args]
+        return none
+    prefix = [git, *_HARDENING, *drivers, "-C", str(directory)]
+    return _run_all([[*prefix, *args] for args in commands], env, deadline, max_output_bytes)
+
+
+def _run_all(
+    argvs: list[list[str]], env: dict[str, str], deadline: float, max_output_bytes: int
+) -> list[GitOutput | None]:
+    """Run every argv at once, reading each one's stdout up to the cap until the deadline."""
+    processes: list[subprocess.Popen[bytes] | None] = []
     try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-    except OSError:
-        return None
-    assert process.stdout is not None
-    data = bytearray()
-    truncated = False
-    try:
+        for argv in argvs:
+            try:
+                process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                )
+            except OSError:
+                process = None
+            processes.append(process)
+        outputs = [bytearray() for _ in argvs]
+        # Whose stdout was read to its end, or cut at the cap (and the process killed).
+        ended = [False] * len(argvs)
+        truncated = [False] * len(argvs)
         with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            while True:
+            for index, process in enumerate(processes):
+                if process is not None:
+                    assert process.stdout is not None
+                    selector.register(process.stdout, selectors.EVENT_READ, index)
+            while selector.get_map():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return None
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(process.stdout.fileno(), _READ_CHUNK)
-                if not chunk:
                     break
-                room = max_output_bytes - len(data)
-                data += chunk[:room]
-                if len(chunk) > room:
-                    truncated = True
-                    break
-        if truncated:
-            process.kill()
-        returncode = process.wait(timeout=max(deadline - time.monotonic(), 0.01))
-    except subprocess.TimeoutExpired:
-        return None
+                for key, _events in selector.select(remaining):
+                    index = key.data
+                    chunk = os.read(key.fd, _READ_CHUNK)
+                    data = outputs[index]
+                    room = max_output_bytes - len(data)
+                    data += chunk[:room]
+                    if chunk and len(chunk) <= room:
+                        continue
+                    selector.unregister(key.fileobj)
+                    ended[index] = True
+                    if chunk:
+                        truncated[index] = True
+                        process = processes[index]
+                        assert process is not None
+                        process.kill()
+        results: list[GitOutput | None] = []
+        for index, process in enumerate(processes):
+            if process is None or not ended[index]:
+                results.append(None)
+                continue
+            try:
+                returncode = process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                results.append(None)
+                continue
+            results.append(GitOutput(returncode, bytes(outputs[index]), truncated[index]))
+        return results
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stdout.close()
-    return GitOutput(returncode, bytes(data), truncated)
+        for process in processes:
+            if process is None:
+                continue
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            assert process.stdout is not None
+            process.stdout.close()

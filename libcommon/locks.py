@@ -23,7 +23,6 @@ from pathlib import Path
 from libcommon import clock, jsonio
 from libcommon.atomic import atomic_write_json
 from libcommon.errors import CorruptStore, Fenced
-from libcommon.procfs import read_proc
 from libcommon.safeopen import open_state_file
 
 LOCK_TIMEOUT_S = 30.0
@@ -97,6 +96,10 @@ def _flock_until(fd: int, deadline: float, message: str, hint: str) -> None:
 
 def process_start_time(pid: int) -> int | None:
     """The process start time in clock ticks since boot, or None if it is gone (or a zombie)."""
+    # Here, not at the top: a plain flock (ax-map's build lock) needs no /proc reading,
+    # whose imports (socket, struct, signal) cost ~9 ms of a start.
+    from libcommon.procfs import read_proc
+
     info = read_proc(pid)
     return info.start_time if info is not None and info.alive else None
 

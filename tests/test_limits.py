@@ -122,6 +122,7 @@ def test_libcommon_git_limits() -> None:
     assert git.GIT_TIMEOUT_S == 5.0
     assert git.GIT_MAX_OUTPUT_BYTES == 16 * 1024 * 1024
     assert git.MAX_CONTENT_DRIVERS == 64
+    assert git.MAX_BATCH_COMMANDS == 8
 
 
 def test_exec_limits() -> None:

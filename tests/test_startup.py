@@ -103,6 +103,15 @@ def test_a_warm_map_build_with_nothing_to_parse_loads_no_grammar(workspace: Path
     assert "ax_map.build" in modules
     grammars = sorted(m for m in modules if m.startswith("tree_sitter"))
     assert grammars == [], f"a warm ax-map build imported {grammars}"
+    # Nor what only a build that reads files needs, nor pydantic (its summary is the
+    # BuildSummary contract's JSON, made by hand: tests/map pins them byte for byte).
+    cold_only = sorted(
+        m
+        for m in modules
+        if m.split(".")[0] in {"pydantic", "pydantic_core", "multiprocessing"}
+        or m in {"ax_map.extract", "ax_map.scan", "ax_map.resolve", "ax_map.models"}
+    )
+    assert cold_only == [], f"a warm ax-map build imported {cold_only}"
 
 
 def test_map_show_and_retrieve_load_no_grammar(workspace: Path) -> None:

@@ -113,7 +113,7 @@ def test_links_at_the_temporary_name_or_the_target_are_never_written_through(
     target = folder / "grants.json"
     target.write_bytes(b"old")
     # The temporary name is random; fixed here so a link can wait under it.
-    monkeypatch.setattr(libcommon.atomic.secrets, "token_hex", lambda n: "0" * 12)
+    monkeypatch.setattr(libcommon.atomic, "_tmp_token", lambda: "0" * 12)
     planted = folder / f".grants.json.{'0' * 12}.tmp"
     planted.symlink_to(victim)
     with pytest.raises(FileExistsError):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from libcommon.git import run_git
+from libcommon.git import MAX_BATCH_COMMANDS, run_git, run_git_batch
 
 
 @pytest.fixture
@@ -121,3 +121,110 @@ def test_a_planted_external_diff_never_runs_and_a_plain_diff_works(
     done = run_git(repo, ["diff"], os.environ)
     assert done is not None and not done.ok
     assert not canary.exists()
+
+
+def _logging_git(tmp_path: Path, started_before_any_runs: int = 0) -> tuple[Path, Path]:
+    """A stand-in git that logs each argv and runs the real git; with
+    ``started_before_any_runs``, each command (not the driver probe) first waits until
+    that many commands have started, so it fails (exit 9) unless they run at once."""
+    real = shutil.which("git")
+    assert real is not None
+    log = tmp_path / "git.log"
+    started = tmp_path / "started"
+    started.mkdir()
+    stand_in = tmp_path / "bin" / "git"
+    stand_in.parent.mkdir()
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {log}\n'
+        'case "$*" in *--get-regexp*) exec ' + real + ' "$@";; esac\n'
+        f"touch {started}/$$\n"
+        "tries=0\n"
+        f"while [ $(ls {started} | wc -l) -lt {started_before_any_runs} ]; do\n"
+        "  tries=$((tries + 1)); [ $tries -gt 100 ] && exit 9; sleep 0.05\n"
+        "done\n"
+        f'exec {real} "$@"\n'
+    )
+    stand_in.chmod(0o755)
+    return stand_in.parent, log
+
+
+def test_a_batch_answers_each_command_as_run_git_does(repo: Path) -> None:
+    commands = [
+        ["rev-parse", "--show-prefix"],
+        ["ls-files", "-z", "--others"],
+        ["no-such-verb"],
+        ["status", "--porcelain", "-z"],
+    ]
+    batch = run_git_batch(repo, commands, os.environ)
+    one_by_one = [run_git(repo, args, os.environ) for args in commands]
+    assert [done.returncode if done else None for done in batch] == [0, 0, 1, 0]
+    assert batch == one_by_one
+    assert batch[1] is not None and batch[1].stdout.count(b"\0") == 50
+
+
+def test_a_batch_probes_the_drivers_once_and_runs_its_commands_at_once(
+    repo: Path, tmp_path: Path
+) -> None:
+    folder, log = _logging_git(tmp_path, started_before_any_runs=3)
+    environ = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+    commands = [["ls-files", "-z"], ["ls-files", "-z", "--others"], ["status", "--porcelain"]]
+    batch = run_git_batch(repo, commands, environ, timeout_s=30)
+    assert [done is not None and done.ok for done in batch] == [True, True, True]
+    lines = log.read_text().splitlines()
+    assert sum("--get-regexp" in line for line in lines) == 1
+    assert len(lines) == 4
+    # Every command carries the hardening the probe computed.
+    assert all("core.fsmonitor=false" in line for line in lines)
+
+
+def test_a_planted_filter_driver_never_runs_in_a_batch(repo: Path, tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "evil"]\n\tclean = "touch {canary}; cat"\n')
+    (repo / "file-00.txt").write_text("changed\n")
+    subprocess.run(["git", "status"], cwd=repo, capture_output=True, check=False)
+    assert canary.exists()
+    canary.unlink()
+    (repo / "file-00.txt").write_text("changed again\n")
+    batch = run_git_batch(
+        repo, [["status", "--porcelain"], ["diff", "--stat"], ["ls-files", "-z"]], os.environ
+    )
+    assert all(done is not None for done in batch)
+    assert not canary.exists()
+
+
+def test_a_batch_caps_each_output_on_its_own(repo: Path) -> None:
+    short, long = run_git_batch(
+        repo,
+        [["rev-parse", "--show-prefix"], ["ls-files", "-z", "--others"]],
+        os.environ,
+        max_output_bytes=100,
+    )
+    assert short is not None and short.ok
+    assert long is not None and (long.truncated, len(long.stdout)) == (True, 100)
+
+
+def test_a_batch_without_git_or_past_its_deadline_answers_none(repo: Path, tmp_path: Path) -> None:
+    commands = [["status"], ["ls-files"]]
+    no_git = {**os.environ, "PATH": str(tmp_path / "empty")}
+    assert run_git_batch(repo, commands, no_git) == [None, None]
+    stand_in = tmp_path / "bin" / "git"
+    stand_in.parent.mkdir()
+    stand_in.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 30\n")
+    stand_in.chmod(0o755)
+    hung = {**os.environ, "PATH": str(stand_in.parent)}
+    assert run_git_batch(repo, commands, hung, timeout_s=0.5) == [None, None]
+
+
+def test_a_config_git_cannot_read_is_no_answer_for_the_whole_batch(repo: Path) -> None:
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("[broken\n")
+    assert run_git_batch(repo, [["status"], ["ls-files"]], os.environ) == [None, None]
+
+
+def test_a_batch_is_bounded(repo: Path) -> None:
+    with pytest.raises(ValueError, match="at most"):
+        run_git_batch(repo, [["status"]] * (MAX_BATCH_COMMANDS + 1), os.environ)

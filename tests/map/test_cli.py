@@ -8,12 +8,16 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from axtest import CliRunner, tool_path
 from map.maptest import age_files, ax_map, build_json, commit_all, make_repo, needs_git, write
 
+from ax_map.build import BuildResult
 from ax_map.cli import main
+from ax_map.model import Coverage
+from ax_map.models import BuildSummary
 from ax_map.pathtext import unquote_path
 from libcommon import jsonio
 from libcommon.paths import state_layout
@@ -93,6 +97,67 @@ def test_a_state_root_inside_the_workspace_is_refused(repo: Path) -> None:
     done = ax_map("build", "-C", str(repo), env={"AX_STATE_DIR": str(repo / ".state")})
     assert done.returncode == 2
     assert not (repo / ".state").exists()
+
+
+def _contract_json(result: BuildResult) -> bytes:
+    return jsonio.dumps(BuildSummary.of(result).to_json(), indent=True)
+
+
+def test_build_prints_the_build_summary_contract_byte_for_byte(
+    repo: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ax-map build prints BuildResult.to_json() (no pydantic on its path): each build a
+    # repository goes through (cold, warm, changed, with listed and capped files) must
+    # print what the BuildSummary contract would.
+    import ax_map.build
+    import ax_map.inventory
+
+    built: list[BuildResult] = []
+    real = ax_map.build.build_index
+
+    def recorded(*args: Any, **kwargs: Any) -> BuildResult:
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(ax_map.build, "build_index", recorded)
+    monkeypatch.setattr(ax_map.inventory, "MAX_FILES", 4)
+    write(repo, {"notes.md": "# notes\n", ".env": "KEY=1\n", "logo.png": b"\x89PNG\0"})
+    age_files(repo)
+    for change in (None, "a.py", "b.js"):
+        if change is not None:
+            (repo / change).write_text("def gamma(): pass\n")
+            age_files(repo)
+        for _ in range(2):
+            result = run_cli(main, ["build", "-C", str(repo)])
+            assert result.exit_code == 0, result.stderr
+            assert result.stdout.encode() == _contract_json(built[-1]) + b"\n"
+    assert [result.written for result in built] == [True, False, True, False, True, False]
+    assert (built[0].coverage.capped, built[0].coverage.listed) == (
+        1,
+        {"binary": 1, "secret-named": 1},
+    )
+
+
+def test_build_json_is_the_contract_for_every_shape_of_result() -> None:
+    coverage = Coverage(
+        total=9,
+        indexed=3,
+        listed={"secret-named": 1, "caf\u00e9 reason": 2},
+        pending=1,
+        capped=2,
+        languages={"python": 2, "other": 1},
+    )
+    shapes = [
+        BuildResult("/w", "/i", True, coverage, 1, 2, 1, 3, 4, 5, True, "no index yet", False),
+        BuildResult("/w", "/i", False, Coverage(0, 0), 0, 0, 0, 0, 0, 0, False, None, False),
+        BuildResult(
+            "'/w\\n'", "/i", True, Coverage(2, 2), 0, 2, 0, 0, 2, 0, False, None, True,
+            notes=["first tier stopped: the wall budget", "n\u00e9"],
+            timings_ms={"lockWait": 0, "inventory": 12, "total": 20},
+        ),
+    ]  # fmt: skip
+    for result in shapes:
+        assert jsonio.dumps(result.to_json(), indent=True) == _contract_json(result)
 
 
 @pytest.mark.parametrize("tty", [True, False])

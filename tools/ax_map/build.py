@@ -24,22 +24,13 @@ from collections.abc import Callable, Generator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from libcommon import clock
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout
 
 from . import index as store
-from .extract import (
-    SKIP_EXTRACTION_FAILED,
-    SKIP_VANISHED,
-    Job,
-    Outcome,
-    Reader,
-    RunReport,
-    run_jobs,
-)
 from .inventory import (
     SKIP_BINARY,
     SKIP_MINIFIED,
@@ -50,7 +41,11 @@ from .inventory import (
 )
 from .model import Coverage, FileEntry
 from .pathtext import quote_path
-from .resolve import GO_MOD_MAX_BYTES, resolve_all
+
+if TYPE_CHECKING:
+    # Only a build that reads files loads extraction and import resolution (~25 ms):
+    # a warm build with nothing changed answers without them.
+    from .extract import Job, Outcome, RunReport
 
 DEFAULT_BUDGET_S = 30.0
 MAX_BUDGET_S = 3600.0
@@ -86,6 +81,39 @@ class BuildResult:
     exact: bool
     notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON of ax_map.models.BuildSummary, the contract ``ax-map build`` prints,
+        made without pydantic: its import costs more than a warm build's whole run."""
+        coverage = self.coverage
+        return {
+            "workspace": self.workspace,
+            "index": self.index,
+            "git": self.git,
+            "state": "partial" if coverage.partial or not self.exact else "complete",
+            "coverage": {
+                "total": coverage.total,
+                "indexed": coverage.indexed,
+                "listed": dict(coverage.listed),
+                "pending": coverage.pending,
+                "capped": coverage.capped,
+                "exact": self.exact,
+                "languages": dict(coverage.languages),
+            },
+            "tiers": {
+                "parsed": self.parsed,
+                "firstTierOnly": self.first_tier_only,
+                "parseFailed": self.parse_failed,
+            },
+            "extracted": self.extracted,
+            "reused": self.reused,
+            "removed": self.removed,
+            "written": self.written,
+            "rebuilt": self.rebuilt,
+            "notes": list(self.notes),
+            "durationMs": self.timings_ms.get("total", 0),
+            "timingsMs": dict(self.timings_ms),
+        }
 
 
 def check_budget(budget_s: float) -> float:
@@ -173,6 +201,8 @@ class _Build:
             self.timings["total"] = time.monotonic() - started
             result.timings_ms = _ms(self.timings)
             return result
+        from libcommon import clock
+
         stamps = {"horizon_ns": str(horizon_ns), "written_at": clock.timestamp()}
         try:
             entries, tiers = self._write_index(inventory, plan, previous, workers, meta | stamps)
@@ -238,6 +268,8 @@ class _Build:
         previous: _Previous | None,
         workers: int | None,
     ) -> tuple[dict[str, FileEntry], dict[str, int]]:
+        from .extract import Job, RunReport
+
         entries = dict(plan.entries)
         tiers = dict(plan.tiers)
         had_content = {
@@ -306,6 +338,8 @@ class _Build:
 
         if self.progress is not None and total:
             self.progress(name, 0, total)
+        from .extract import run_jobs
+
         yield from run_jobs(
             self.workspace,
             1 if tier == 1 else 2,
@@ -324,6 +358,8 @@ class _Build:
         tiers: dict[str, int],
         had_content: set[str],
     ) -> None:
+        from .extract import SKIP_EXTRACTION_FAILED, SKIP_VANISHED
+
         path = outcome.path
         entry = entries[path]
         if outcome.failed is not None and outcome.tier == 2:
@@ -360,6 +396,9 @@ class _Build:
     def _imports(
         self, writer: store.Writer, entries: Mapping[str, FileEntry]
     ) -> list[tuple[str, str]]:
+        from .extract import Reader
+        from .resolve import GO_MOD_MAX_BYTES, resolve_all
+
         specs = writer.specs()
         languages = {
             path: (entries[path].language or "", found)

@@ -66,7 +66,6 @@ def build(
 ) -> None:
     """Build or refresh the map index; print a JSON summary of what it covers."""
     from ax_map.build import DEFAULT_BUDGET_S, build_index
-    from ax_map.models import BuildSummary
     from libcommon.paths import state_layout
 
     layout = state_layout(workspace, env().environ)
@@ -81,7 +80,7 @@ def build(
     finally:
         if progress is not None:
             progress.clear()
-    emit_json(BuildSummary.of(result).to_json())
+    emit_json(result.to_json())
 
 
 @app.command()

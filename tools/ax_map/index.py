@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import stat
 from collections.abc import Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from libcommon.atomic import fsync_dir
 from libcommon.errors import OperationFailed
@@ -84,9 +84,9 @@ class IndexUnavailable(OperationFailed):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class StoredFile:
-    """A ``files`` row, as the next build's stat-diff compares it."""
+class StoredFile(NamedTuple):
+    """A ``files`` row, as the next build's stat-diff compares it (a tuple: a warm build
+    reads 20,000 of them, and a frozen dataclass costs three times as much to make)."""
 
     size: int
     mtime_ns: int
@@ -178,7 +178,7 @@ class Writer:
     def __init__(self, map_dir: Path, base: Path | None) -> None:
         """Start from a copy of ``base`` (a readable index of this version) or empty."""
         self.map_dir = map_dir
-        self.tmp = map_dir / f"{_TMP_PREFIX}{secrets.token_hex(8)}{_TMP_SUFFIX}"
+        self.tmp = map_dir / f"{_TMP_PREFIX}{os.urandom(8).hex()}{_TMP_SUFFIX}"
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             if base is not None:

@@ -57,7 +57,11 @@ class Tiers(Contract):
 
 
 class BuildSummary(Contract):
-    """What ``ax-map build`` did, printed as one JSON object."""
+    """What ``ax-map build`` did, printed as one JSON object.
+
+    ``ax-map build`` prints ``BuildResult.to_json()``, which tests/map pins to this
+    contract's JSON byte for byte.
+    """
 
     workspace: str
     index: str
