@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libcommon.git import find_git, run_git
+from libcommon.git import find_git, run_git, run_git_batch
 
 if TYPE_CHECKING:
     from ax_policy import SandboxStatus
@@ -110,20 +110,33 @@ def probe_git(workspace: Path, environ: Mapping[str, str]) -> GitFacts:
     if find_git(environ) is None:
         return GitFacts(repo=False, reason="git is not installed")
 
-    def run(*args: str) -> str | None:
-        done = run_git(workspace, args, environ, timeout_s=GIT_TIMEOUT_S)
-        return done.text() if done is not None and done.ok else None
-
-    inside = run("rev-parse", "--is-inside-work-tree", "--show-toplevel")
+    # One read of the repository's drivers and the four commands at once; outside a work
+    # tree the last three fail and are not looked at.
+    answers = [
+        done.text() if done is not None and done.ok else None
+        for done in run_git_batch(
+            workspace,
+            [
+                ("rev-parse", "--is-inside-work-tree", "--show-toplevel"),
+                ("rev-parse", "--abbrev-ref", "HEAD"),
+                ("rev-parse", "--verify", "-q", "HEAD"),
+                # Submodules keep out: git would run in each with that repository's config.
+                (
+                    "status",
+                    "--porcelain=v1",
+                    "-z",
+                    "--untracked-files=normal",
+                    "--ignore-submodules=all",
+                ),
+            ],
+            environ,
+            timeout_s=GIT_TIMEOUT_S,
+        )
+    ]
+    inside, branch, head, status = answers
     answer = inside.splitlines() if inside is not None else []
     if len(answer) != 2 or answer[0] != "true":
         return GitFacts(repo=False, reason="not inside a git work tree")
-    branch = run("rev-parse", "--abbrev-ref", "HEAD")
-    head = run("rev-parse", "--verify", "-q", "HEAD")
-    # Submodules keep out: git would run in each with that repository's own config.
-    status = run(
-        "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=all"
-    )
     return GitFacts(
         repo=True,
         branch=branch.strip() if branch else None,
