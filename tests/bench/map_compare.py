@@ -8,9 +8,11 @@ site-packages) that ax-map would read (a language with a grammar, at most
 tier (``ax_map.scan.scan``) of this tree and of ``--rev``'s tools/ax_map (taken with
 ``git archive`` into a scratch folder and imported under another name) and compares
 the definitions (name, kind, line, in order), the references and the import
-specifiers (in order). It prints the counts per language and every file that
-differs, and exits 1 when one does. A speed-up of the first tier must leave this at
-zero differences.
+specifiers (in order). With ``--fuzz N`` it also compares N made-up files per
+language: lines drawn from the files read, in any language, with what trips a
+tokenizer put in at random (quotes, comment markers, digits, ``$``, long names,
+non-ASCII). It prints the counts per language and every file that differs, and exits
+1 when one does. A speed-up of the first tier must leave this at zero differences.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import argparse
 import importlib
 import io
 import os
+import random
 import subprocess
 import sys
 import sysconfig
 import tarfile
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 SKIPPED_FOLDERS = frozenset({"site-packages", "__pycache__", ".git", ".venv"})
@@ -39,7 +43,7 @@ def files_under(root: Path) -> Iterator[Path]:
             yield Path(folder) / name
 
 
-def import_revision(rev: str, scratch: Path) -> object:
+def import_revision(rev: str, scratch: Path) -> Any:
     """``rev``'s ax_map.scan, imported as ``ax_map_<rev>.scan``."""
     archive = subprocess.run(
         ["git", "-C", str(REPO), "archive", "--format=tar", rev, "tools/ax_map"],
@@ -54,9 +58,36 @@ def import_revision(rev: str, scratch: Path) -> object:
     return importlib.import_module(f"{name}.scan")
 
 
+Scan = Callable[[str, bytes], Any]
+# Put in at random into made-up files: what a tokenizer trips on.
+TROUBLE = [
+    *(b'"', b"'", b"`", b"#", b"//", b"/*", b"*/", b'"' * 3, b"'" * 3, b"\\", b"\n", b"\n\n"),
+    *(b"$", b"0", b"7x", b"0x1F", b"1e9", b"_9", b"a" * 130, b"9" + b"b" * 140, "café".encode()),
+    *(b"(", b")", b"{", b"}", b"::", b"~", b" ", b"\t", b"=", b";", b"<", b">", b"@", b'r#"'),
+]
+
+
+def compare(where: str, language: str, data: bytes, new: Scan, old: Scan) -> list[str]:
+    mine, theirs = new(language, data), old(language, data)
+    return [
+        f"{where}: {what} differ"
+        for what in ("definitions", "references", "imports")
+        if getattr(mine, what) != getattr(theirs, what)
+    ]
+
+
+def made_up(rng: random.Random, lines: list[bytes]) -> bytes:
+    picked = [bytearray(rng.choice(lines)) for _ in range(rng.randint(1, 120))]
+    for line in rng.sample(picked, k=len(picked) // 3):
+        at = rng.randrange(len(line) + 1)
+        line[at:at] = rng.choice(TROUBLE)
+    return b"".join(picked)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="main", help="the revision to compare with")
+    parser.add_argument("--fuzz", type=int, default=0, metavar="N", help="N made-up files each")
     parser.add_argument("roots", nargs="*", type=Path)
     args = parser.parse_args()
     roots = args.roots or [Path(sysconfig.get_paths()["stdlib"])]
@@ -71,6 +102,7 @@ def main() -> int:
         counts: Counter[str] = Counter()
         facts: Counter[str] = Counter()
         differ: list[str] = []
+        lines: list[bytes] = []
         for root in roots:
             for path in files_under(root):
                 language = language_of(path.name)
@@ -83,17 +115,22 @@ def main() -> int:
                 if len(data) > MAX_FILE_BYTES or sniff(data) is not None:
                     continue
                 assert language is not None
-                new = scan(language, data)
-                old = base.scan(language, data)  # type: ignore[attr-defined]
+                found = scan(language, data)
                 counts[language] += 1
-                facts["definitions"] += len(new.definitions)
-                facts["references"] += len(new.references)
-                facts["imports"] += len(new.imports)
-                for what in ("definitions", "references", "imports"):
-                    if getattr(new, what) != getattr(old, what):
-                        differ.append(f"{path}: {what} differ")
+                facts["definitions"] += len(found.definitions)
+                facts["references"] += len(found.references)
+                facts["imports"] += len(found.imports)
+                differ += compare(str(path), language, data, scan, base.scan)
+                if args.fuzz:
+                    lines += data.splitlines(keepends=True)[:200]
+        rng = random.Random(18)
+        for number in range(args.fuzz if lines else 0):
+            for language in sorted(GRAMMARS):
+                where = f"made-up file {number} in {language}"
+                counts[f"{language} (made up)"] += 1
+                differ += compare(where, language, made_up(rng, lines), scan, base.scan)
     print(f"files compared: {sum(counts.values()):,} ({dict(sorted(counts.items()))})")
-    print(f"facts found: {dict(facts)}")
+    print(f"facts found in the real files: {dict(facts)}")
     print(f"files that differ from {args.rev}: {len(differ)}")
     for line in differ[:50]:
         print(f"  {line}")

@@ -20,12 +20,13 @@ import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
-from itertools import accumulate, compress, repeat
+from functools import cache, cached_property
+from itertools import accumulate, compress, product, repeat
 
 from .languages import (
     IDENTIFIER,
     IDENTIFIER_BYTES,
+    NAME_MAX_CHARS,
     PLAIN_IDENTIFIER_BYTES,
     REFERENCE_MIN_CHARS,
 )
@@ -58,6 +59,23 @@ _NAME_BYTES = frozenset(
 )
 
 
+_NAME_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$"
+_NAME_REST = _NAME_START + "0123456789"
+# The names too short to be references (REFERENCE_MIN_CHARS), every one of them.
+_SHORT_NAMES = frozenset(
+    first + "".join(rest)
+    for length in range(1, REFERENCE_MIN_CHARS)
+    for first in _NAME_START
+    for rest in product(_NAME_REST, repeat=length - 1)
+)
+
+
+@cache
+def _word_table(names: re.Pattern[bytes]) -> bytes:
+    """A ``bytes.translate`` table keeping the bytes ``names`` may hold, the rest spaces."""
+    return bytes(c if names.fullmatch(b"a" + bytes([c])) else 0x20 for c in range(256))
+
+
 @dataclass(frozen=True)
 class Extraction:
     """What one file holds: (name, kind, line) definitions, referenced names, import
@@ -84,6 +102,10 @@ class Language:
     keywords: frozenset[bytes]
     # What a name looks like in the code: with '$' (JavaScript, Java) or without.
     names: re.Pattern[bytes] = PLAIN_IDENTIFIER_BYTES
+
+    @cached_property
+    def keyword_names(self) -> frozenset[str]:
+        return frozenset(word.decode("ascii") for word in self.keywords)
 
 
 def _line(pattern: bytes) -> re.Pattern[bytes]:
@@ -445,11 +467,28 @@ class OutsideSpans:
 
 
 def identifiers(code: bytes, rules: Language) -> frozenset[str]:
-    """The distinct names in ``code``, keywords and names too short to matter left out."""
-    found = set(rules.names.findall(code))
-    keywords = rules.keywords
-    found -= keywords
-    return frozenset(name.decode("ascii") for name in found if len(name) >= REFERENCE_MIN_CHARS)
+    """The distinct names in ``code``, keywords and names too short to matter left out.
+
+    Exactly ``rules.names.findall(code)``, found faster: every byte that is no part of
+    a name becomes a space, so the runs of name bytes ("words") come out of one split
+    in C, already ASCII. A word is a name as it stands unless it starts with a digit or
+    is longer than a name may be; only those few go through the pattern.
+    """
+    words = set(code.translate(_word_table(rules.names)).decode("ascii").split())
+    if words:
+        ordered = sorted(words)
+        # Digits sort together ('$' before them, letters and '_' after).
+        odd = ordered[bisect.bisect_left(ordered, "0") : bisect.bisect_left(ordered, ":")]
+        if max(map(len, words)) > NAME_MAX_CHARS:
+            odd += [word for word in ordered if len(word) > NAME_MAX_CHARS]
+        if odd:
+            words.difference_update(odd)
+            for word in odd:
+                found = rules.names.findall(word.encode("ascii"))
+                words.update(name.decode("ascii") for name in found)
+    words -= rules.keyword_names
+    words -= _SHORT_NAMES
+    return frozenset(words)
 
 
 def _definitions(
