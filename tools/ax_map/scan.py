@@ -498,24 +498,28 @@ def _definitions(
     indents: dict[int, int] = {}
     text = _lined(data)
     reserved = _RESERVED.get(language, frozenset())
+    # Without a comment or string spanning lines, every match is outside one.
+    spans = bool(outside.starts)
     for rule in rules.definitions:
-        indented = "indent" in rule.pattern.groupindex
+        groups = rule.pattern.groupindex
+        name_group, indent_group = groups["name"], groups.get("indent")
         for match in rule.pattern.finditer(text):
             # In ``text`` the match starts at the newline before its line: at the offset,
             # in ``data``, of the line itself.
-            start = match.start("name") - 1
-            if start in found or not outside(match.start()):
+            start = match.start(name_group) - 1
+            if start in found or (spans and not outside(match.start())):
                 continue
-            name = match.group("name").decode("ascii")
+            name = match[name_group].decode("ascii")
             kind = rule.kind
             if "::" in name:
                 name, kind = name.rsplit("::", 1)[-1], "method"
-            name = name.lstrip("~")
+            if name[0] == "~":
+                name = name.lstrip("~")
             if not IDENTIFIER.fullmatch(name) or name in reserved:
                 continue
             found[start] = (name, kind)
-            if indented:
-                indents[start] = len(match.group("indent").expandtabs(8))
+            if indent_group is not None:
+                indents[start] = len(match[indent_group].expandtabs(8))
     ordered = sorted(found)
     if language == "python":
         _python_methods(found, ordered, indents, data, outside)
