@@ -361,8 +361,8 @@ def test_the_pool_gives_what_one_process_gives(tmp_path: Path, tier: int) -> Non
     assert report.stopped is None
     assert pooled == alone
     assert len(alone) == len(jobs)
-    assert alone["pkg0/mod0.py"].extraction is not None
-    assert ("f0", "function", 1) in alone["pkg0/mod0.py"].extraction.definitions
+    assert alone["pkg0/mod0.py"].content is not None
+    assert ("f0", "function", 1) in alone["pkg0/mod0.py"].content.definitions
 
 
 def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
@@ -408,8 +408,8 @@ def test_a_file_that_kills_its_worker_fails_alone(
     assert report.stopped is None
     assert len(outcomes) == len(jobs)
     assert outcomes[deadly].failed == extract.PARSER_CRASHED
-    assert outcomes[deadly].extraction is None
-    assert all(o.extraction is not None for path, o in outcomes.items() if path != deadly)
+    assert outcomes[deadly].content is None
+    assert all(o.content is not None for path, o in outcomes.items() if path != deadly)
 
 
 def test_workers_that_keep_dying_stop_the_pool_without_hanging(
@@ -444,8 +444,8 @@ def test_a_runaway_parse_is_stopped_by_the_worker_limits(tmp_path: Path) -> None
     # The largest child this test process ever waited for stayed near the limit.
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     assert largest < extract.WORKER_MEMORY_HEADROOM_BYTES + 512 * 1024 * 1024
-    assert outcomes["ok.py"].extraction is not None
-    assert outcomes["zz_runaway.py"].extraction is None
+    assert outcomes["ok.py"].content is not None
+    assert outcomes["zz_runaway.py"].content is None
     assert outcomes["zz_runaway.py"].failed in (
         extract.PARSER_CRASHED,
         f"tree-sitter took longer than {treesit.PARSE_TIMEOUT_S:g}s",

@@ -81,15 +81,36 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Content:
+    """An extraction in the form the index stores it (``index.Writer.put_content``):
+    made where the file was extracted, so the build's own process, which every worker
+    waits on, only writes rows."""
+
+    definitions: tuple[tuple[str, str, int], ...]
+    # The referenced names sorted and joined by spaces; the import specifiers in
+    # order, joined by newlines.
+    references: str
+    imports: str
+
+    @classmethod
+    def of(cls, extraction: Extraction) -> Content:
+        return cls(
+            extraction.definitions,
+            " ".join(sorted(extraction.references)),
+            "\n".join(extraction.imports),
+        )
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What reading and extracting one file gave: an extraction, or the skip that
+    """What reading and extracting one file gave: its content, or the skip that
     kept it from one. ``size`` and ``mtime_ns`` are those of what was read."""
 
     path: str
     size: int
     mtime_ns: int
     skip: str | None
-    extraction: Extraction | None
+    content: Content | None
     tier: Tier
     # The second tier could not extract the file (tree-sitter gave up on it or crashed
     # on it): it keeps its first tier, and why is said here.
@@ -97,6 +118,8 @@ class Outcome:
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# What a read asks for at the least (a small allocation, from the heap).
+_READ_AT_LEAST = 64 * 1024
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -146,7 +169,7 @@ class Reader:
                 return None, SKIP_NOT_REGULAR, info.st_size, info.st_mtime_ns
             if info.st_size > MAX_FILE_BYTES:
                 return None, SKIP_TOO_LARGE, info.st_size, info.st_mtime_ns
-            data = _read_at_most(fd, MAX_FILE_BYTES + 1)
+            data = _read_at_most(fd, MAX_FILE_BYTES + 1, info.st_size)
         except OSError as exc:
             return None, _read_error(exc), 0, 0
         finally:
@@ -168,11 +191,16 @@ def _on_path(folder: str, relative: str) -> bool:
     return not folder or relative == folder or relative.startswith(folder + "/")
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
+def _read_at_most(fd: int, limit: int, expected: int) -> bytes:
+    """Up to ``limit`` bytes of a file ``expected`` to hold that many (its fstat; it may
+    have changed since). Each read asks for about that much, not ``limit``: a read
+    allocates what it asks for, and a megabyte asked of a 2 KiB file costs more than
+    reading it."""
     chunks: list[bytes] = []
     total = 0
+    ask = max(expected + 1, _READ_AT_LEAST)
     while total < limit:
-        chunk = os.read(fd, limit - total)
+        chunk = os.read(fd, min(limit - total, ask))
         if not chunk:
             break
         chunks.append(chunk)
@@ -219,15 +247,15 @@ def extract_batch(
             if position is not None:
                 position.value = index
             data, skip, size, mtime_ns = reader.read(job.path)
-            extraction: Extraction | None = None
+            content: Content | None = None
             failed = None
             if data is not None and skip is None:
                 extracted = _extract(tier, job.language, data)
                 if isinstance(extracted, str):
                     failed = extracted
                 else:
-                    extraction = extracted
-            outcomes.append(Outcome(job.path, size, mtime_ns, skip, extraction, tier, failed))
+                    content = Content.of(extracted)
+            outcomes.append(Outcome(job.path, size, mtime_ns, skip, content, tier, failed))
     finally:
         reader.close()
     if position is not None:
