@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 
 from ax_map import extract, treesit
 from ax_map.extract import Job, Reader, RunReport, extract_batch, run_jobs, sniff
-from ax_map.scan import KINDS, Extraction, scan
+from ax_map.languages import REFERENCE_MIN_CHARS
+from ax_map.scan import KINDS, LANGUAGES, Extraction, scan
 from ax_map.treesit import parse
 
 SAMPLES: dict[str, tuple[str, set[tuple[str, str]], set[str], tuple[str, ...]]] = {
@@ -302,6 +304,58 @@ def test_a_long_name_is_dropped() -> None:
     found = scan("python", f"def {long_name}(): pass\n{long_name}()\n".encode())
     assert found.definitions == ()
     assert long_name not in found.references
+
+
+def _names_the_pattern_finds(language: str, data: bytes) -> frozenset[str]:
+    """References as the pattern defines them: ``findall`` over the code, then the
+    keywords and short names left out (what ``identifiers`` computes faster)."""
+    rules = LANGUAGES[language]
+    code = b" ".join(rules.prose.split(data)[0::2])
+    found = set(rules.names.findall(code)) - rules.keywords
+    return frozenset(n.decode() for n in found if len(n) >= REFERENCE_MIN_CHARS)
+
+
+# Words a tokenizer splits in odd places: digits first, too long, '$', non-ASCII.
+TRICKY = "\n".join(
+    [
+        "x = 0x1F + 1e9 + 3j + 1_000 + 0o17 + 7days + 9" + "b" * 140,
+        "a" * 130 + " = caf\u00e9 + na\u00efve_name + $dollar + a$b + _9 + __x1",
+        "let $el = q$; f(x2, y_3) // note",
+        "q = 'str' # say",
+        "",
+    ]
+)
+
+
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_references_are_exactly_the_names_the_pattern_finds(language: str) -> None:
+    for source in (SAMPLES[language][0], TRICKY, SAMPLES[language][0] + TRICKY):
+        data = source.encode()
+        assert scan(language, data).references == _names_the_pattern_finds(language, data)
+
+
+def test_references_on_real_files_are_the_names_the_pattern_finds() -> None:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(stdlib.glob("*.py"))[:80]
+    assert files, f"no Python files in {stdlib}"
+    for path in files:
+        data = path.read_bytes()
+        assert scan("python", data).references == _names_the_pattern_finds("python", data), path
+
+
+def test_a_read_takes_what_the_file_holds_whatever_its_stat_said(tmp_path: Path) -> None:
+    path = tmp_path / "grown.py"
+    data = bytes(range(256)) * 1000
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for expected in (0, 10, len(data), 10 * len(data)):
+            os.lseek(fd, 0, os.SEEK_SET)
+            assert extract._read_at_most(fd, len(data) + 1, expected) == data
+            os.lseek(fd, 0, os.SEEK_SET)
+            assert extract._read_at_most(fd, 1000, expected) == data[:1000]
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize(
