@@ -440,10 +440,13 @@ def scan(language: str, data: bytes) -> Extraction:
     # [code, prose, code, prose, ..., code]: every step below runs in C.
     pieces = rules.prose.split(data)
     references = identifiers(b" ".join(pieces[0::2]), rules)
-    offsets = [0, *accumulate(map(len, pieces))]
-    prose = range(1, len(pieces), 2)
-    multiline = list(compress(prose, map(operator.contains, pieces[1::2], repeat(b"\n"))))
-    outside = OutsideSpans([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
+    spans_lines = list(map(operator.contains, pieces[1::2], repeat(b"\n")))
+    if any(spans_lines):
+        offsets = [0, *accumulate(map(len, pieces))]
+        multiline = list(compress(range(1, len(pieces), 2), spans_lines))
+        outside = OutsideSpans([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
+    else:
+        outside = OutsideSpans([], [])
     definitions = _definitions(language, rules, data, outside)
     imports = import_specifiers(language, rules, data, outside)
     return Extraction(definitions, references, imports)
