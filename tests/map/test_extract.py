@@ -442,6 +442,27 @@ def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
     assert set(_children()) - before == set()
 
 
+def test_workers_are_fed_before_what_they_hand_back_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
+    monkeypatch.setattr(extract, "BATCH_MAX_FILES", 10)
+    sent: list[list[Job]] = []
+    real = extract._Pool.send
+
+    def send(self: extract._Pool, worker: object, batch: list[Job]) -> None:
+        sent.append(batch)
+        real(self, worker, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extract._Pool, "send", send)
+    outcomes = run_jobs(tmp_path, 1, jobs, time.monotonic() + 60, RunReport(), None, 2)  # type: ignore[arg-type]
+    next(outcomes)
+    # Two workers, each holding a batch in hand and one in its pipe; the one that handed
+    # back a batch got the next before anything it handed back was stored.
+    assert len(sent) == 5
+    assert len(list(outcomes)) == len(jobs) - 1
+
+
 def test_a_file_that_kills_its_worker_fails_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -390,8 +390,9 @@ def _pooled(
     pool = _Pool(_context(), workspace, tier, deadline)
     queue = list(reversed(work))
     try:
-        for _ in range(min(count, len(work))):
-            pool.start(queue.pop())
+        started = [pool.start(queue.pop()) for _ in range(min(count, len(queue)))]
+        for worker in started:
+            pool.prefetch(worker, queue)
         while pool.busy:
             # Workers stop at the deadline themselves; the grace lets their last,
             # partial batches arrive rather than be thrown away.
@@ -400,31 +401,32 @@ def _pooled(
                 report.stopped = "the wall budget ran out"
                 return
             for worker in pool.ready(remaining):
-                outcomes = pool.receive(worker)
-                if outcomes is None:
+                received = pool.receive(worker)
+                if received is None:
                     yield from pool.bury(worker, queue)
                     if pool.restarts > MAX_WORKER_RESTARTS:
                         report.stopped = "extraction workers kept dying"
                         return
                     if queue and time.monotonic() < deadline:
-                        pool.start(queue.pop())
+                        pool.prefetch(pool.start(queue.pop()), queue)
                     continue
-                if len(outcomes) < len(pool.busy[worker]) or (
-                    queue and time.monotonic() >= deadline
-                ):
+                batch, outcomes = received
+                if len(outcomes) < len(batch) or (queue and time.monotonic() >= deadline):
                     report.stopped = "the wall budget ran out"
+                # The worker is fed before its outcomes are stored, not after.
+                pool.next(worker, queue.pop() if queue and time.monotonic() < deadline else None)
                 report.done += 1
                 if progress is not None:
                     progress(len(outcomes))
                 yield from outcomes
-                pool.next(worker, queue.pop() if queue and time.monotonic() < deadline else None)
     finally:
         pool.close()
 
 
 class _Pool:
-    """Worker processes, each with a pipe, the batch it holds and the index of the
-    file in hand (shared memory): a worker that dies names the file that killed it."""
+    """Worker processes, each with a pipe, the batches it holds (the first in hand, the
+    next waiting in its pipe) and the index of the file in hand (shared memory): a
+    worker that dies names the file that killed it."""
 
     def __init__(
         self,
@@ -437,12 +439,12 @@ class _Pool:
         self.workspace = workspace
         self.tier = tier
         self.deadline = deadline
-        self.busy: dict[Connection, list[Job]] = {}
+        self.busy: dict[Connection, list[list[Job]]] = {}
         self.processes: dict[Connection, BaseProcess] = {}
         self.positions: dict[Connection, Synchronized[int]] = {}
         self.restarts = 0
 
-    def start(self, batch: list[Job]) -> None:
+    def start(self, batch: list[Job]) -> Connection:
         mine, theirs = self.context.Pipe()
         position = self.context.Value("q", -1, lock=False)
         process = self.context.Process(
@@ -452,10 +454,19 @@ class _Pool:
         theirs.close()
         self.processes[mine] = process
         self.positions[mine] = position
+        self.busy[mine] = []
         self.send(mine, batch)
+        return mine
+
+    def prefetch(self, worker: Connection, queue: list[list[Job]]) -> None:
+        """A second batch for ``worker`` to hold in its pipe: it goes on to it the moment
+        it hands back the first, not when this process (loaded, or storing what came
+        back) gets to it."""
+        if queue:
+            self.send(worker, queue.pop())
 
     def send(self, worker: Connection, batch: list[Job]) -> None:
-        self.busy[worker] = batch
+        self.busy[worker].append(batch)
         # A worker dead already is found out when its pipe is read, like any other.
         with suppress(OSError):
             worker.send((self.tier, batch, self.deadline))
@@ -465,28 +476,33 @@ class _Pool:
 
         return [c for c in wait(list(self.busy), timeout=timeout) if isinstance(c, Connection)]
 
-    def receive(self, worker: Connection) -> list[Outcome] | None:
-        """The worker's outcomes, or None when it died."""
+    def receive(self, worker: Connection) -> tuple[list[Job], list[Outcome]] | None:
+        """The batch the worker finished and its outcomes, or None when it died."""
         try:
             outcomes: list[Outcome] = worker.recv()
         except (EOFError, OSError):
             return None
-        return outcomes
+        return self.busy[worker].pop(0), outcomes
 
     def next(self, worker: Connection, batch: list[Job] | None) -> None:
+        """Give the worker ``batch``; with none, let it go once it holds no other."""
         if batch is not None:
             self.send(worker, batch)
-            return
-        with suppress(OSError):
-            worker.send(None)
-        self._retire(worker)
+        elif not self.busy[worker]:
+            with suppress(OSError):
+                worker.send(None)
+            self._retire(worker)
 
     def bury(self, worker: Connection, queue: list[list[Job]]) -> Iterator[Outcome]:
-        """After a worker died: its file in hand failed; the rest of its batch goes back."""
-        batch = self.busy[worker]
+        """After a worker died: its file in hand failed; the rest of its batches go back."""
+        held = self.busy[worker]
         index = self.positions[worker].value
         self._retire(worker)
         self.restarts += 1
+        if not held:
+            return
+        batch, waiting = held[0], held[1:]
+        queue.extend(reversed(waiting))
         if 0 <= index < len(batch):
             culprit = batch[index]
             yield Outcome(culprit.path, culprit.size, 0, None, None, self.tier, PARSER_CRASHED)
