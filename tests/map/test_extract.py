@@ -6,7 +6,9 @@ comment and string words out of the references, and capture only identifier name
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import resource
 import sysconfig
 import threading
@@ -16,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from ax_map import extract, treesit
+from ax_map import scan as scan_module
 from ax_map.extract import Job, Reader, RunReport, extract_batch, run_jobs, sniff
 from ax_map.languages import REFERENCE_MIN_CHARS
-from ax_map.scan import KINDS, LANGUAGES, Extraction, scan
+from ax_map.scan import KINDS, LANGUAGES, DefinitionRule, Extraction, needed, scan
 from ax_map.treesit import parse
 
 SAMPLES: dict[str, tuple[str, set[tuple[str, str]], set[str], tuple[str, ...]]] = {
@@ -341,6 +344,47 @@ def test_references_on_real_files_are_the_names_the_pattern_finds() -> None:
     for path in files:
         data = path.read_bytes()
         assert scan("python", data).references == _names_the_pattern_finds("python", data), path
+
+
+def test_the_bytes_a_pattern_needs_are_read_from_its_parse() -> None:
+    assert needed(re.compile(rb"\nfunc[ \t]+(?P<name>x)")) == b"\nfunc"
+    assert needed(re.compile(rb"(?:export )?interface[ \t]+x")) == b"interface"
+    # Inside an option or a group a literal is not needed; one byte is too short to help.
+    assert needed(re.compile(rb"(?:class)?x(?:struct|union)y")) is None
+    assert needed(re.compile(rb"class", re.IGNORECASE)) is None
+    for language, (source, *_) in SAMPLES.items():
+        rules = LANGUAGES[language]
+        for rule in rules.definitions:
+            for match in rule.pattern.finditer(b"\n" + source.encode()):
+                assert rule.needs is None or rule.needs in match[0], (language, rule.kind)
+
+
+class _Counted:
+    """A pattern that counts the searches made with it."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+        self.groupindex = pattern.groupindex
+        self.searches = 0
+
+    def finditer(self, text: bytes) -> object:
+        self.searches += 1
+        return self.pattern.finditer(text)
+
+
+def test_a_file_without_the_bytes_a_pattern_needs_is_not_searched_with_it() -> None:
+    go = LANGUAGES["go"]
+    spied = [
+        DefinitionRule(rule.kind, _Counted(rule.pattern), rule.needs)  # type: ignore[arg-type]
+        for rule in go.definitions
+    ]
+    rules = dataclasses.replace(go, definitions=tuple(spied))
+    data = b"package p\n\nfunc Run() {}\n\ntype T struct {\n}\n"
+    found = scan_module._definitions("go", rules, data, scan_module.OutsideSpans([], []))
+    assert found == scan("go", data).definitions
+    searched = {rule.kind: rule.pattern.searches for rule in spied}  # type: ignore[attr-defined]
+    assert searched["interface"] == 0 and searched["variable"] == 0
+    assert searched["function"] == 1 and searched["struct"] == 1
 
 
 def test_a_read_takes_what_the_file_holds_whatever_its_stat_said(tmp_path: Path) -> None:
