@@ -90,8 +90,12 @@ class Extraction:
 class DefinitionRule:
     kind: str
     pattern: re.Pattern[bytes]
-    # Bytes every match holds (``needed``): a file without them is not searched.
-    needs: bytes | None = None
+
+    @cached_property
+    def needs(self) -> bytes | None:
+        """Bytes every match holds (``needed``): a file without them is not searched.
+        Worked out when first scanned with, not when imported (a warm build never is)."""
+        return needed(self.pattern)
 
 
 @dataclass(frozen=True)
@@ -134,11 +138,7 @@ def _prose(alternatives: bytes, flags: int = 0) -> re.Pattern[bytes]:
 
 
 def _rules(*pairs: tuple[str, bytes]) -> tuple[DefinitionRule, ...]:
-    rules = []
-    for kind, source in pairs:
-        pattern = _line(source)
-        rules.append(DefinitionRule(kind, pattern, needed(pattern)))
-    return tuple(rules)
+    return tuple(DefinitionRule(kind, _line(pattern)) for kind, pattern in pairs)
 
 
 def needed(pattern: re.Pattern[bytes]) -> bytes | None:
