@@ -6,8 +6,11 @@ comment and string words out of the references, and capture only identifier name
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import resource
+import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -15,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from ax_map import extract, treesit
+from ax_map import scan as scan_module
 from ax_map.extract import Job, Reader, RunReport, extract_batch, run_jobs, sniff
-from ax_map.scan import KINDS, Extraction, scan
+from ax_map.languages import REFERENCE_MIN_CHARS
+from ax_map.scan import KINDS, LANGUAGES, DefinitionRule, Extraction, needed, scan
 from ax_map.treesit import parse
 
 SAMPLES: dict[str, tuple[str, set[tuple[str, str]], set[str], tuple[str, ...]]] = {
@@ -304,6 +309,101 @@ def test_a_long_name_is_dropped() -> None:
     assert long_name not in found.references
 
 
+def _names_the_pattern_finds(language: str, data: bytes) -> frozenset[str]:
+    """References as the pattern defines them: ``findall`` over the code, then the
+    keywords and short names left out (what ``identifiers`` computes faster)."""
+    rules = LANGUAGES[language]
+    code = b" ".join(rules.prose.split(data)[0::2])
+    found = set(rules.names.findall(code)) - rules.keywords
+    return frozenset(n.decode() for n in found if len(n) >= REFERENCE_MIN_CHARS)
+
+
+# Words a tokenizer splits in odd places: digits first, too long, '$', non-ASCII.
+TRICKY = "\n".join(
+    [
+        "x = 0x1F + 1e9 + 3j + 1_000 + 0o17 + 7days + 9" + "b" * 140,
+        "a" * 130 + " = caf\u00e9 + na\u00efve_name + $dollar + a$b + _9 + __x1",
+        "let $el = q$; f(x2, y_3) // note",
+        "q = 'str' # say",
+        "",
+    ]
+)
+
+
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_references_are_exactly_the_names_the_pattern_finds(language: str) -> None:
+    for source in (SAMPLES[language][0], TRICKY, SAMPLES[language][0] + TRICKY):
+        data = source.encode()
+        assert scan(language, data).references == _names_the_pattern_finds(language, data)
+
+
+def test_references_on_real_files_are_the_names_the_pattern_finds() -> None:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(stdlib.glob("*.py"))[:80]
+    assert files, f"no Python files in {stdlib}"
+    for path in files:
+        data = path.read_bytes()
+        assert scan("python", data).references == _names_the_pattern_finds("python", data), path
+
+
+def test_the_bytes_a_pattern_needs_are_read_from_its_parse() -> None:
+    assert needed(re.compile(rb"\nfunc[ \t]+(?P<name>x)")) == b"\nfunc"
+    assert needed(re.compile(rb"(?:export )?interface[ \t]+x")) == b"interface"
+    # Inside an option or a group a literal is not needed; one byte is too short to help.
+    assert needed(re.compile(rb"(?:class)?x(?:struct|union)y")) is None
+    assert needed(re.compile(rb"class", re.IGNORECASE)) is None
+    for language, (source, *_) in SAMPLES.items():
+        rules = LANGUAGES[language]
+        for rule in rules.definitions:
+            for match in rule.pattern.finditer(b"\n" + source.encode()):
+                assert rule.needs is None or rule.needs in match[0], (language, rule.kind)
+
+
+class _Counted:
+    """A pattern that counts the searches made with it."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.real = pattern
+        self.pattern = pattern.pattern
+        self.flags = pattern.flags
+        self.groupindex = pattern.groupindex
+        self.searches = 0
+
+    def finditer(self, text: bytes) -> object:
+        self.searches += 1
+        return self.real.finditer(text)
+
+
+def test_a_file_without_the_bytes_a_pattern_needs_is_not_searched_with_it() -> None:
+    go = LANGUAGES["go"]
+    spied = [
+        DefinitionRule(rule.kind, _Counted(rule.pattern))  # type: ignore[arg-type]
+        for rule in go.definitions
+    ]
+    rules = dataclasses.replace(go, definitions=tuple(spied))
+    data = b"package p\n\nfunc Run() {}\n\ntype T struct {\n}\n"
+    found = scan_module._definitions("go", rules, data, scan_module.OutsideSpans([], []))
+    assert found == scan("go", data).definitions
+    searched = {rule.kind: rule.pattern.searches for rule in spied}  # type: ignore[attr-defined]
+    assert searched["interface"] == 0 and searched["variable"] == 0
+    assert searched["function"] == 1 and searched["struct"] == 1
+
+
+def test_a_read_takes_what_the_file_holds_whatever_its_stat_said(tmp_path: Path) -> None:
+    path = tmp_path / "grown.py"
+    data = bytes(range(256)) * 1000
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for expected in (0, 10, len(data), 10 * len(data)):
+            os.lseek(fd, 0, os.SEEK_SET)
+            assert extract._read_at_most(fd, len(data) + 1, expected) == data
+            os.lseek(fd, 0, os.SEEK_SET)
+            assert extract._read_at_most(fd, 1000, expected) == data[:1000]
+    finally:
+        os.close(fd)
+
+
 @pytest.mark.parametrize(
     ("data", "skip"),
     [
@@ -361,8 +461,8 @@ def test_the_pool_gives_what_one_process_gives(tmp_path: Path, tier: int) -> Non
     assert report.stopped is None
     assert pooled == alone
     assert len(alone) == len(jobs)
-    assert alone["pkg0/mod0.py"].extraction is not None
-    assert ("f0", "function", 1) in alone["pkg0/mod0.py"].extraction.definitions
+    assert alone["pkg0/mod0.py"].content is not None
+    assert ("f0", "function", 1) in alone["pkg0/mod0.py"].content.definitions
 
 
 def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
@@ -388,6 +488,27 @@ def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
     assert set(_children()) - before == set()
 
 
+def test_workers_are_fed_before_what_they_hand_back_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
+    monkeypatch.setattr(extract, "BATCH_MAX_FILES", 10)
+    sent: list[list[Job]] = []
+    real = extract._Pool.send
+
+    def send(self: extract._Pool, worker: object, batch: list[Job]) -> None:
+        sent.append(batch)
+        real(self, worker, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(extract._Pool, "send", send)
+    outcomes = run_jobs(tmp_path, 1, jobs, time.monotonic() + 60, RunReport(), None, 2)  # type: ignore[arg-type]
+    next(outcomes)
+    # Two workers, each holding a batch in hand and one in its pipe; the one that handed
+    # back a batch got the next before anything it handed back was stored.
+    assert len(sent) == 5
+    assert len(list(outcomes)) == len(jobs) - 1
+
+
 def test_a_file_that_kills_its_worker_fails_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -408,8 +529,8 @@ def test_a_file_that_kills_its_worker_fails_alone(
     assert report.stopped is None
     assert len(outcomes) == len(jobs)
     assert outcomes[deadly].failed == extract.PARSER_CRASHED
-    assert outcomes[deadly].extraction is None
-    assert all(o.extraction is not None for path, o in outcomes.items() if path != deadly)
+    assert outcomes[deadly].content is None
+    assert all(o.content is not None for path, o in outcomes.items() if path != deadly)
 
 
 def test_workers_that_keep_dying_stop_the_pool_without_hanging(
@@ -444,8 +565,8 @@ def test_a_runaway_parse_is_stopped_by_the_worker_limits(tmp_path: Path) -> None
     # The largest child this test process ever waited for stayed near the limit.
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     assert largest < extract.WORKER_MEMORY_HEADROOM_BYTES + 512 * 1024 * 1024
-    assert outcomes["ok.py"].extraction is not None
-    assert outcomes["zz_runaway.py"].extraction is None
+    assert outcomes["ok.py"].content is not None
+    assert outcomes["zz_runaway.py"].content is None
     assert outcomes["zz_runaway.py"].failed in (
         extract.PARSER_CRASHED,
         f"tree-sitter took longer than {treesit.PARSE_TIMEOUT_S:g}s",

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -380,3 +381,45 @@ def test_the_current_snapshot_is_kept_while_the_index_is_the_same(
     second = current_snapshot(layout)
     assert second is not first
     assert "app/more.py" in {entry.path for entry in second.files}
+
+
+def test_the_writer_buffers_rows_but_every_statement_sees_them(tmp_path: Path) -> None:
+    from ax_map.index import SCHEMA_VERSION, Writer
+    from ax_map.model import FileEntry
+
+    def entry(path: str, status: str = "indexed") -> FileEntry:
+        return FileEntry(path, 10, 20, "python", status)  # type: ignore[arg-type]
+
+    writer = Writer(tmp_path, None)
+    for name in ("a.py", "b.py"):
+        writer.put_file(name, entry(name), 1)
+        writer.put_content(name, [("f", "function", 1)], "g h", "os\nsys")
+    assert writer.specs() == {"a.py": ("os", "sys"), "b.py": ("os", "sys")}
+    writer.set_flags("a.py", False, True)
+    writer.clear_content("b.py")
+    writer.put_content("b.py", [("k", "class", 2)], "z", "")
+    writer.remove("a.py")
+    writer.put_file("c.py", entry("c.py", "pending"), 0)
+    writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
+    writer.commit(tmp_path / INDEX_NAME)
+    with closing(open_reader(tmp_path / INDEX_NAME)) as db:
+        assert db.execute("SELECT path, status FROM files ORDER BY 1").fetchall() == [
+            (b"b.py", "indexed"),
+            (b"c.py", "pending"),
+        ]
+        assert db.execute("SELECT path, name, kind FROM symbols").fetchall() == [
+            (b"b.py", "k", "class")
+        ]
+        assert db.execute("SELECT path, names FROM refs").fetchall() == [(b"b.py", "z")]
+        assert db.execute("SELECT count(*) FROM specs").fetchone() == (0,)
+    # A cold build that only adds rows gets symbols_by_path too, made before the commit.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    writer = Writer(fresh, None)
+    writer.put_file("a.py", entry("a.py"), 1)
+    writer.put_content("a.py", [("f", "function", 1)], "g", "")
+    writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
+    writer.commit(fresh / INDEX_NAME)
+    with closing(open_reader(fresh / INDEX_NAME)) as db:
+        indexes = db.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+        assert ("symbols_by_path",) in indexes

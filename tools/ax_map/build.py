@@ -22,7 +22,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Generator, Mapping
 from contextlib import closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from .inventory import (
     InventoryError,
     take_inventory,
 )
-from .model import Coverage, FileEntry
+from .model import Coverage, FileEntry, FileStatus
 from .pathtext import quote_path
 
 if TYPE_CHECKING:
@@ -279,7 +279,12 @@ class _Build:
         }
         for path in plan.removed:
             writer.remove(path)
+        # A file to be read gets its row when it is read (``_store``), or as pending
+        # after the first tier if it was not: one row written per file, not two.
+        to_scan = set(plan.scan)
         for path in plan.rewrite:
+            if path in to_scan:
+                continue
             if path in had_content:
                 writer.clear_content(path)
             writer.put_file(path, entries[path], tiers[path])
@@ -295,7 +300,12 @@ class _Build:
         with closing(self._run(1, jobs, report, workers)) as outcomes:
             for outcome in outcomes:
                 self._store(writer, outcome, entries, tiers, had_content)
+                to_scan.discard(outcome.path)
                 content_changed = True
+        for path in sorted(to_scan):
+            if path in had_content:
+                writer.clear_content(path)
+            writer.put_file(path, entries[path], tiers[path])
         if report.stopped:
             self.notes.append(f"first tier stopped: {report.stopped}")
         self.timings["scan"] = time.monotonic() - phase
@@ -370,25 +380,26 @@ class _Build:
             return
         if path in had_content:
             writer.clear_content(path)
-        if outcome.extraction is None:
+        content = outcome.content
+        if content is None:
             skip = outcome.skip or (SKIP_EXTRACTION_FAILED if outcome.failed else SKIP_VANISHED)
-            entry = replace(
-                entry,
-                size=outcome.size,
-                mtime_ns=outcome.mtime_ns,
-                status="listed",
-                skip=skip,
-            )
+            status: FileStatus = "listed"
             tiers[path] = store.TIER_NONE
         else:
-            entry = replace(
-                entry, size=outcome.size, mtime_ns=outcome.mtime_ns, status="indexed", skip=None
-            )
+            skip, status = None, "indexed"
             tiers[path] = outcome.tier
-            extraction = outcome.extraction
-            writer.put_content(
-                path, extraction.definitions, extraction.references, extraction.imports
-            )
+            writer.put_content(path, content.definitions, content.references, content.imports)
+        # FileEntry(...) and not dataclasses.replace: this runs once a file.
+        entry = FileEntry(
+            path,
+            outcome.size,
+            outcome.mtime_ns,
+            entry.language,
+            status,
+            skip,
+            entry.tracked,
+            entry.changed,
+        )
         had_content.add(path)
         entries[path] = entry
         writer.put_file(path, entry, tiers[path])

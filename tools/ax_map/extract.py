@@ -81,15 +81,36 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Content:
+    """An extraction in the form the index stores it (``index.Writer.put_content``):
+    made where the file was extracted, so the build's own process, which every worker
+    waits on, only writes rows."""
+
+    definitions: tuple[tuple[str, str, int], ...]
+    # The referenced names sorted and joined by spaces; the import specifiers in
+    # order, joined by newlines.
+    references: str
+    imports: str
+
+    @classmethod
+    def of(cls, extraction: Extraction) -> Content:
+        return cls(
+            extraction.definitions,
+            " ".join(sorted(extraction.references)),
+            "\n".join(extraction.imports),
+        )
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What reading and extracting one file gave: an extraction, or the skip that
+    """What reading and extracting one file gave: its content, or the skip that
     kept it from one. ``size`` and ``mtime_ns`` are those of what was read."""
 
     path: str
     size: int
     mtime_ns: int
     skip: str | None
-    extraction: Extraction | None
+    content: Content | None
     tier: Tier
     # The second tier could not extract the file (tree-sitter gave up on it or crashed
     # on it): it keeps its first tier, and why is said here.
@@ -97,6 +118,8 @@ class Outcome:
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# What a read asks for at the least (a small allocation, from the heap).
+_READ_AT_LEAST = 64 * 1024
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -146,7 +169,7 @@ class Reader:
                 return None, SKIP_NOT_REGULAR, info.st_size, info.st_mtime_ns
             if info.st_size > MAX_FILE_BYTES:
                 return None, SKIP_TOO_LARGE, info.st_size, info.st_mtime_ns
-            data = _read_at_most(fd, MAX_FILE_BYTES + 1)
+            data = _read_at_most(fd, MAX_FILE_BYTES + 1, info.st_size)
         except OSError as exc:
             return None, _read_error(exc), 0, 0
         finally:
@@ -168,11 +191,16 @@ def _on_path(folder: str, relative: str) -> bool:
     return not folder or relative == folder or relative.startswith(folder + "/")
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
+def _read_at_most(fd: int, limit: int, expected: int) -> bytes:
+    """Up to ``limit`` bytes of a file ``expected`` to hold that many (its fstat; it may
+    have changed since). Each read asks for about that much, not ``limit``: a read
+    allocates what it asks for, and a megabyte asked of a 2 KiB file costs more than
+    reading it."""
     chunks: list[bytes] = []
     total = 0
+    ask = max(expected + 1, _READ_AT_LEAST)
     while total < limit:
-        chunk = os.read(fd, limit - total)
+        chunk = os.read(fd, min(limit - total, ask))
         if not chunk:
             break
         chunks.append(chunk)
@@ -219,15 +247,15 @@ def extract_batch(
             if position is not None:
                 position.value = index
             data, skip, size, mtime_ns = reader.read(job.path)
-            extraction: Extraction | None = None
+            content: Content | None = None
             failed = None
             if data is not None and skip is None:
                 extracted = _extract(tier, job.language, data)
                 if isinstance(extracted, str):
                     failed = extracted
                 else:
-                    extraction = extracted
-            outcomes.append(Outcome(job.path, size, mtime_ns, skip, extraction, tier, failed))
+                    content = Content.of(extracted)
+            outcomes.append(Outcome(job.path, size, mtime_ns, skip, content, tier, failed))
     finally:
         reader.close()
     if position is not None:
@@ -362,8 +390,9 @@ def _pooled(
     pool = _Pool(_context(), workspace, tier, deadline)
     queue = list(reversed(work))
     try:
-        for _ in range(min(count, len(work))):
-            pool.start(queue.pop())
+        started = [pool.start(queue.pop()) for _ in range(min(count, len(queue)))]
+        for worker in started:
+            pool.prefetch(worker, queue)
         while pool.busy:
             # Workers stop at the deadline themselves; the grace lets their last,
             # partial batches arrive rather than be thrown away.
@@ -372,31 +401,32 @@ def _pooled(
                 report.stopped = "the wall budget ran out"
                 return
             for worker in pool.ready(remaining):
-                outcomes = pool.receive(worker)
-                if outcomes is None:
+                received = pool.receive(worker)
+                if received is None:
                     yield from pool.bury(worker, queue)
                     if pool.restarts > MAX_WORKER_RESTARTS:
                         report.stopped = "extraction workers kept dying"
                         return
                     if queue and time.monotonic() < deadline:
-                        pool.start(queue.pop())
+                        pool.prefetch(pool.start(queue.pop()), queue)
                     continue
-                if len(outcomes) < len(pool.busy[worker]) or (
-                    queue and time.monotonic() >= deadline
-                ):
+                batch, outcomes = received
+                if len(outcomes) < len(batch) or (queue and time.monotonic() >= deadline):
                     report.stopped = "the wall budget ran out"
+                # The worker is fed before its outcomes are stored, not after.
+                pool.next(worker, queue.pop() if queue and time.monotonic() < deadline else None)
                 report.done += 1
                 if progress is not None:
                     progress(len(outcomes))
                 yield from outcomes
-                pool.next(worker, queue.pop() if queue and time.monotonic() < deadline else None)
     finally:
         pool.close()
 
 
 class _Pool:
-    """Worker processes, each with a pipe, the batch it holds and the index of the
-    file in hand (shared memory): a worker that dies names the file that killed it."""
+    """Worker processes, each with a pipe, the batches it holds (the first in hand, the
+    next waiting in its pipe) and the index of the file in hand (shared memory): a
+    worker that dies names the file that killed it."""
 
     def __init__(
         self,
@@ -409,12 +439,12 @@ class _Pool:
         self.workspace = workspace
         self.tier = tier
         self.deadline = deadline
-        self.busy: dict[Connection, list[Job]] = {}
+        self.busy: dict[Connection, list[list[Job]]] = {}
         self.processes: dict[Connection, BaseProcess] = {}
         self.positions: dict[Connection, Synchronized[int]] = {}
         self.restarts = 0
 
-    def start(self, batch: list[Job]) -> None:
+    def start(self, batch: list[Job]) -> Connection:
         mine, theirs = self.context.Pipe()
         position = self.context.Value("q", -1, lock=False)
         process = self.context.Process(
@@ -424,10 +454,19 @@ class _Pool:
         theirs.close()
         self.processes[mine] = process
         self.positions[mine] = position
+        self.busy[mine] = []
         self.send(mine, batch)
+        return mine
+
+    def prefetch(self, worker: Connection, queue: list[list[Job]]) -> None:
+        """A second batch for ``worker`` to hold in its pipe: it goes on to it the moment
+        it hands back the first, not when this process (loaded, or storing what came
+        back) gets to it."""
+        if queue:
+            self.send(worker, queue.pop())
 
     def send(self, worker: Connection, batch: list[Job]) -> None:
-        self.busy[worker] = batch
+        self.busy[worker].append(batch)
         # A worker dead already is found out when its pipe is read, like any other.
         with suppress(OSError):
             worker.send((self.tier, batch, self.deadline))
@@ -437,28 +476,33 @@ class _Pool:
 
         return [c for c in wait(list(self.busy), timeout=timeout) if isinstance(c, Connection)]
 
-    def receive(self, worker: Connection) -> list[Outcome] | None:
-        """The worker's outcomes, or None when it died."""
+    def receive(self, worker: Connection) -> tuple[list[Job], list[Outcome]] | None:
+        """The batch the worker finished and its outcomes, or None when it died."""
         try:
             outcomes: list[Outcome] = worker.recv()
         except (EOFError, OSError):
             return None
-        return outcomes
+        return self.busy[worker].pop(0), outcomes
 
     def next(self, worker: Connection, batch: list[Job] | None) -> None:
+        """Give the worker ``batch``; with none, let it go once it holds no other."""
         if batch is not None:
             self.send(worker, batch)
-            return
-        with suppress(OSError):
-            worker.send(None)
-        self._retire(worker)
+        elif not self.busy[worker]:
+            with suppress(OSError):
+                worker.send(None)
+            self._retire(worker)
 
     def bury(self, worker: Connection, queue: list[list[Job]]) -> Iterator[Outcome]:
-        """After a worker died: its file in hand failed; the rest of its batch goes back."""
-        batch = self.busy[worker]
+        """After a worker died: its file in hand failed; the rest of its batches go back."""
+        held = self.busy[worker]
         index = self.positions[worker].value
         self._retire(worker)
         self.restarts += 1
+        if not held:
+            return
+        batch, waiting = held[0], held[1:]
+        queue.extend(reversed(waiting))
         if 0 <= index < len(batch):
             culprit = batch[index]
             yield Outcome(culprit.path, culprit.size, 0, None, None, self.tier, PARSER_CRASHED)

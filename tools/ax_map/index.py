@@ -66,11 +66,14 @@ CREATE TABLE files (
 ) WITHOUT ROWID;
 CREATE TABLE symbols (path BLOB NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
                       line INTEGER NOT NULL);
-CREATE INDEX symbols_by_path ON symbols (path);
 CREATE TABLE refs (path BLOB PRIMARY KEY, names TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE specs (path BLOB PRIMARY KEY, specs TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE imports (source BLOB NOT NULL, target BLOB NOT NULL);
 """
+# Made once the first rows are in (a cold build), not kept up row by row: cheaper.
+_SYMBOLS_INDEX = "CREATE INDEX symbols_by_path ON symbols (path)"
+# A writer holds this many rows of a table before it writes them, in one statement.
+_BUFFERED_ROWS = 4096
 
 
 class IndexUnavailable(OperationFailed):
@@ -193,11 +196,36 @@ class Writer:
         self.db.execute("PRAGMA cache_size = -65536")
         if base is None:
             self.db.executescript(_SCHEMA)
+        # Does symbols_by_path exist yet (a copied index has it)?
+        self._indexed = base is not None
         self.db.execute("BEGIN")
+        # Rows not written yet, by table: ``_flush`` writes them before any other
+        # statement, so every statement sees what was put before it.
+        self._files: list[tuple[bytes, int, int, str | None, str, str | None, int, int, int]] = []
+        self._symbols: list[tuple[bytes, str, str, int]] = []
+        self._refs: list[tuple[bytes, str]] = []
+        self._specs: list[tuple[bytes, str]] = []
+
+    def _flush(self) -> None:
+        for sql, rows in (
+            ("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._files),
+            ("INSERT INTO symbols VALUES (?, ?, ?, ?)", self._symbols),
+            ("INSERT INTO refs VALUES (?, ?)", self._refs),
+            ("INSERT INTO specs VALUES (?, ?)", self._specs),
+        ):
+            if rows:
+                self.db.executemany(sql, rows)
+                rows.clear()
+
+    def _by_path(self) -> None:
+        """Ready for statements that find a file's rows by its path."""
+        self._flush()
+        if not self._indexed:
+            self.db.execute(_SYMBOLS_INDEX)
+            self._indexed = True
 
     def put_file(self, path: str, entry: FileEntry, tier: int) -> None:
-        self.db.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._files.append(
             (
                 _key(path),
                 entry.size,
@@ -208,16 +236,20 @@ class Writer:
                 int(entry.tracked),
                 int(entry.changed),
                 tier,
-            ),
+            )
         )
+        if len(self._files) >= _BUFFERED_ROWS:
+            self._flush()
 
     def set_flags(self, path: str, tracked: bool, changed: bool) -> None:
+        self._flush()
         self.db.execute(
             "UPDATE files SET tracked = ?, changed = ? WHERE path = ?",
             (int(tracked), int(changed), _key(path)),
         )
 
     def clear_content(self, path: str) -> None:
+        self._by_path()
         key = _key(path)
         for table in ("symbols", "refs", "specs"):
             self.db.execute(f"DELETE FROM {table} WHERE path = ?", (key,))
@@ -230,20 +262,21 @@ class Writer:
         self,
         path: str,
         definitions: Iterable[tuple[str, str, int]],
-        references: Iterable[str],
-        imports: Iterable[str],
+        references: str,
+        imports: str,
     ) -> None:
+        """``references``: the names sorted and joined by spaces; ``imports``: the
+        specifiers joined by newlines (``extract.Content``)."""
         key = _key(path)
-        self.db.executemany(
-            "INSERT INTO symbols VALUES (?, ?, ?, ?)",
-            [(key, name, kind, line) for name, kind, line in definitions],
-        )
-        self.db.execute("INSERT INTO refs VALUES (?, ?)", (key, " ".join(sorted(references))))
-        specs = "\n".join(imports)
-        if specs:
-            self.db.execute("INSERT INTO specs VALUES (?, ?)", (key, specs))
+        self._symbols.extend([(key, name, kind, line) for name, kind, line in definitions])
+        self._refs.append((key, references))
+        if imports:
+            self._specs.append((key, imports))
+        if len(self._symbols) >= _BUFFERED_ROWS or len(self._refs) >= _BUFFERED_ROWS:
+            self._flush()
 
     def replace_imports(self, edges: Iterable[tuple[str, str]]) -> None:
+        self._flush()
         self.db.execute("DELETE FROM imports")
         self.db.executemany(
             "INSERT INTO imports VALUES (?, ?)",
@@ -251,13 +284,16 @@ class Writer:
         )
 
     def set_meta(self, values: Mapping[str, str]) -> None:
+        self._flush()
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
 
     def specs(self) -> dict[str, tuple[str, ...]]:
+        self._flush()
         return read_specs(self.db)
 
     def commit(self, target: Path) -> None:
         """Make the copy the index: commit, fsync, rename over ``target``, fsync the folder."""
+        self._by_path()
         self.db.execute("COMMIT")
         self.db.close()
         fd = os.open(self.tmp, os.O_RDONLY | os.O_NOFOLLOW)
