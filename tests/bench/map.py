@@ -341,7 +341,11 @@ def generate(root: Path, files: int, seed: int = 18) -> None:
             os.utime(path, (past, past))
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "generated")
+    # 20,000 loose objects start `git gc --auto` after the commit, detached: it would
+    # repack them on both cores during the cold build measured next (not during
+    # Aider's, which runs later). Run in the foreground, it ends before the commit does;
+    # the repository is the same.
+    git(root, "-c", "gc.autoDetach=false", "commit", "-q", "-m", "generated")
 
 
 # ------------------------------------------------------------------------------ children

@@ -7,6 +7,7 @@ comment and string words out of the references, and capture only identifier name
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import resource
@@ -462,7 +463,7 @@ def test_the_pool_gives_what_one_process_gives(tmp_path: Path, tier: int) -> Non
     assert pooled == alone
     assert len(alone) == len(jobs)
     assert alone["pkg0/mod0.py"].content is not None
-    assert ("f0", "function", 1) in alone["pkg0/mod0.py"].content.definitions
+    assert ["f0", "function", 1] in json.loads(alone["pkg0/mod0.py"].content.definitions)
 
 
 def test_the_pool_stops_at_the_deadline_and_kills_its_workers(

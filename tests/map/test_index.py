@@ -393,11 +393,11 @@ def test_the_writer_buffers_rows_but_every_statement_sees_them(tmp_path: Path) -
     writer = Writer(tmp_path, None)
     for name in ("a.py", "b.py"):
         writer.put_file(name, entry(name), 1)
-        writer.put_content(name, [("f", "function", 1)], "g h", "os\nsys")
+        writer.put_content(name, '[["f","function",1]]', "g h", "os\nsys")
     assert writer.specs() == {"a.py": ("os", "sys"), "b.py": ("os", "sys")}
     writer.set_flags("a.py", False, True)
     writer.clear_content("b.py")
-    writer.put_content("b.py", [("k", "class", 2)], "z", "")
+    writer.put_content("b.py", '[["k","class",2],["m","method",3]]', "z", "")
     writer.remove("a.py")
     writer.put_file("c.py", entry("c.py", "pending"), 0)
     writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
@@ -407,8 +407,11 @@ def test_the_writer_buffers_rows_but_every_statement_sees_them(tmp_path: Path) -
             (b"b.py", "indexed"),
             (b"c.py", "pending"),
         ]
-        assert db.execute("SELECT path, name, kind FROM symbols").fetchall() == [
-            (b"b.py", "k", "class")
+        # The definitions' JSON becomes rows in order, the line an integer.
+        symbols = db.execute("SELECT path, name, kind, line, typeof(line) FROM symbols")
+        assert symbols.fetchall() == [
+            (b"b.py", "k", "class", 2, "integer"),
+            (b"b.py", "m", "method", 3, "integer"),
         ]
         assert db.execute("SELECT path, names FROM refs").fetchall() == [(b"b.py", "z")]
         assert db.execute("SELECT count(*) FROM specs").fetchone() == (0,)
@@ -417,7 +420,7 @@ def test_the_writer_buffers_rows_but_every_statement_sees_them(tmp_path: Path) -
     fresh.mkdir()
     writer = Writer(fresh, None)
     writer.put_file("a.py", entry("a.py"), 1)
-    writer.put_content("a.py", [("f", "function", 1)], "g", "")
+    writer.put_content("a.py", '[["f","function",1]]', "g", "")
     writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
     writer.commit(fresh / INDEX_NAME)
     with closing(open_reader(fresh / INDEX_NAME)) as db:

@@ -74,6 +74,12 @@ CREATE TABLE imports (source BLOB NOT NULL, target BLOB NOT NULL);
 _SYMBOLS_INDEX = "CREATE INDEX symbols_by_path ON symbols (path)"
 # A writer holds this many rows of a table before it writes them, in one statement.
 _BUFFERED_ROWS = 4096
+# A file's definitions arrive as one JSON array of [name, kind, line] arrays
+# (``extract.Content``): SQLite makes the rows, in order, one statement a file.
+_INSERT_SYMBOLS = (
+    "INSERT INTO symbols SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+    "json_extract(value, '$[2]') FROM json_each(?2)"
+)
 
 
 class IndexUnavailable(OperationFailed):
@@ -202,14 +208,15 @@ class Writer:
         # Rows not written yet, by table: ``_flush`` writes them before any other
         # statement, so every statement sees what was put before it.
         self._files: list[tuple[bytes, int, int, str | None, str, str | None, int, int, int]] = []
-        self._symbols: list[tuple[bytes, str, str, int]] = []
+        # (path, the file's definitions as a JSON array): see _INSERT_SYMBOLS.
+        self._symbols: list[tuple[bytes, str]] = []
         self._refs: list[tuple[bytes, str]] = []
         self._specs: list[tuple[bytes, str]] = []
 
     def _flush(self) -> None:
         for sql, rows in (
             ("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._files),
-            ("INSERT INTO symbols VALUES (?, ?, ?, ?)", self._symbols),
+            (_INSERT_SYMBOLS, self._symbols),
             ("INSERT INTO refs VALUES (?, ?)", self._refs),
             ("INSERT INTO specs VALUES (?, ?)", self._specs),
         ):
@@ -258,17 +265,13 @@ class Writer:
         self.clear_content(path)
         self.db.execute("DELETE FROM files WHERE path = ?", (_key(path),))
 
-    def put_content(
-        self,
-        path: str,
-        definitions: Iterable[tuple[str, str, int]],
-        references: str,
-        imports: str,
-    ) -> None:
-        """``references``: the names sorted and joined by spaces; ``imports``: the
-        specifiers joined by newlines (``extract.Content``)."""
+    def put_content(self, path: str, definitions: str, references: str, imports: str) -> None:
+        """``definitions``: a JSON array of [name, kind, line] arrays; ``references``: the
+        names sorted and joined by spaces; ``imports``: the specifiers joined by newlines
+        (``extract.Content``)."""
         key = _key(path)
-        self._symbols.extend([(key, name, kind, line) for name, kind, line in definitions])
+        if definitions != "[]":
+            self._symbols.append((key, definitions))
         self._refs.append((key, references))
         if imports:
             self._specs.append((key, imports))

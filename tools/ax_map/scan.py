@@ -24,7 +24,6 @@ from functools import cache, cached_property
 from itertools import accumulate, compress, product, repeat
 
 from .languages import (
-    IDENTIFIER,
     IDENTIFIER_BYTES,
     NAME_MAX_CHARS,
     PLAIN_IDENTIFIER_BYTES,
@@ -512,17 +511,14 @@ def identifiers(code: bytes, rules: Language) -> frozenset[str]:
     is longer than a name may be; only those few go through the pattern.
     """
     words = set(code.translate(_word_table(rules.names)).decode("ascii").split())
-    if words:
-        ordered = sorted(words)
-        # Digits sort together ('$' before them, letters and '_' after).
-        odd = ordered[bisect.bisect_left(ordered, "0") : bisect.bisect_left(ordered, ":")]
-        if max(map(len, words)) > NAME_MAX_CHARS:
-            odd += [word for word in ordered if len(word) > NAME_MAX_CHARS]
-        if odd:
-            words.difference_update(odd)
-            for word in odd:
-                found = rules.names.findall(word.encode("ascii"))
-                words.update(name.decode("ascii") for name in found)
+    # Below ':' are the words starting with a digit, and those starting with '$', which
+    # the pattern gives back whole: one pass, no sort.
+    odd = [word for word in words if word < ":" or len(word) > NAME_MAX_CHARS]
+    if odd:
+        words.difference_update(odd)
+        for word in odd:
+            found = rules.names.findall(word.encode("ascii"))
+            words.update(name.decode("ascii") for name in found)
     words -= rules.keyword_names
     words -= _SHORT_NAMES
     return frozenset(words)
@@ -554,7 +550,8 @@ def _definitions(
                 name, kind = name.rsplit("::", 1)[-1], "method"
             if name[0] == "~":
                 name = name.lstrip("~")
-            if not IDENTIFIER.fullmatch(name) or name in reserved:
+            # ``_ID`` made it of identifier bytes: only its length can fail IDENTIFIER.
+            if len(name) > NAME_MAX_CHARS or name in reserved:
                 continue
             found[start] = (name, kind)
             if indent_group is not None:
