@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ax_agent.approvals import ApprovalAnswer, ApprovalRequest, Choice
+from ax_agent.providers import Message, ProviderRequest, ProviderResponse
 from ax_agent.session import Session, StartOptions, start_session
 from ax_agent.tools.base import ModelTool, ToolContext, ToolResult
 from ax_log import read_events
@@ -120,23 +121,27 @@ BAD_FACT = ModelTool(
 )
 
 
-def map_verbs_missing() -> str | None:
-    """Why the process seam cannot reach ax-map's show and retrieve verbs, or None.
+class RecordingProvider:
+    """A provider that keeps a copy of every request it is sent, as it was when sent."""
 
-    They are ax-map's own (another part of issue 18); where the installed ax-map lacks
-    one, a test of the process seam's map skips with the reason.
-    """
-    import subprocess
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.requests: list[ProviderRequest] = []
 
-    from axtest import tool_path
-
-    for verb in ("show", "retrieve"):
-        done = subprocess.run(
-            [tool_path("map"), verb, "--help"], capture_output=True, check=False, timeout=60
+    def complete(self, request: ProviderRequest, **kwargs: Any) -> ProviderResponse:
+        self.requests.append(
+            ProviderRequest(
+                request.system,
+                [Message(m.role, list(m.content)) for m in request.messages],
+                list(request.tools),
+                request.model,
+                request.max_tokens,
+            )
         )
-        if done.returncode != 0:
-            return f"ax-map {verb} not installed"
-    return None
+        response: ProviderResponse = self.inner.complete(request, **kwargs)
+        return response
 
 
 def real_tools() -> list[ModelTool]:

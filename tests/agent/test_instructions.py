@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttest import call, events_of, first, of_type, open_session, write_script
+from agenttest import RecordingProvider, call, events_of, first, of_type, open_session, write_script
 
 from ax_agent.instructions import (
     PRECEDENCE,
@@ -20,7 +20,7 @@ from ax_agent.instructions import (
     load_instructions,
     neutralise,
 )
-from ax_agent.providers import Message, ProviderRequest, ProviderResponse
+from ax_agent.providers import Message
 from libcommon import jsonio
 from libcommon.delimiters import CONTEXT_NOT_AUTHORITY
 
@@ -451,21 +451,6 @@ def test_an_instruction_file_linked_inside_the_workspace_is_read(workspace: Path
 # --- lazy loading, through a scripted session ------------------------------------------------
 
 
-class Recording:
-    """A provider that keeps every request it is sent."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.requests: list[ProviderRequest] = []
-
-    def complete(self, request: ProviderRequest, **kwargs: Any) -> ProviderResponse:
-        self.requests.append(request)
-        response: ProviderResponse = self.inner.complete(request, **kwargs)
-        return response
-
-
 def _text_of(message: Message) -> str:
     return "\n".join(getattr(block, "text", "") for block in message.content)
 
@@ -488,7 +473,7 @@ def test_a_read_under_a_folder_loads_its_file_once_into_the_next_request(
         ],
     )
     session = open_session(monorepo, script)
-    recording = Recording(session.provider)
+    recording = RecordingProvider(session.provider)
     session.provider = recording
     system = session.system
     result = run_turn(session, "look at the web app")

@@ -11,14 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttest import call, events_of, first, of_type, open_session, types, write_script
+from agenttest import (
+    RecordingProvider,
+    call,
+    events_of,
+    first,
+    of_type,
+    open_session,
+    types,
+    write_script,
+)
 from axtest import tool_path
 
 from ax_agent import narrative as narrative_module
 from ax_agent.loop import run_turn
 from ax_agent.memory import INJECTION_MAX_BYTES
 from ax_agent.narrative import CODEBASE_OFFER, INSTRUCTION, finish
-from ax_agent.providers import Message, ProviderRequest, ProviderResponse, TextBlock
+from ax_agent.providers import Message, TextBlock
 from ax_log import read_events
 from ax_slate import (
     CodebaseDigests,
@@ -67,29 +76,6 @@ def memory_on_disk(layout: StateLayout) -> None:
         ),
     )
     propose_lesson(layout, "s-old", LessonInput(slug="tabs", text="Makefiles need tabs."))
-
-
-class Recording:
-    """A provider that keeps a copy of every request it is sent."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.requests: list[ProviderRequest] = []
-
-    def complete(self, request: ProviderRequest, **kwargs: Any) -> ProviderResponse:
-        self.requests.append(
-            ProviderRequest(
-                request.system,
-                [Message(m.role, list(m.content)) for m in request.messages],
-                list(request.tools),
-                request.model,
-                request.max_tokens,
-            )
-        )
-        response: ProviderResponse = self.inner.complete(request, **kwargs)
-        return response
 
 
 def texts(messages: list[Message]) -> str:
@@ -212,7 +198,7 @@ def test_memory_is_fixed_overhead_in_every_request_never_a_message(
     memory_on_disk(state_layout(workspace))
     script = write_script(tmp_path / "s.json", [{"toolCalls": [WRITE]}, {"text": "Done."}])
     session = open_session(workspace, script)
-    recording = Recording(session.provider)
+    recording = RecordingProvider(session.provider)
     session.provider = recording
     run_turn(session, "write it")
     session.end("done")
@@ -354,7 +340,7 @@ def test_the_narrative_call_reuses_the_turns_prompt_prefix(workspace: Path, tmp_
         ],
     )
     session = open_session(workspace, script)
-    recording = Recording(session.provider)
+    recording = RecordingProvider(session.provider)
     session.provider = recording
     run_turn(session, "write it")
     written = finish(session, "end_turn")
@@ -490,7 +476,7 @@ def test_a_resume_after_the_narrative_replays_none_of_it_and_replaces_the_entry(
         [{"toolCalls": [second]}, {"text": "More."}, {"text": account("Second life.")}],
     )
     resumed = open_session(workspace, again, resume=session.id)
-    recording = Recording(resumed.provider)
+    recording = RecordingProvider(resumed.provider)
     resumed.provider = recording
     # The conversation rebuilt from the log has the turn only: no instruction, no answer.
     assert [m.role for m in resumed.messages] == ["user", "assistant", "user", "assistant"]

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttest import call, events_of, first, map_verbs_missing, open_session, write_script
+from agenttest import RecordingProvider, call, events_of, first, open_session, write_script
 from pydantic import BaseModel
 
 import ax_map
 from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
 from ax_agent.memory import codebase_digests
-from ax_agent.providers import ProviderRequest, ProviderResponse
+from ax_agent.providers import ProviderRequest
 from ax_agent.repo_map import (
     MAP_INJECTION_MAX_BYTES,
     MAP_INTRO,
@@ -180,21 +180,6 @@ def test_a_bug_in_the_map_is_recorded_and_never_stops_a_session(workspace: Path)
     }
 
 
-class _Recording:
-    """A provider that keeps every request it is sent."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        self.requests: list[ProviderRequest] = []
-
-    def complete(self, request: ProviderRequest, **kwargs: Any) -> ProviderResponse:
-        self.requests.append(request)
-        response: ProviderResponse = self.inner.complete(request, **kwargs)
-        return response
-
-
 def _texts(request: ProviderRequest) -> str:
     return "\n".join(
         str(getattr(block, "text", "") or getattr(block, "content", ""))
@@ -210,7 +195,7 @@ def test_the_map_is_fixed_overhead_never_a_message(workspace: Path, tmp_path: Pa
         [{"toolCalls": [call("read_file", path="README.md")]}, {"text": "Done."}],
     )
     session = open_session(workspace, script)
-    recording = _Recording(session.provider)
+    recording = RecordingProvider(session.provider)
     session.provider = recording
     run_turn(session, "look")
     session.end("done")
@@ -298,10 +283,6 @@ def test_memory_digests_and_init_layout_come_from_the_map(workspace: Path, tmp_p
 
 @pytest.mark.parametrize("compose", ["inprocess", "process"])
 def test_both_seams_give_the_same_map_and_hits(workspace: Path, compose: str) -> None:
-    if compose == "process":
-        missing = map_verbs_missing()
-        if missing is not None:
-            pytest.skip(missing)
     _project(workspace)
     layout = state_layout(workspace)
     environ = {**os.environ, "AX_COMPOSE": compose}

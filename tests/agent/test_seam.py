@@ -13,7 +13,6 @@ from agenttest import (
     call,
     events_of,
     first,
-    map_verbs_missing,
     open_session,
     real_tools,
     write_script,
@@ -105,9 +104,6 @@ def _run(root: Path, compose: str, state_dir: Path) -> list[Any]:
 
 
 def test_the_same_session_gives_the_same_events_both_ways(tmp_path: Path, state_dir: Path) -> None:
-    missing = map_verbs_missing()
-    if missing is not None:
-        pytest.skip(missing)
     inprocess = _run(tmp_path / "a", "inprocess", state_dir)
     process = _run(tmp_path / "b", "process", state_dir)
     assert len(inprocess) == len(process)
