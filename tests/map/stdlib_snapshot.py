@@ -102,15 +102,3 @@ def build_snapshot(root: Path, paths: list[str] | None = None) -> Snapshot:
         imports.extend((path, target) for target in sorted(imported))
     coverage = Coverage(total=len(files), indexed=len(files), languages={"python": len(files)})
     return Snapshot(str(root), files, symbols, references, imports, coverage, git=False)
-
-
-def read_queries(path: Path) -> list[tuple[str, list[str]]]:
-    """The labelled queries: ``query -> path[|path...]`` per line, ``#`` comments."""
-    queries = []
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        query, _, expected = line.rpartition(" -> ")
-        queries.append((query.strip(), expected.strip().split("|")))
-    return queries
