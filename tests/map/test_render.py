@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -12,8 +13,8 @@ from map.snapshots import snapshot
 
 from ax_map.model import Coverage, Snapshot
 from ax_map.printable import printable
-from ax_map.rank import rank
-from ax_map.render import DEFAULT_MAP_CHARS, RETRIEVE_TOOL, render
+from ax_map.rank import Ranked, rank, ranking
+from ax_map.render import DEFAULT_MAP_CHARS, KEY_FILES_MAX, RETRIEVE_TOOL, render
 
 TITLES = (
     "## Uncommitted changes",
@@ -210,3 +211,30 @@ def test_folders_nested_deeper_than_the_recursion_limit() -> None:
     assert "\n- d/ 1" in rendered.text
     assert re.search(r"\n +- d/ 1 \(\+1?,?\d+ folders below\)\n", rendered.text)
     assert "- top.py" in rendered.text
+
+
+@settings(max_examples=60, deadline=None)
+@given(path_lists, st.integers(0, 20_000), st.sampled_from([None, "name", "Class3 src"]))
+def test_a_ranking_drawn_as_it_fits_renders_what_the_whole_list_renders(
+    paths: list[str], chars: int, query: str | None
+) -> None:
+    snap = tree_snapshot(paths)
+    whole = render(snap, rank(snap, query=query, limit=KEY_FILES_MAX), chars=chars)
+    assert render(snap, ranking(snap, query=query), chars=chars) == whole
+
+
+def test_the_map_draws_only_the_key_files_its_budget_can_hold() -> None:
+    snap = tree_snapshot([f"src/module_{i:04}.py" for i in range(3_000)])
+    drawn = 0
+
+    def counted() -> Iterator[Ranked]:
+        nonlocal drawn
+        for entry in ranking(snap):
+            drawn += 1
+            yield entry
+
+    shown = render(snap, counted(), chars=4_000).files_shown
+    assert 0 < shown < drawn
+    # Each line holds a path and symbols: far fewer than 4,000 characters' worth of
+    # ranked files are ever made, let alone all 3,000.
+    assert drawn < 200

@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from heapq import merge
+from itertools import islice
 
 from .model import Snapshot, Symbol
 from .printable import printable
@@ -147,7 +148,21 @@ def rank(
     touched: Sequence[str] = (),
     limit: int | None = None,
 ) -> list[Ranked]:
-    """The files of ``snapshot``, most relevant first (at most ``limit`` of them).
+    """The files of ``snapshot``, most relevant first (at most ``limit`` of them)."""
+    return list(islice(ranking(snapshot, query=query, focus=focus, touched=touched), limit))
+
+
+def ranking(
+    snapshot: Snapshot,
+    *,
+    query: str | None = None,
+    focus: Sequence[str] = (),
+    touched: Sequence[str] = (),
+) -> Iterator[Ranked]:
+    """``rank``'s order, made one file at a time as it is drawn.
+
+    A file's signals and symbols cost more than its place in the order, and a map
+    shows only the files its budget holds: the renderer draws as many as fit.
 
     Why a blend and not a personalised PageRank: one PageRank sweep is a pass over
     every edge (tests/bench/map_rank.py prints its cost: tens of milliseconds at
@@ -167,7 +182,7 @@ def rank(
     chosen = sorted(boost, key=key)
     # Every other file keeps its structural place, so the two ordered runs merge.
     rest = (node for node in st.order if node not in boost)
-    return _take(st, merge(chosen, rest, key=key), personal, limit)
+    return (_ranked(st, node, personal) for node in merge(chosen, rest, key=key))
 
 
 def matches(

@@ -18,8 +18,9 @@ contract and go through it too.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from .model import Coverage, Snapshot
 from .printable import printable
@@ -289,16 +290,38 @@ def _fitting(lines: Sequence[str], room: int) -> int:
     return low
 
 
+def _drawn(ranked: Iterable[Ranked], budget: int) -> list[str]:
+    """Key-file lines, drawn until their section alone would pass ``budget``.
+
+    Every section that could fit the room left for key files (which is less than the
+    budget) is a prefix of these, so ``_fitting`` finds the same count as it would over
+    every ranked file.
+    """
+    lines: list[str] = []
+    size = len(_KEY_TITLE) + 2
+    for entry in islice(ranked, KEY_FILES_MAX):
+        line = _key_file(entry)
+        lines.append(line)
+        size += len(line) + 1
+        if size > budget:
+            break
+    return lines
+
+
 def render(
-    snapshot: Snapshot, ranked: Sequence[Ranked], *, chars: int = DEFAULT_MAP_CHARS
+    snapshot: Snapshot, ranked: Iterable[Ranked], *, chars: int = DEFAULT_MAP_CHARS
 ) -> Rendered:
-    """The map of ``snapshot`` with ``ranked`` as its key files, at most ``chars`` characters."""
+    """The map of ``snapshot`` with ``ranked`` as its key files, at most ``chars`` characters.
+
+    ``ranked`` is drawn only as far as the key files could fill the whole budget
+    (``rank.ranking`` makes each file as it is drawn), never past ``KEY_FILES_MAX``.
+    """
     budget = max(chars, 0)
     headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact)
     footers = _footers()
     uncommitted = _Forms.of(_uncommitted(snapshot))
     trees = _trees(snapshot)
-    lines = [_key_file(entry) for entry in ranked[:KEY_FILES_MAX]]
+    lines = _drawn(ranked, budget)
 
     header, footer = headers[0], footers[0]
     fixed = len(header) + len(footer)

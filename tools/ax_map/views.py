@@ -18,8 +18,8 @@ from libcommon.errors import UsageError
 
 from .model import Coverage, Snapshot
 from .query import QUERY_MAX_CHARS
-from .rank import rank
-from .render import DEFAULT_MAP_CHARS, KEY_FILES_MAX, render
+from .rank import ranking
+from .render import DEFAULT_MAP_CHARS, render
 
 # The largest map anyone may ask for: ten times the default is already more than a
 # model reads with care, and the budget is what makes the map a map.
@@ -75,7 +75,7 @@ def map_view(
 ) -> MapView:
     """``snapshot`` ranked for the request and rendered within ``chars`` characters."""
     check_map_request(chars, query, focus)
-    ranked = rank(snapshot, query=query or None, focus=focus, touched=touched, limit=KEY_FILES_MAX)
+    ranked = ranking(snapshot, query=query or None, focus=focus, touched=touched)
     rendered = render(snapshot, ranked, chars=chars)
     return MapView(
         text=rendered.text,
