@@ -1,7 +1,11 @@
 # Everyday tasks. `just --list` shows them.
 
-# the test suite against the built wheel (CI runs `tox`: this plus lint)
+# the test suite against the built wheel, but for the tests marked slow
 test *args:
+    tox -e test -- -m "not slow" {{args}}
+
+# every test, the slow ones included (CI runs `tox`: this plus lint)
+test-all *args:
     tox -e test -- {{args}}
 
 lint:

@@ -103,6 +103,7 @@ def _run(root: Path, compose: str, state_dir: Path) -> list[Any]:
     return [_normalise(item, workspace, state_dir) for item in (*events, given, now)]
 
 
+@pytest.mark.slow
 def test_the_same_session_gives_the_same_events_both_ways(tmp_path: Path, state_dir: Path) -> None:
     inprocess = _run(tmp_path / "a", "inprocess", state_dir)
     process = _run(tmp_path / "b", "process", state_dir)

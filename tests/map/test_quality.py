@@ -65,6 +65,7 @@ def recall(
     return found / len(queries), misses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("labels", ["stdlib_queries.txt", "stdlib_queries_heldout.txt"])
 def test_recall_at_5_on_the_labelled_stdlib_queries(
     stdlib: tuple[Snapshot, Path], labels: str

@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent.context.scripted import EMIT, call_id, emitted, recall_output, session_turns
 from agenttest import events_of, open_session, real_tools, write_script
 
@@ -26,6 +27,7 @@ TURNS = 4
 RECALL_EVERY = 4
 
 
+@pytest.mark.slow
 def test_two_thousand_steps_stay_bounded_recallable_and_resumable(
     workspace: Path, tmp_path: Path
 ) -> None:
