@@ -57,15 +57,17 @@ def codebase_digests(layout: StateLayout) -> CodebaseDigests | None:
     session's start refreshes the index before memory is loaded), and this is
     the one place they plug in: both the staleness label a new session is given
     and the stamp of a codebase summary written at a session's end read them
-    here. None only when there is no index to read (never built, or unreadable):
+    here, from the snapshot the start's map already loaded (``current_snapshot``
+    reads the index again only when it was replaced). None only when there is no
+    index to read (never built, or unreadable):
     staleness is then ``unknown`` and no summary is asked for or written (a
     summary without digests could never be called stale).
     """
-    from ax_map import IndexUnavailable, load_snapshot, workspace_digests
+    from ax_map import IndexUnavailable, current_snapshot, workspace_digests
     from ax_slate import CodebaseDigests
 
     try:
-        snapshot = load_snapshot(layout)
+        snapshot = current_snapshot(layout)
     except IndexUnavailable:
         return None
     file_set, content = workspace_digests(snapshot)

@@ -119,8 +119,8 @@ def _path(key: bytes) -> str:
     return os.fsdecode(key)
 
 
-def open_reader(path: Path) -> sqlite3.Connection:
-    """The index opened read-only and immutable, its schema version checked."""
+def _index_file(path: Path) -> os.stat_result:
+    """The index file's status, never following a link: IndexUnavailable unless a file."""
     try:
         info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -129,6 +129,12 @@ def open_reader(path: Path) -> sqlite3.Connection:
         raise IndexUnavailable(path, "corrupt", f"unreadable ({exc.strerror or exc})") from None
     if not stat.S_ISREG(info.st_mode):
         raise IndexUnavailable(path, "corrupt", "not a regular file")
+    return info
+
+
+def open_reader(path: Path) -> sqlite3.Connection:
+    """The index opened read-only and immutable, its schema version checked."""
+    _index_file(path)
     uri = f"{path.as_uri()}?mode=ro&immutable=1"
     try:
         connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -353,10 +359,7 @@ def current_snapshot(layout: StateLayout) -> Snapshot:
     """
     global _last_loaded
     path = index_path(layout.map_dir)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise IndexUnavailable(path, "missing", "missing") from None
+    info = _index_file(path)
     identity = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
     if _last_loaded is not None and _last_loaded[0] == identity:
         return _last_loaded[1]

@@ -56,10 +56,10 @@ def map_summary(session: Session) -> list[str]:
     without a query. Empty when there is no index to read (the start could not
     build one), and the starter then has no Layout section.
     """
-    from ax_map import IndexUnavailable, load_snapshot, quote_path, rank_files
+    from ax_map import IndexUnavailable, current_snapshot, quote_path, rank_files
 
     try:
-        snapshot = load_snapshot(session.layout)
+        snapshot = current_snapshot(session.layout)
     except IndexUnavailable:
         return []
     folders: dict[str, int] = {}
