@@ -31,10 +31,9 @@ from libcommon.errors import AxError
 from .seam_models import MapBuildRequest, MapShowRequest
 
 if TYPE_CHECKING:
-    from ax_map import BuildSummary
+    from ax_map import BuildSummary, MapShown
 
     from .seam import Seam
-    from .seam_models import MapShown
 
 # The wall time a session's start gives the index: enough to refresh a warm index of
 # a large repository (a stat-diff) or index a small one whole; a cold build of a large

@@ -30,7 +30,7 @@ same session can be run both ways and compared.
 | ``slate.lesson_propose`` | ``ax_slate.LessonInput`` | ``ax_slate.LessonResult`` |
 | ``map.build`` | ``MapBuildRequest`` | ``ax_map.BuildSummary`` |
 | ``map.show`` | ``MapShowRequest`` | ``MapShown`` |
-| ``map.retrieve`` | ``MapRetrieveRequest`` | ``MapHits`` |
+| ``map.retrieve`` | ``MapRetrieveRequest`` | ``Retrieved`` |
 
 (request and answer models without a package are in ``ax_agent.seam_models``.)
 

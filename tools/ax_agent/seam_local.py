@@ -24,9 +24,7 @@ from .seam_models import (
     CheckRunRequest,
     FrameRequest,
     MapBuildRequest,
-    MapHits,
     MapRetrieveRequest,
-    MapShown,
     MapShowRequest,
     MemoryRequest,
     NoteKeyRequest,
@@ -275,18 +273,17 @@ class LocalSeam:
         return BuildSummary.of(result)
 
     def _map_show(self, request: MapShowRequest, abort: threading.Event | None) -> Any:
-        from ax_map import MapShown as Shown
-        from ax_map import current_snapshot, map_view
+        from ax_map import MapShown, current_snapshot, map_view
 
         # ax-map's own contract, as `ax-map show --json` prints it, so both seams give
         # the same answer (paths quoted alike).
         snapshot = current_snapshot(self.layout)
         view = map_view(snapshot, chars=request.chars)
-        return MapShown.model_validate(Shown.of(view, snapshot, None, [], []).to_json())
+        return MapShown.of(view, snapshot, None, [], [])
 
     def _map_retrieve(self, request: MapRetrieveRequest, abort: threading.Event | None) -> Any:
         from ax_map import Retrieved, current_snapshot, retrieve_hits
 
         snapshot = current_snapshot(self.layout)
         hits = retrieve_hits(snapshot, self.layout.workspace, request.query, limit=request.limit)
-        return MapHits.model_validate(Retrieved.of(request.query, hits, snapshot).to_json())
+        return Retrieved.of(request.query, hits, snapshot)

@@ -2,15 +2,16 @@
 
 Where a tool has its own pydantic request (``ax_exec.ExecSpec``,
 ``ax_policy.DecisionRequest``, ``ax_slate.RecordRequest``) the seam uses it
-as is; these cover the verbs whose core functions take plain arguments, and the
-answers of ax-map's verbs as ax-agent reads them (``MapAnswer``).
+as is; these cover the verbs whose core functions take plain arguments. Answers
+are the tools' own contracts too (ax-map's ``MapShown`` and ``Retrieved``, as
+``ax-map show --json`` and ``ax-map retrieve --json`` print them).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from ax_slate import CodebaseDigests
 from libcommon.contracts import Contract
@@ -135,58 +136,3 @@ class MapRetrieveRequest(Contract):
 
     query: str
     limit: int
-
-
-class MapAnswer(Contract):
-    """An answer of ``ax-map``: the fields ax-agent reads of it.
-
-    ax-map's JSON grows additively (as events do), so fields ax-agent does not read
-    are ignored here rather than refused: a newer ax-map never breaks an older agent.
-    """
-
-    model_config = ConfigDict(**{**Contract.model_config, "extra": "ignore"})
-
-
-class MapCoverage(MapAnswer):
-    """How much of the workspace the index covers; ``exact`` false: ``total`` is a lower bound."""
-
-    total: int
-    indexed: int
-    listed: dict[str, int]
-    pending: int
-    capped: int
-    exact: bool
-    languages: dict[str, int]
-
-
-class MapShown(MapAnswer):
-    """map.show's answer (``ax-map show --json``): the map, its sha256 and its coverage."""
-
-    text: str
-    sha256: str
-    chars: int
-    files_shown: int
-    coverage: MapCoverage
-    state: Literal["complete", "partial"]
-    git: bool
-
-
-class MapHitSymbol(MapAnswer):
-    name: str
-    kind: str
-    line: int
-
-
-class MapHit(MapAnswer):
-    path: str
-    score: float
-    signals: list[str]
-    symbols: list[MapHitSymbol]
-    excerpt: list[str]
-
-
-class MapHits(MapAnswer):
-    """map.retrieve's answer (``ax-map retrieve --json``): the ranked hits, best first."""
-
-    query: str
-    hits: list[MapHit]

@@ -44,9 +44,7 @@ from .seam_models import (
     CheckRunRequest,
     FrameRequest,
     MapBuildRequest,
-    MapHits,
     MapRetrieveRequest,
-    MapShown,
     MapShowRequest,
     MemoryRequest,
     NoteKeyRequest,
@@ -412,14 +410,18 @@ class ProcessSeam:
 
     def _map_show(self, request: MapShowRequest, abort: threading.Event | None) -> Any:
         args = ["show", *self._workspace_args(), "--chars", str(request.chars), "--json"]
+        from ax_map import MapShown
+
         child = self._run("map", args, abort=abort)
         return MapShown.model_validate_json(child.stdout)
 
     def _map_retrieve(self, request: MapRetrieveRequest, abort: threading.Event | None) -> Any:
         # "--" ends the options: a query that starts with a dash is still the query.
         args = ["retrieve", *self._workspace_args(), "--limit", str(request.limit), "--json"]
+        from ax_map import Retrieved
+
         child = self._run("map", [*args, "--", request.query], abort=abort)
-        return MapHits.model_validate_json(child.stdout)
+        return Retrieved.model_validate_json(child.stdout)
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:

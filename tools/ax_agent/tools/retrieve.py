@@ -11,14 +11,19 @@ as the way to search instead; a query ax-map refuses is an error result.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from ax_policy import ToolFacts
 from libcommon.errors import AxError, UsageError
 
-from ..seam_models import MapHit, MapHits, MapRetrieveRequest
+from ..seam_models import MapRetrieveRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, count, guarded
+
+if TYPE_CHECKING:
+    from ax_map.models import HitOut, Retrieved
 
 RETRIEVE_DEFAULT_LIMIT = 10
 # ax-map answers at most this many hits (its RETRIEVE_LIMIT_MAX); more would read as
@@ -46,7 +51,7 @@ class RetrieveInput(ToolInput):
 @guarded
 def run(request: RetrieveInput, ctx: ToolContext) -> ToolResult:
     try:
-        found: MapHits = ctx.seam.call(
+        found: Retrieved = ctx.seam.call(
             "map.retrieve",
             MapRetrieveRequest(query=request.query, limit=request.limit),
             abort=ctx.abort,
@@ -74,7 +79,7 @@ def run(request: RetrieveInput, ctx: ToolContext) -> ToolResult:
     )
 
 
-def _hit(number: int, hit: MapHit) -> str:
+def _hit(number: int, hit: HitOut) -> str:
     lines = [f"{number}. {hit.path} (score {hit.score:.3f})"]
     if hit.signals:
         lines.append(f"   signals: {'; '.join(hit.signals)}")
