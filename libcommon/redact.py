@@ -92,9 +92,17 @@ def _holds(text: str, needles: tuple[str, ...]) -> bool:
 
 def redact(text: str) -> str:
     """Replace every secret-shaped substring of ``text`` with a marker."""
-    for kind, pattern, needles in _PATTERNS:
-        if _holds(text, needles):
-            text = pattern.sub(f"[REDACTED:{kind}]", text)
+    # A marker can open a word boundary another pattern needs ("AIza…Ssk-…": once the
+    # Google key is a marker, the OpenAI key after it starts a word), so the patterns
+    # run again after any replacement. Each replacement removes a needle and a marker
+    # holds none, so this ends; a text with no secret takes one round.
+    replaced = True
+    while replaced:
+        replaced = False
+        for kind, pattern, needles in _PATTERNS:
+            if _holds(text, needles):
+                text, count = pattern.subn(f"[REDACTED:{kind}]", text)
+                replaced = replaced or count > 0
     # The passes below only replace text with bracketed markers, which join no new
     # needle: the words of the text as it is now serve all of them.
     words = _words(text)

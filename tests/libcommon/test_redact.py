@@ -441,3 +441,9 @@ def test_a_token_longer_than_the_window_leaves_no_part_of_it() -> None:
     token = "sk-" + "ant-" + "A" * (3 * STREAM_HOLD_CHARS)
     out = streamed(f"start\n{token} rest of line\nnext line\n", list(range(0, 10**6, 65536)))
     assert out == "start\n[REDACTED:anthropic-key]\nnext line\n"
+
+
+def test_a_key_glued_after_another_is_redacted_too() -> None:
+    # The OpenAI key starts no word until the Google key before it is a marker.
+    text = "AIzaant-Q7xK2mP9vR4tL8nB3cD6fG1hJ5wZ0ySsk-Q7xK2mP9vR4tL8nB3cD6fG1hJ5wZ0yS"
+    assert redact(text) == "[REDACTED:google-api-key][REDACTED:openai-key]"
