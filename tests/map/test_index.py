@@ -8,6 +8,7 @@ import subprocess
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from map.maptest import (
@@ -21,8 +22,8 @@ from map.maptest import (
     write,
 )
 
-from ax_map import build as build_module
 from ax_map import extract, treesit
+from ax_map import inventory as inventory_module
 from ax_map.build import build_index
 from ax_map.index import (
     INDEX_NAME,
@@ -32,6 +33,7 @@ from ax_map.index import (
     load_snapshot,
     open_reader,
 )
+from ax_map.model import FileEntry
 from libcommon import jsonio
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, state_layout
@@ -176,22 +178,57 @@ def test_tree_sitter_fills_in_across_builds(
     assert (second.first_tier_only, second.parsed, second.extracted) == (0, 5, 0)
 
 
+def test_a_cold_build_reads_files_before_the_last_one_is_classified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two batches' worth of files: the first batch is extracted while the rest still
+    # wait for their lstat, instead of after the whole inventory.
+    ws = make_repo(tmp_path / "ws")
+    count = extract.BATCH_MAX_FILES + 10
+    write(ws, {f"m{i:03}.py": f"def f{i}():\n    return {i}\n" for i in range(count)})
+    commit_all(ws)
+    events: list[str] = []
+    classify = inventory_module._Classifier.__call__
+    extract_batch = extract.extract_batch
+
+    def classify_noting(self: inventory_module._Classifier, item: Any) -> FileEntry:
+        events.append("classified")
+        return classify(self, item)
+
+    def extract_noting(*args: Any, **kwargs: Any) -> Any:
+        events.append("extracted")
+        return extract_batch(*args, **kwargs)
+
+    monkeypatch.setattr(inventory_module._Classifier, "__call__", classify_noting)
+    monkeypatch.setattr(extract, "extract_batch", extract_noting)
+    layout = StateLayout(root=tmp_path / "state", workspace=ws)
+    result = build_index(layout, workers=1)
+    assert result.coverage.indexed == count and result.extracted == count
+    assert events.count("classified") == count
+    assert events.index("extracted") < len(events) - 1 - events[::-1].index("classified")
+    symbols = {s.name for s in load_snapshot(layout).symbols}
+    assert symbols == {f"f{i}" for i in range(count)}
+
+
 def test_a_file_deleted_between_listing_and_reading_is_a_counted_skip(
     layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    listing = build_module.take_inventory
+    classify = inventory_module._Classifier.__call__
 
-    def list_then_delete(*args: object, **kwargs: object) -> object:
-        found = listing(*args, **kwargs)  # type: ignore[arg-type]
-        (repo / "app" / "util.py").unlink()
-        return found
+    def classify_then_delete(self: inventory_module._Classifier, item: Any) -> FileEntry:
+        # Its lstat found it; the read finds it gone (a cold build reads some files
+        # before the last ones are classified: the deletion follows this file's lstat).
+        entry = classify(self, item)
+        if entry.path == "app/util.py":
+            (repo / "app" / "util.py").unlink()
+        return entry
 
-    monkeypatch.setattr(build_module, "take_inventory", list_then_delete)
+    monkeypatch.setattr(inventory_module._Classifier, "__call__", classify_then_delete)
     result = build_index(layout)
     assert result.coverage.listed.get("vanished") == 1
     entry = {f.path: f for f in load_snapshot(layout).files}["app/util.py"]
     assert (entry.status, entry.skip) == ("listed", "vanished")
-    monkeypatch.setattr(build_module, "take_inventory", listing)
+    monkeypatch.setattr(inventory_module._Classifier, "__call__", classify)
     after = build_index(layout)
     assert after.coverage.listed.get("deleted") == 1
 

@@ -20,7 +20,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,7 @@ from .inventory import (
     SKIP_NO_GRAMMAR,
     Inventory,
     InventoryError,
+    list_files,
     take_inventory,
 )
 from .model import Coverage, FileEntry, FileStatus
@@ -191,7 +192,15 @@ class _Build:
         previous, rebuilt = self._previous()
         horizon_ns = time.time_ns()
         phase = time.monotonic()
-        inventory = take_inventory(self.workspace, self.environ, self.deadline)
+        stream: Iterator[FileEntry] | None = None
+        if previous is None:
+            # Nothing to diff against: the first files are extracted while the rest are
+            # still being classified (their lstat), instead of after.
+            listing = list_files(self.workspace, self.environ, self.deadline)
+            inventory = listing.inventory([])
+            stream = listing.entries()
+        else:
+            inventory = take_inventory(self.workspace, self.environ, self.deadline)
         self.timings["inventory"] = time.monotonic() - phase
         self.notes += inventory.notes
         plan = _plan(inventory, previous)
@@ -205,7 +214,9 @@ class _Build:
 
         stamps = {"horizon_ns": str(horizon_ns), "written_at": clock.timestamp()}
         try:
-            entries, tiers = self._write_index(inventory, plan, previous, workers, meta | stamps)
+            entries, tiers = self._write_index(
+                inventory, plan, previous, workers, meta | stamps, stream
+            )
         except sqlite3.DatabaseError as exc:
             if previous is None:
                 raise _write_failed(self.index, exc) from None
@@ -220,6 +231,8 @@ class _Build:
                 raise _write_failed(self.index, again) from None
         except sqlite3.Error as exc:
             raise _write_failed(self.index, exc) from None
+        if stream is not None:
+            inventory.files = list(plan.entries.values())
         result = self._result(inventory, entries, tiers, plan, True, rebuilt)
         self.timings["total"] = time.monotonic() - started
         result.timings_ms = _ms(self.timings)
@@ -232,12 +245,13 @@ class _Build:
         previous: _Previous | None,
         workers: int | None,
         meta: Mapping[str, str],
+        stream: Iterator[FileEntry] | None = None,
     ) -> tuple[dict[str, FileEntry], dict[str, int]]:
         """Write a new index from a copy of the last one (or from nothing) and put it in
         place; on any failure the copy is removed and the last index stays as it was."""
         writer = store.Writer(self.layout.map_dir, self.index if previous is not None else None)
         try:
-            entries, tiers = self._write(writer, inventory, plan, previous, workers)
+            entries, tiers = self._write(writer, plan, previous, workers, stream)
             phase = time.monotonic()
             writer.set_meta(meta)
             writer.commit(self.index)
@@ -263,11 +277,13 @@ class _Build:
     def _write(
         self,
         writer: store.Writer,
-        inventory: Inventory,
         plan: _Plan,
         previous: _Previous | None,
         workers: int | None,
+        stream: Iterator[FileEntry] | None,
     ) -> tuple[dict[str, FileEntry], dict[str, int]]:
+        """``stream``, on a build from nothing, is the inventory's files still to be
+        classified (``plan`` is then empty): they enter the plan as they come."""
         from .extract import Job, RunReport
 
         entries = dict(plan.entries)
@@ -291,17 +307,26 @@ class _Build:
         for path in plan.flags:
             entry = entries[path]
             writer.set_flags(path, entry.tracked, entry.changed)
-        content_changed = bool(plan.removed) or bool(plan.added)
+        content_changed = False
 
         # First tier: every file that needs reading.
         phase = time.monotonic()
-        jobs = [Job(path, entries[path].language or "", entries[path].size) for path in plan.scan]
+        jobs: list[Job] | _Streamed
+        if stream is None:
+            jobs = [Job(p, entries[p].language or "", entries[p].size) for p in plan.scan]
+        else:
+            jobs = _Streamed(stream, plan, entries, tiers, to_scan, writer)
         report = RunReport()
         with closing(self._run(1, jobs, report, workers)) as outcomes:
             for outcome in outcomes:
                 self._store(writer, outcome, entries, tiers, had_content)
                 to_scan.discard(outcome.path)
                 content_changed = True
+        if stream is not None:
+            # The budget ran out before every file was classified: the rest are pending.
+            for _ in jobs:
+                pass
+        content_changed = content_changed or bool(plan.removed) or bool(plan.added)
         for path in sorted(to_scan):
             if path in had_content:
                 writer.clear_content(path)
@@ -334,20 +359,30 @@ class _Build:
         return entries, tiers
 
     def _run(
-        self, tier: int, jobs: list[Job], report: RunReport, workers: int | None
+        self, tier: int, jobs: list[Job] | _Streamed, report: RunReport, workers: int | None
     ) -> Generator[Outcome, None, None]:
-        total = len(jobs)
+        # A stream's total is known once it has been drawn to the end: progress is
+        # said from then on (never a done == total that is not the end).
+        ordered = not isinstance(jobs, list)
+        total = jobs.total if isinstance(jobs, _Streamed) else len(jobs)
         done = 0
+        said = (-1, -1)
         name = "scan" if tier == 1 else "parse"
+
+        def say() -> None:
+            nonlocal said
+            known = jobs.total if isinstance(jobs, _Streamed) else total
+            if self.progress is not None and known is not None and (done, known) != said:
+                said = (done, known)
+                self.progress(name, done, known)
 
         def advance(count: int) -> None:
             nonlocal done
             done += count
-            if self.progress is not None:
-                self.progress(name, done, total)
+            say()
 
-        if self.progress is not None and total:
-            self.progress(name, 0, total)
+        if total:
+            say()
         from .extract import run_jobs
 
         yield from run_jobs(
@@ -358,7 +393,9 @@ class _Build:
             report,
             advance,
             workers,
+            ordered,
         )
+        say()
 
     def _store(
         self,
@@ -569,6 +606,58 @@ def _plan(inventory: Inventory, previous: _Previous | None) -> _Plan:
         plan.rewrite.append(path)
     plan.removed = sorted(set(old) - set(plan.entries))
     return plan
+
+
+class _Streamed:
+    """The jobs of a build from nothing, made as the inventory's files are classified
+    (in path order): each file enters ``plan`` as ``_plan`` would have put it, a listed
+    one gets its row at once, a readable one becomes a job. ``total`` is the number of
+    jobs once the last file is classified, None before."""
+
+    def __init__(
+        self,
+        stream: Iterator[FileEntry],
+        plan: _Plan,
+        entries: dict[str, FileEntry],
+        tiers: dict[str, int],
+        to_scan: set[str],
+        writer: store.Writer,
+    ) -> None:
+        self.jobs = self._jobs(stream, plan, entries, tiers, to_scan, writer)
+        self.total: int | None = None
+
+    def __iter__(self) -> Iterator[Job]:
+        return self.jobs
+
+    def __next__(self) -> Job:
+        return next(self.jobs)
+
+    def _jobs(
+        self,
+        stream: Iterator[FileEntry],
+        plan: _Plan,
+        entries: dict[str, FileEntry],
+        tiers: dict[str, int],
+        to_scan: set[str],
+        writer: store.Writer,
+    ) -> Iterator[Job]:
+        from .extract import Job
+
+        count = 0
+        for entry in stream:
+            path = entry.path
+            plan.added.append(path)
+            plan.entries[path] = entries[path] = entry
+            plan.tiers[path] = tiers[path] = 0
+            plan.rewrite.append(path)
+            if entry.status == "listed":
+                writer.put_file(path, entry, 0)
+                continue
+            plan.scan.append(path)
+            to_scan.add(path)
+            count += 1
+            yield Job(path, entry.language or "", entry.size)
+        self.total = count
 
 
 def _failures_note(paths: list[str]) -> str:

@@ -26,7 +26,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,20 +284,58 @@ def _extract(tier: Tier, language: str, data: bytes) -> Extraction | str:
         return str(exc)
 
 
-def batches(jobs: Sequence[Job], batch_bytes: int = BATCH_BYTES) -> list[list[Job]]:
-    """``jobs`` (sorted by path) cut into runs of about ``batch_bytes``."""
-    out: list[list[Job]] = []
+def batches(jobs: Iterable[Job], batch_bytes: int = BATCH_BYTES) -> Iterator[list[Job]]:
+    """``jobs`` (sorted by path) cut into runs of about ``batch_bytes``, as they come."""
     current: list[Job] = []
     weight = 0
     for job in jobs:
         current.append(job)
         weight += job.size
         if weight >= batch_bytes or len(current) >= BATCH_MAX_FILES:
-            out.append(current)
+            yield current
             current, weight = [], 0
     if current:
-        out.append(current)
-    return out
+        yield current
+
+
+class _Queue:
+    """The batches still to do: those handed back (a dead worker's) first, then the
+    next ones from ``batches``, which a cold build makes while workers already run."""
+
+    def __init__(self, work: Iterator[list[Job]]) -> None:
+        self.work = work
+        self.back: list[list[Job]] = []
+        self.ahead: deque[list[Job]] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.back or self.ahead) or self._pull()
+
+    def _pull(self) -> bool:
+        batch = next(self.work, None)
+        if batch is None:
+            return False
+        self.ahead.append(batch)
+        return True
+
+    def at_least(self, files: int, count: int) -> bool:
+        """Are there ``files`` jobs in ``count`` batches or more (pulled to find out)?"""
+        while len(self.ahead) < count or sum(map(len, self.ahead)) < files:
+            if not self._pull():
+                return False
+        return True
+
+    def pop(self) -> list[Job]:
+        if self.back:
+            return self.back.pop()
+        if self.ahead or self._pull():
+            return self.ahead.popleft()
+        raise IndexError("no batch left")
+
+    def append(self, batch: list[Job]) -> None:
+        self.back.append(batch)
+
+    def extend(self, handed_back: Iterable[list[Job]]) -> None:
+        self.back.extend(handed_back)
 
 
 def worker_count() -> int:
@@ -318,21 +357,27 @@ class RunReport:
 def run_jobs(
     workspace: Path,
     tier: Tier,
-    jobs: Sequence[Job],
+    jobs: Iterable[Job],
     deadline: float,
     report: RunReport,
     progress: Callable[[int], None] | None = None,
     workers: int | None = None,
+    ordered: bool = False,
 ) -> Iterator[Outcome]:
-    """Outcomes of ``jobs`` as they complete, until all are done or the deadline passes."""
-    work = batches(sorted(jobs, key=lambda job: job.path))
+    """Outcomes of ``jobs`` as they complete, until all are done or the deadline passes.
+
+    ``jobs`` are sorted by path here, or, when ``ordered``, come sorted already and are
+    drawn only as batches are needed (a cold build classifies files while the first
+    batches are extracted)."""
+    queue = _Queue(batches(jobs if ordered else sorted(jobs, key=lambda job: job.path)))
     count = worker_count() if workers is None else workers
     # tree-sitter is native code that can crash or run away on a file: it only ever runs
     # in a worker, so neither can take the build (or the agent embedding it) down.
-    if tier == 2 or (count > 1 and len(jobs) >= POOL_MIN_FILES and len(work) > 1):
-        yield from _pooled(str(workspace), tier, work, deadline, report, progress, count)
+    if tier == 2 or (count > 1 and queue.at_least(POOL_MIN_FILES, 2)):
+        yield from _pooled(str(workspace), tier, queue, deadline, report, progress, count)
         return
-    for batch in work:
+    while queue:
+        batch = queue.pop()
         if time.monotonic() >= deadline:
             report.stopped = "the wall budget ran out"
             return
@@ -389,16 +434,15 @@ def _context() -> ForkContext | ForkServerContext:
 def _pooled(
     workspace: str,
     tier: Tier,
-    work: list[list[Job]],
+    queue: _Queue,
     deadline: float,
     report: RunReport,
     progress: Callable[[int], None] | None,
     count: int,
 ) -> Iterator[Outcome]:
     pool = _Pool(_context(), workspace, tier, deadline)
-    queue = list(reversed(work))
     try:
-        started = [pool.start(queue.pop()) for _ in range(min(count, len(queue)))]
+        started = [pool.start(queue.pop()) for _ in range(count) if queue]
         for worker in started:
             pool.prefetch(worker, queue)
         while pool.busy:
@@ -466,7 +510,7 @@ class _Pool:
         self.send(mine, batch)
         return mine
 
-    def prefetch(self, worker: Connection, queue: list[list[Job]]) -> None:
+    def prefetch(self, worker: Connection, queue: _Queue) -> None:
         """A second batch for ``worker`` to hold in its pipe: it goes on to it the moment
         it hands back the first, not when this process (loaded, or storing what came
         back) gets to it."""
@@ -501,7 +545,7 @@ class _Pool:
                 worker.send(None)
             self._retire(worker)
 
-    def bury(self, worker: Connection, queue: list[list[Job]]) -> Iterator[Outcome]:
+    def bury(self, worker: Connection, queue: _Queue) -> Iterator[Outcome]:
         """After a worker died: its file in hand failed; the rest of its batches go back."""
         held = self.busy[worker]
         index = self.positions[worker].value

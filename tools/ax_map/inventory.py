@@ -24,7 +24,7 @@ import heapq
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +94,35 @@ def take_inventory(
     workspace: Path, environ: Mapping[str, str], deadline: float | None = None
 ) -> Inventory:
     """The workspace's files, capped and classified (see the module docstring)."""
+    listing = list_files(workspace, environ, deadline)
+    return listing.inventory(list(listing.entries()))
+
+
+@dataclass
+class Listing:
+    """The inventory before its kept files are classified: a cold build extracts the
+    first files while the rest are still being classified (``entries`` is lazy)."""
+
+    kept: list[_Found]
+    total: int
+    capped: int
+    git: bool
+    exact: bool
+    notes: list[str]
+    classify: Callable[[_Found], FileEntry]
+
+    def entries(self) -> Iterator[FileEntry]:
+        """Each kept file's entry, in path order, classified as it is asked for."""
+        return map(self.classify, self.kept)
+
+    def inventory(self, files: list[FileEntry]) -> Inventory:
+        return Inventory(files, self.total, self.capped, self.git, self.exact, self.notes)
+
+
+def list_files(
+    workspace: Path, environ: Mapping[str, str], deadline: float | None = None
+) -> Listing:
+    """The workspace's files, capped, in path order, not classified yet."""
     remaining = GIT_LIST_TIMEOUT_S if deadline is None else deadline - time.monotonic()
     timeout = min(max(remaining, 1.0), GIT_LIST_TIMEOUT_S)
     listing = _git_listing(workspace, environ, timeout)
@@ -108,14 +137,15 @@ def take_inventory(
     counted = _Counted(found)
     # Only the kept files are ever held: a walk of a million entries holds 20,000.
     kept = heapq.nsmallest(MAX_FILES, counted, key=lambda item: (item.path.count("/"), item.path))
-    files = sorted(map(_Classifier(workspace, git), kept), key=lambda e: e.path)
+    kept.sort(key=lambda item: item.path)
     if walker is None:
         assert listing is not None
         exact, notes = listing[1], listing[2]
     else:
         exact = walker.exact
         notes = [] if exact else [walker.stopped or "the walk stopped early"]
-    return Inventory(files, counted.count, counted.count - len(kept), git, exact, notes)
+    classify = _Classifier(workspace, git)
+    return Listing(kept, counted.count, counted.count - len(kept), git, exact, notes, classify)
 
 
 class _Counted:
