@@ -608,3 +608,52 @@ def test_a_host_with_threads_gets_workers_that_do_not_inherit_them(tmp_path: Pat
     assert report.stopped is None
     assert pooled == alone
     assert extract._context().get_start_method() == "fork"
+
+
+# Lines where one Python rule's first word is another's ("class", "def", "async").
+PYTHON_RULE_EDGES = "\n".join(
+    [
+        "class = 1",
+        "class: int = 2",
+        "def: str = 'x'",
+        "async = 3",
+        "async def run(): pass",
+        "classy = 4",
+        "define = 5",
+        "class\tTab: pass",
+        "  def indented(self): pass",
+        "\tclass Inner:",
+        "x: dict[str, int] = {}",
+        "y == 1",
+        "def f(a=1): pass",
+        "class C(x=1): pass",
+        "$odd = 1",
+        "name" + "x" * 130 + " = 1",
+    ]
+)
+
+
+def test_python_rules_in_one_pass_find_what_they_find_one_by_one() -> None:
+    python = LANGUAGES["python"]
+    assert python.exclusive
+    one_by_one = dataclasses.replace(python, exclusive=False)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    sources = [PYTHON_RULE_EDGES.encode(), SAMPLES["python"][0].encode(), TRICKY.encode()]
+    sources += [path.read_bytes() for path in sorted(stdlib.glob("*.py"))[:80]]
+    for data in sources:
+        outside = scan_module.OutsideSpans([], [])
+        one = scan_module._definitions("python", python, data, outside)
+        assert one == scan_module._definitions("python", one_by_one, data, outside)
+    edges = scan("python", PYTHON_RULE_EDGES.encode()).definitions
+    assert {(name, kind) for name, kind, _ in edges} == {
+        ("run", "function"),
+        ("classy", "variable"),
+        ("define", "variable"),
+        ("Tab", "class"),
+        ("indented", "method"),
+        ("$odd", "variable"),
+        ("Inner", "class"),
+        ("x", "variable"),
+        ("f", "function"),
+        ("C", "class"),
+    }

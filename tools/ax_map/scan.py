@@ -18,7 +18,7 @@ import bisect
 import keyword
 import operator
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
 from itertools import accumulate, compress, product, repeat
@@ -107,6 +107,33 @@ class Language:
     keywords: frozenset[bytes]
     # What a name looks like in the code: with '$' (JavaScript, Java) or without.
     names: re.Pattern[bytes] = PLAIN_IDENTIFIER_BYTES
+    # No line can match two of ``definitions`` (each rule's first word rules out the
+    # others'): they run as one alternation, one pass over the text instead of one a
+    # rule, with the same matches (tests/map/test_scan.py compares the two).
+    exclusive: bool = False
+
+    @cached_property
+    def one_pass(self) -> tuple[re.Pattern[bytes], dict[int, tuple[str, int, int | None]]]:
+        """The definition rules as one pattern, and for each rule's name group (a
+        match's ``lastindex``) its kind, name group and indent group."""
+        bodies = []
+        for number, rule in enumerate(self.definitions):
+            if set(rule.pattern.groupindex) - {"name", "indent"}:
+                raise ValueError(f"a {rule.kind} rule holds a group besides name and indent")
+            body = rule.pattern.pattern[1:]
+            body = body.replace(b"(?P<name>", b"(?P<name%d>" % number)
+            bodies.append(body.replace(b"(?P<indent>", b"(?P<indent%d>" % number))
+        pattern = re.compile(b"\n(?:" + b"|".join(bodies) + b")", re.M)
+        groups = pattern.groupindex
+        kinds = {
+            groups[f"name{number}"]: (
+                rule.kind,
+                groups[f"name{number}"],
+                groups.get(f"indent{number}"),
+            )
+            for number, rule in enumerate(self.definitions)
+        }
+        return pattern, kinds
 
     @cached_property
     def keyword_names(self) -> frozenset[str]:
@@ -195,6 +222,9 @@ _PYTHON = Language(
         ),
     ),
     keywords=_words(" ".join([*keyword.kwlist, *keyword.softkwlist, "self", "cls"])),
+    # A class or def line starts with its keyword and a name, a variable's with a name
+    # and then ':' or '=': never both.
+    exclusive=True,
 )
 
 _JS_KEYWORDS = _words(
@@ -533,19 +563,15 @@ def _definitions(
     reserved = _RESERVED.get(language, frozenset())
     # Without a comment or string spanning lines, every match is outside one.
     spans = bool(outside.starts)
-    for rule in rules.definitions:
-        if rule.needs is not None and rule.needs not in text:
-            continue
-        groups = rule.pattern.groupindex
-        name_group, indent_group = groups["name"], groups.get("indent")
-        for match in rule.pattern.finditer(text):
+    for kinds, matches in _passes(rules, text):
+        for match in matches:
+            kind, name_group, indent_group = kinds[match.lastindex or 0]
             # In ``text`` the match starts at the newline before its line: at the offset,
             # in ``data``, of the line itself.
             start = match.start(name_group) - 1
             if start in found or (spans and not outside(match.start())):
                 continue
             name = match[name_group].decode("ascii")
-            kind = rule.kind
             if "::" in name:
                 name, kind = name.rsplit("::", 1)[-1], "method"
             if name[0] == "~":
@@ -572,6 +598,25 @@ def _definitions(
         name, kind = found[start]
         result.append((name, kind, line))
     return tuple(result)
+
+
+_Kinds = dict[int, tuple[str, int, int | None]]
+
+
+def _passes(rules: Language, text: bytes) -> Iterator[tuple[_Kinds, Iterator[re.Match[bytes]]]]:
+    """The definition rules' matches over ``text``: one pass for a language whose rules
+    are ``exclusive``, else one a rule (skipping a rule whose bytes ``text`` lacks)."""
+    if rules.exclusive:
+        pattern, kinds = rules.one_pass
+        yield kinds, pattern.finditer(text)
+        return
+    for rule in rules.definitions:
+        if rule.needs is not None and rule.needs not in text:
+            continue
+        groups = rule.pattern.groupindex
+        name_group = groups["name"]
+        kinds = {index: (rule.kind, name_group, groups.get("indent")) for index in groups.values()}
+        yield kinds, rule.pattern.finditer(text)
 
 
 def _python_methods(
