@@ -66,7 +66,7 @@ def test_stats_in_text_and_json(repo: Path) -> None:
     )
     as_json = ax_map("stats", "-C", str(repo), "--json")
     stats = jsonio.loads(as_json.stdout)
-    assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 1)
+    assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 2)
     assert stats["state"] == "complete"
     assert stats["references"] >= 0
 

@@ -30,6 +30,7 @@ from ax_map.index import (
     LOCK_NAME,
     IndexUnavailable,
     current_snapshot,
+    index_stats,
     load_snapshot,
     open_reader,
 )
@@ -444,22 +445,45 @@ def test_the_writer_buffers_rows_but_every_statement_sees_them(tmp_path: Path) -
             (b"b.py", "indexed"),
             (b"c.py", "pending"),
         ]
-        # The definitions' JSON becomes rows in order, the line an integer.
-        symbols = db.execute("SELECT path, name, kind, line, typeof(line) FROM symbols")
-        assert symbols.fetchall() == [
-            (b"b.py", "k", "class", 2, "integer"),
-            (b"b.py", "m", "method", 3, "integer"),
-        ]
+        # A file's definitions are one row, the JSON array as it came.
+        symbols = db.execute("SELECT path, definitions FROM symbols").fetchall()
+        assert symbols == [(b"b.py", '[["k","class",2],["m","method",3]]')]
         assert db.execute("SELECT path, names FROM refs").fetchall() == [(b"b.py", "z")]
         assert db.execute("SELECT count(*) FROM specs").fetchone() == (0,)
-    # A cold build that only adds rows gets symbols_by_path too, made before the commit.
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    writer = Writer(fresh, None)
-    writer.put_file("a.py", entry("a.py"), 1)
-    writer.put_content("a.py", '[["f","function",1]]', "g", "")
+
+
+def test_a_snapshot_lists_each_files_definitions_by_line_then_name(tmp_path: Path) -> None:
+    from ax_map.index import SCHEMA_VERSION, Writer
+    from ax_map.model import FileEntry, Symbol
+
+    layout = StateLayout(root=tmp_path / "state", workspace=tmp_path)
+    layout.map_dir.mkdir(parents=True)
+    writer = Writer(layout.map_dir, None)
+    for name in ("b.py", "a.py"):
+        writer.put_file(name, FileEntry(name, 10, 20, "python", "indexed"), 2)
+        writer.put_content(name, '[["z","function",3],["y","class",1],["x","method",3]]', "", "")
     writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
-    writer.commit(fresh / INDEX_NAME)
-    with closing(open_reader(fresh / INDEX_NAME)) as db:
-        indexes = db.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
-        assert ("symbols_by_path",) in indexes
+    writer.commit(layout.map_dir / INDEX_NAME)
+    assert load_snapshot(layout).symbols == [
+        Symbol(path, name, kind, line)
+        for path in ("a.py", "b.py")
+        for name, kind, line in (("y", "class", 1), ("x", "method", 3), ("z", "function", 3))
+    ]
+    assert index_stats(layout).symbols == 6
+
+
+def test_definitions_that_are_not_json_rows_make_the_index_corrupt(tmp_path: Path) -> None:
+    from ax_map.index import SCHEMA_VERSION, Writer
+    from ax_map.model import FileEntry
+
+    for stored in ("[[", '[["f","function"]]', '{"f": 1}', '[{"a": 1, "b": 2, "c": 3}]'):
+        layout = StateLayout(root=tmp_path / stored.encode().hex(), workspace=tmp_path)
+        layout.map_dir.mkdir(parents=True)
+        writer = Writer(layout.map_dir, None)
+        writer.put_file("a.py", FileEntry("a.py", 10, 20, "python", "indexed"), 1)
+        writer.put_content("a.py", stored, "", "")
+        writer.set_meta({"schema_version": str(SCHEMA_VERSION)})
+        writer.commit(layout.map_dir / INDEX_NAME)
+        with pytest.raises(IndexUnavailable) as caught:
+            load_snapshot(layout)
+        assert caught.value.reason == "corrupt", stored

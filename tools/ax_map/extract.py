@@ -87,8 +87,8 @@ class Content(NamedTuple):
     waits on, only writes rows. Tuples, not dataclasses: a worker's batch crosses a
     pipe as plain tuples, which pickle at a third of the cost."""
 
-    # The (name, kind, line) definitions as a JSON array of arrays, which SQLite
-    # turns into rows itself (``json_each``): one statement a file, not one a symbol.
+    # The (name, kind, line) definitions as a JSON array of arrays, stored as it is:
+    # one row a file, not one a symbol (the snapshot's reader makes the symbols).
     definitions: str
     # The referenced names sorted and joined by spaces; the import specifiers in
     # order, joined by newlines.

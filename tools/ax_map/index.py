@@ -29,6 +29,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,7 +40,7 @@ from libcommon.paths import StateLayout
 from .model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
 from .pathtext import quote_path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # files.tier: how a file's extraction was made.
 TIER_NONE = 0
 TIER_FIRST = 1
@@ -64,22 +65,13 @@ CREATE TABLE files (
     changed INTEGER NOT NULL,
     tier INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE symbols (path BLOB NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
-                      line INTEGER NOT NULL);
+CREATE TABLE symbols (path BLOB PRIMARY KEY, definitions TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE refs (path BLOB PRIMARY KEY, names TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE specs (path BLOB PRIMARY KEY, specs TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE imports (source BLOB NOT NULL, target BLOB NOT NULL);
 """
-# Made once the first rows are in (a cold build), not kept up row by row: cheaper.
-_SYMBOLS_INDEX = "CREATE INDEX symbols_by_path ON symbols (path)"
 # A writer holds this many rows of a table before it writes them, in one statement.
 _BUFFERED_ROWS = 4096
-# A file's definitions arrive as one JSON array of [name, kind, line] arrays
-# (``extract.Content``): SQLite makes the rows, in order, one statement a file.
-_INSERT_SYMBOLS = (
-    "INSERT INTO symbols SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-    "json_extract(value, '$[2]') FROM json_each(?2)"
-)
 
 
 class IndexUnavailable(OperationFailed):
@@ -208,13 +200,11 @@ class Writer:
         self.db.execute("PRAGMA cache_size = -65536")
         if base is None:
             self.db.executescript(_SCHEMA)
-        # Does symbols_by_path exist yet (a copied index has it)?
-        self._indexed = base is not None
         self.db.execute("BEGIN")
         # Rows not written yet, by table: ``_flush`` writes them before any other
         # statement, so every statement sees what was put before it.
         self._files: list[tuple[bytes, int, int, str | None, str, str | None, int, int, int]] = []
-        # (path, the file's definitions as a JSON array): see _INSERT_SYMBOLS.
+        # (path, the file's definitions as a JSON array of [name, kind, line] arrays).
         self._symbols: list[tuple[bytes, str]] = []
         self._refs: list[tuple[bytes, str]] = []
         self._specs: list[tuple[bytes, str]] = []
@@ -222,20 +212,13 @@ class Writer:
     def _flush(self) -> None:
         for sql, rows in (
             ("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._files),
-            (_INSERT_SYMBOLS, self._symbols),
+            ("INSERT INTO symbols VALUES (?, ?)", self._symbols),
             ("INSERT INTO refs VALUES (?, ?)", self._refs),
             ("INSERT INTO specs VALUES (?, ?)", self._specs),
         ):
             if rows:
                 self.db.executemany(sql, rows)
                 rows.clear()
-
-    def _by_path(self) -> None:
-        """Ready for statements that find a file's rows by its path."""
-        self._flush()
-        if not self._indexed:
-            self.db.execute(_SYMBOLS_INDEX)
-            self._indexed = True
 
     def put_file(self, path: str, entry: FileEntry, tier: int) -> None:
         self._files.append(
@@ -262,7 +245,7 @@ class Writer:
         )
 
     def clear_content(self, path: str) -> None:
-        self._by_path()
+        self._flush()
         key = _key(path)
         for table in ("symbols", "refs", "specs"):
             self.db.execute(f"DELETE FROM {table} WHERE path = ?", (key,))
@@ -302,7 +285,7 @@ class Writer:
 
     def commit(self, target: Path) -> None:
         """Make the copy the index: commit, fsync, rename over ``target``, fsync the folder."""
-        self._by_path()
+        self._flush()
         self.db.execute("COMMIT")
         self.db.close()
         fd = os.open(self.tmp, os.O_RDONLY | os.O_NOFOLLOW)
@@ -379,6 +362,17 @@ def load_snapshot(layout: StateLayout) -> Snapshot:
             return _snapshot(connection, str(layout.workspace))
         except sqlite3.Error as exc:
             raise IndexUnavailable(path, "corrupt", f"unreadable ({exc})") from None
+        except ValueError as exc:
+            # A file's definitions that are not a JSON array of [name, kind, line].
+            raise IndexUnavailable(path, "corrupt", f"unreadable ({exc})") from None
+
+
+# A file's definitions in the order the snapshot lists them: by line, then name.
+_BY_LINE_AND_NAME = itemgetter(2, 0)
+
+
+def _is_row(row: object) -> bool:
+    return isinstance(row, list) and len(row) == 3
 
 
 class _Decoded(dict[bytes, str]):
@@ -399,12 +393,16 @@ def _snapshot(connection: sqlite3.Connection, workspace: str) -> Snapshot:
             "ORDER BY path"
         )
     ]
-    symbols = [
-        Symbol(paths[key], name, kind, line)
-        for key, name, kind, line in connection.execute(
-            "SELECT path, name, kind, line FROM symbols ORDER BY path, line, name"
-        )
-    ]
+    symbols: list[Symbol] = []
+    for key, definitions in connection.execute(
+        "SELECT path, definitions FROM symbols ORDER BY path"
+    ):
+        path = paths[key]
+        rows = json.loads(definitions)
+        if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
+            raise ValueError(f"definitions of {quote_path(path)} are not [name, kind, line] rows")
+        rows.sort(key=_BY_LINE_AND_NAME)
+        symbols.extend(Symbol(path, name, kind, line) for name, kind, line in rows)
     references = {
         paths[key]: frozenset(names.split())
         for key, names in connection.execute("SELECT path, names FROM refs")
@@ -516,7 +514,7 @@ def _stats(connection: sqlite3.Connection, path: Path, workspace: str) -> IndexS
         parsed=int(tiers.get(TIER_PARSED, 0)),
         first_tier_only=sum(int(n) for tier, n in tiers.items() if tier != TIER_PARSED),
         parse_failed=int(tiers.get(TIER_PARSE_FAILED, 0)),
-        symbols=count("SELECT count(*) FROM symbols"),
+        symbols=count("SELECT sum(json_array_length(definitions)) FROM symbols"),
         references=count(
             "SELECT sum(length(names) - length(replace(names, ' ', '')) + (names != '')) FROM refs"
         ),
