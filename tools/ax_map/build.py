@@ -405,8 +405,6 @@ class _Build:
         tiers: dict[str, int],
         had_content: set[str],
     ) -> None:
-        from .extract import SKIP_EXTRACTION_FAILED, SKIP_VANISHED
-
         path = outcome.path
         entry = entries[path]
         if outcome.failed is not None and outcome.tier == 2:
@@ -419,6 +417,9 @@ class _Build:
             writer.clear_content(path)
         content = outcome.content
         if content is None:
+            # Imported here, not once a file: most files have content.
+            from .extract import SKIP_EXTRACTION_FAILED, SKIP_VANISHED
+
             skip = outcome.skip or (SKIP_EXTRACTION_FAILED if outcome.failed else SKIP_VANISHED)
             status: FileStatus = "listed"
             tiers[path] = store.TIER_NONE
