@@ -11,6 +11,7 @@ import pytest
 from agent.tools.toolkit import SESSION, Harness
 from gittest import git, git_env, init_repo, need_git, plant_fsmonitor, plant_marker_hooks
 
+from ax_agent.tools.base import ModelTool
 from ax_agent.tools.git_status import (
     DATA_BEGIN,
     DATA_END,
@@ -41,7 +42,7 @@ def harness(workspace: Path, state_dir: Path, env: dict[str, str]) -> Harness:
     return Harness(workspace, state_dir, environ=env)
 
 
-def tool():  # type: ignore[no-untyped-def]
+def tool() -> ModelTool:
     found = get_tool("git_status")
     assert found is not None
     return found
