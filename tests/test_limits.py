@@ -641,3 +641,11 @@ def test_git_person_limits() -> None:
     assert gitrepo.GIT_READ_TIMEOUT_S == 10.0
     assert models.MAX_GIT_READ_COMMANDS == 8
     assert models.MAX_GIT_READ_WORDS == 32
+    from ax_agent import gitcommit
+    from libcommon import git
+
+    assert gitcommit.COMMIT_MESSAGE_MAX_CHARS == 10_000
+    assert gitcommit.COMMIT_PREVIEW_MAX_ROWS == 200
+    assert git.DELIBERATE_TIMEOUT_S == 600.0
+    assert git.DELIBERATE_MAX_OUTPUT_BYTES == 64 * 1024
+    assert git.DELIBERATE_ENV_DROPPED == ("GH_TOKEN", "GITHUB_TOKEN")

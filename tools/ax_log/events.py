@@ -523,6 +523,24 @@ class SessionAccepted(EventBody):
     unfinished: list[str] = Field(default_factory=list)
 
 
+# --- a person's git: deliberate commits and pushes (issue 20) ------------------
+
+
+@register
+class CommitCreated(EventBody):
+    """A person's deliberate commit of this session's files (``/commit``, ``ax-agent
+    commit``): the new commit, its parent (null for a first commit), the branch (null on a
+    detached HEAD), the paths committed (relative to the repository's top) and the
+    warnings the person confirmed past."""
+
+    type: Literal["commit.created"] = "commit.created"
+    oid: str
+    parent: str | None
+    branch: str | None
+    paths: list[str]
+    warnings: list[str] = Field(default_factory=list)
+
+
 # --- parsing -----------------------------------------------------------------
 
 
