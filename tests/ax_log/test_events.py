@@ -118,6 +118,25 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "paths": ["src/app.py"],
         "warnings": ["HEAD is detached: the commit will be on no branch"],
     },
+    "push.started": {
+        "remote": "origin",
+        "url": "https://example.com/r.git",
+        "ref": "refs/heads/main",
+        "oid": "b" * 40,
+        "expected": "a" * 40,
+        "force": False,
+    },
+    "push.completed": {
+        "remote": "origin",
+        "url": "https://example.com/r.git",
+        "ref": "refs/heads/main",
+        "oid": "b" * 40,
+        "expected": None,
+        "force": True,
+        "ok": True,
+        "verified": True,
+        "reason": "pushed",
+    },
 }
 
 

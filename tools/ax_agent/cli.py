@@ -235,6 +235,52 @@ def commit(
     return 0
 
 
+@app.command()
+def push(
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    remote: Annotated[
+        str | None,
+        typer.Option("--remote", help="The remote (default: the branch's, else origin)."),
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="The local branch (default: the current one).")
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the remote's branch, bound by --force-with-lease to what was observed.",
+        ),
+    ] = False,
+    yes: YesOption = False,
+    trust_this_workspace: TrustOnceOption = False,
+) -> int:
+    """Push a branch's commit to the same-named branch of a remote, as observed and approved.
+
+    Looks with git ls-remote (nothing fetched), shows the preview, asks (off a terminal
+    it needs --yes), pushes the observed commit, and looks again. Exit status: 0 pushed
+    and verified (or declined), 1 blocked, refused or not verified, 2 no --yes off a
+    terminal, 3 the workspace is not trusted.
+    """
+    from .delivery import push_flow
+
+    layout, session_id, confirm = _person_command(workspace, session, trust_this_workspace)
+    push_flow(
+        layout,
+        session_id,
+        env().environ,
+        remote=remote,
+        branch=branch,
+        force=force,
+        yes=yes,
+        confirm=confirm,
+        say=chrome,
+        record=lambda event: _append(layout, session_id, event),
+    )
+    return 0
+
+
 def _person_command(
     workspace: Path | None, session: str | None, trust_once: bool
 ) -> tuple[StateLayout, str, Confirm | None]:

@@ -54,3 +54,46 @@ def commit_flow(
     record(made.event)
     say(f"Committed {made.oid} ({len(plan.rows)} path(s)).")
     return made.oid
+
+
+def push_flow(
+    layout: StateLayout,
+    session_id: str,
+    environ: Mapping[str, str],
+    *,
+    remote: str | None,
+    branch: str | None,
+    force: bool,
+    yes: bool,
+    confirm: Confirm | None,
+    say: Say,
+    record: Record,
+) -> bool:
+    """Look, preview, ask, push, look again. True when the remote verifiably holds the commit;
+    OperationFailed when git refused or nothing could be verified."""
+    from .gitpush import prepare_push, push, started_event
+
+    plan = prepare_push(layout, environ, remote=remote, branch=branch, force=force)
+    for line in plan.preview():
+        say(line)
+    if plan.blockers:
+        raise OperationFailed("nothing was pushed: " + "; ".join(plan.blockers))
+    say(f"policy: {plan.policy}")
+    if not yes:
+        if confirm is None:
+            raise UsageError(
+                "nothing was pushed: there is no one here to confirm the preview",
+                hint="read the preview above, then run again with --yes",
+            )
+        if not confirm(f"Push {plan.oid[:12]} to {plan.ref} on {plan.remote}?"):
+            say("Nothing was pushed.")
+            return False
+    record(started_event(plan))
+    result = push(environ, plan)
+    record(result.event)
+    if not result.ok:
+        raise OperationFailed(f"the push failed: {result.reason}")
+    if not result.verified:
+        raise OperationFailed(f"pushed, but not verified: {result.reason}")
+    say(f"Pushed {plan.oid[:12]} to {plan.ref} on {plan.remote}; the remote now shows it.")
+    return True

@@ -541,6 +541,38 @@ class CommitCreated(EventBody):
     warnings: list[str] = Field(default_factory=list)
 
 
+@register
+class PushStarted(EventBody):
+    """A person confirmed a push (``/push``, ``ax-agent push``), appended before it runs:
+    the remote's name and URL (credentials redacted), the ref, the commit sent, the remote
+    commit observed for the ref (null: none) that the lease binds, and whether forced."""
+
+    type: Literal["push.started"] = "push.started"
+    remote: str
+    url: str
+    ref: str
+    oid: str
+    expected: str | None
+    force: bool
+
+
+@register
+class PushCompleted(EventBody):
+    """How a push ended: ``ok`` is git's answer, ``verified`` that a fresh look at the
+    remote showed the commit there; ``reason`` says why not when either is false."""
+
+    type: Literal["push.completed"] = "push.completed"
+    remote: str
+    url: str
+    ref: str
+    oid: str
+    expected: str | None
+    force: bool
+    ok: bool
+    verified: bool
+    reason: str
+
+
 # --- parsing -----------------------------------------------------------------
 
 
