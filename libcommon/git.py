@@ -272,8 +272,8 @@ def _run_all(
 DELIBERATE_TIMEOUT_S = 600.0
 # Of what git and the hooks print, this much is kept to show the person.
 DELIBERATE_MAX_OUTPUT_BYTES = 64 * 1024
-# Pointing a hook at another repository, or a credential at a child, is not the user's
-# git: these are removed too (tokens reach git's own credential helpers through config).
+# Tokens in the environment never reach git or a hook it starts: git authenticates
+# through its own credential helpers, and a hook has no business with them.
 DELIBERATE_ENV_DROPPED: tuple[str, ...] = ("GH_TOKEN", "GITHUB_TOKEN")
 
 

@@ -295,3 +295,27 @@ def test_the_terminal_command_shows_asks_and_records(
     assert git(repo, "log", "-1", "--format=%s", env=env).strip() == "add a"
     made = [e for e in events_of(session) if e["type"] == "commit.created"]
     assert made and made[0]["paths"] == ["a.txt"]
+
+
+def test_a_detached_head_commits_with_a_warning(run_cli, repo: Path, env: dict[str, str]) -> None:
+    git(repo, "checkout", "-q", "--detach", "HEAD", env=env)
+    wrote(state_layout(repo), "a.txt", b"a\n")
+    result = commit_cli(run_cli, repo, "--yes")
+    assert result.exit_code == 0, result.stderr
+    assert "HEAD is detached: the commit will be on no branch" in result.stderr
+    assert committed(repo, env) == ["a.txt"]
+    layout = state_layout(repo)
+    made = [e for e in read_events(layout.session_log(SID), SID) if e["type"] == "commit.created"]
+    assert made[0]["branch"] is None
+
+
+def test_a_workspace_below_the_repository_top(run_cli, tmp_path: Path, env: dict[str, str]) -> None:
+    top = init_repo(tmp_path / "top", env)
+    workspace = top / "pkg"
+    workspace.mkdir()
+    (top / "elsewhere.txt").write_text("not the session's\n")
+    grant_trust(state_layout(workspace))
+    wrote(state_layout(workspace), "mod.py", b"x = 1\n")
+    assert commit_cli(run_cli, workspace, "--yes").exit_code == 0
+    assert committed(top, env) == ["pkg/mod.py"]
+    assert git(top, "status", "--porcelain", env=env) == "?? elsewhere.txt\n"

@@ -270,3 +270,11 @@ def test_the_terminal_push_asks_and_records(
     assert asked and asked[0].startswith("Push ") and remote_head(remote, env) is not None
     kinds = [e["type"] for e in events_of(session) if str(e["type"]).startswith("push.")]
     assert kinds == ["push.started", "push.completed"], err.getvalue()
+
+
+def test_a_bare_repository_has_nothing_to_push_from(run_cli, remote: Path) -> None:
+    layout = state_layout(remote)
+    grant_trust(layout)
+    append_events(layout, SID, [{"type": "custom", "kind": "test", "data": {}}])
+    result = run_cli(main, ["push", "-C", str(remote), "--session", SID, "--yes"])
+    assert result.exit_code == 1 and "bare repository" in result.stderr

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from libcommon.errors import OperationFailed, UsageError
-from libcommon.git import DeliberateOutput, run_git_deliberate
+from libcommon.git import DeliberateOutput, GitOutput, run_git_deliberate
 from libcommon.paths import StateLayout
 
 from .gitrepo import (
@@ -147,7 +147,7 @@ def prepare_commit(layout: StateLayout, session_id: str, environ: Mapping[str, s
         relative = mine[row.path]
         try:
             now = hash_recorded(layout, relative)
-        except UsageError:
+        except (UsageError, OSError):
             now = "unreadable"
         if now != changed.files[relative]:
             plan.warnings.append(
@@ -162,12 +162,12 @@ def prepare_commit(layout: StateLayout, session_id: str, environ: Mapping[str, s
     return plan
 
 
-def _identity_part(answer: Any, environ: Mapping[str, str], *names: str) -> str | None:
+def _identity_part(answer: GitOutput | None, environ: Mapping[str, str], *names: str) -> str | None:
     for name in names:
         if environ.get(name):
             return environ[name]
     if answer is not None and answer.ok:
-        return str(answer.text().strip()) or None
+        return answer.text().strip() or None
     return None
 
 
