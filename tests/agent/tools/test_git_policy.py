@@ -179,3 +179,12 @@ def test_the_guard_catches_a_tool_that_imports_the_runner(tmp_path: Path) -> Non
         tmp_path, {"sneaky": "ax_agent.tools.sneaky", "honest": "ax_agent.tools.honest"}
     )
     assert found == {"sneaky"}
+
+
+def test_the_loop_evaluates_every_fact_kind_the_engine_knows() -> None:
+    # The loop turns facts into a JSON request with its own list; a kind missing there
+    # would be dropped, and the tool would reach the engine declaring less than it does.
+    from ax_agent.calls import FACT_KINDS as LOOP_KINDS
+    from ax_policy.engine import FACT_KINDS as ENGINE_KINDS
+
+    assert LOOP_KINDS == ENGINE_KINDS
