@@ -646,6 +646,10 @@ def test_git_person_limits() -> None:
 
     assert gitcommit.COMMIT_MESSAGE_MAX_CHARS == 10_000
     assert gitcommit.COMMIT_PREVIEW_MAX_ROWS == 200
+    from ax_agent import gitpush
+
+    assert gitpush.PUSH_LOOK_TIMEOUT_S == 60.0
+    assert gitpush.PUSH_TIMEOUT_S == 300.0
     assert git.DELIBERATE_TIMEOUT_S == 600.0
     assert git.DELIBERATE_MAX_OUTPUT_BYTES == 64 * 1024
     assert git.DELIBERATE_ENV_DROPPED == ("GH_TOKEN", "GITHUB_TOKEN")

@@ -106,8 +106,8 @@ def prepare_commit(layout: StateLayout, session_id: str, environ: Mapping[str, s
     plan.rows = [change for change in status.changes if change.path in mine]
     plan.others = len(status.changes) - len(plan.rows)
 
-    name = _identity_part(name_answer, environ, "GIT_AUTHOR_NAME")
-    email = _identity_part(email_answer, environ, "GIT_AUTHOR_EMAIL", "EMAIL")
+    name = _identity_part(environ, "GIT_AUTHOR_NAME", name_answer)
+    email = _identity_part(environ, "GIT_AUTHOR_EMAIL", email_answer, "EMAIL")
     if name and email:
         plan.identity = f"{name} <{email}>"
     else:
@@ -162,13 +162,15 @@ def prepare_commit(layout: StateLayout, session_id: str, environ: Mapping[str, s
     return plan
 
 
-def _identity_part(answer: GitOutput | None, environ: Mapping[str, str], *names: str) -> str | None:
-    for name in names:
-        if environ.get(name):
-            return environ[name]
-    if answer is not None and answer.ok:
-        return answer.text().strip() or None
-    return None
+def _identity_part(
+    environ: Mapping[str, str], variable: str, answer: GitOutput | None, fallback: str = ""
+) -> str | None:
+    """One half of the identity in git's own order: the variable, the config, the fallback."""
+    if environ.get(variable):
+        return environ[variable]
+    if answer is not None and answer.ok and answer.text().strip():
+        return answer.text().strip()
+    return environ.get(fallback) if fallback and environ.get(fallback) else None
 
 
 def check_message(message: str) -> str:

@@ -35,7 +35,7 @@ from libcommon.errors import OperationFailed, UsageError
 from libcommon.git import DELIBERATE_ENV_DROPPED, GitOutput, run_git
 from libcommon.redact import redact
 
-from .gitrepo import PROBE_COMMANDS, Repo, probe_from, run_many
+from .gitrepo import GIT_READ_TIMEOUT_S, PROBE_COMMANDS, Repo, probe_from, run_many
 
 if TYPE_CHECKING:
     from ax_policy import Decision, Grants
@@ -119,7 +119,7 @@ def _name(value: str, what: str) -> str:
 
 
 def _one(
-    top: Path, args: list[str], environ: Mapping[str, str], timeout_s: float = 10.0
+    top: Path, args: list[str], environ: Mapping[str, str], timeout_s: float = GIT_READ_TIMEOUT_S
 ) -> GitOutput | None:
     return run_git(top, args, environ, timeout_s=timeout_s)
 
