@@ -264,3 +264,86 @@ def _run_all(
                 process.wait()
             assert process.stdout is not None
             process.stdout.close()
+
+
+# --- A person's deliberate git: their hooks and identity, everything else hardened ----------
+
+# A person's own hooks may run a test suite; the run is still bounded.
+DELIBERATE_TIMEOUT_S = 600.0
+# Of what git and the hooks print, this much is kept to show the person.
+DELIBERATE_MAX_OUTPUT_BYTES = 64 * 1024
+# Tokens in the environment never reach git or a hook it starts: git authenticates
+# through its own credential helpers, and a hook has no business with them.
+DELIBERATE_ENV_DROPPED: tuple[str, ...] = ("GH_TOKEN", "GITHUB_TOKEN")
+
+
+@dataclass(frozen=True)
+class DeliberateOutput:
+    returncode: int
+    stdout: bytes
+    # stderr and the hooks' output, capped: what git said when it refused.
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def said(self) -> str:
+        return self.stderr.decode("utf-8", "replace").strip()
+
+
+def run_git_deliberate(
+    directory: Path,
+    args: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    timeout_s: float = DELIBERATE_TIMEOUT_S,
+) -> DeliberateOutput | None:
+    """``git -C directory ARGS`` for an action a person confirmed (a commit, a push).
+
+    Their own hooks run (``core.hooksPath`` is not overridden) and git takes their
+    identity from their config; everything else is as ``run_git``: the real path of
+    git, fsmonitor off, every filter and diff driver overridden, no optional locks, no
+    prompts, no system config, the retargeting ``GIT_*`` variables removed, and also
+    ``GH_TOKEN``/``GITHUB_TOKEN``. The run is bounded; at the deadline the whole process
+    group (git and its hooks) is killed. None when git is missing, cannot start, runs
+    out of time, or the repository's config cannot be read.
+    """
+    import signal
+    import tempfile
+
+    git = find_git(environ)
+    if git is None:
+        return None
+    env = git_environment(
+        {key: value for key, value in environ.items() if key not in DELIBERATE_ENV_DROPPED}
+    )
+    drivers = _driver_overrides(git, directory, env, min(timeout_s, GIT_TIMEOUT_S))
+    if drivers is None:
+        return None
+    argv = [git, "-c", "core.fsmonitor=false", *drivers, "-C", str(directory), *args]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        try:
+            returncode = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None
+        out.seek(0)
+        err.seek(0)
+        return DeliberateOutput(
+            returncode,
+            out.read(DELIBERATE_MAX_OUTPUT_BYTES),
+            err.read(DELIBERATE_MAX_OUTPUT_BYTES),
+        )

@@ -628,3 +628,28 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
     assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
     assert views.FOCUS_PATHS_MAX == 64
+
+
+def test_git_person_limits() -> None:
+    """Issue 20: git_status's bounded views, the policy's gitRead fact, deliberate git."""
+    from ax_agent import gitrepo
+    from ax_agent.tools import git_status
+    from ax_policy import models
+
+    assert git_status.GIT_STATUS_DEFAULT_COUNT == 20
+    assert git_status.GIT_STATUS_MAX_COUNT == 200
+    assert gitrepo.GIT_READ_TIMEOUT_S == 10.0
+    assert models.MAX_GIT_READ_COMMANDS == 8
+    assert models.MAX_GIT_READ_WORDS == 32
+    from ax_agent import gitcommit
+    from libcommon import git
+
+    assert gitcommit.COMMIT_MESSAGE_MAX_CHARS == 10_000
+    assert gitcommit.COMMIT_PREVIEW_MAX_ROWS == 200
+    from ax_agent import gitpush
+
+    assert gitpush.PUSH_LOOK_TIMEOUT_S == 60.0
+    assert gitpush.PUSH_TIMEOUT_S == 300.0
+    assert git.DELIBERATE_TIMEOUT_S == 600.0
+    assert git.DELIBERATE_MAX_OUTPUT_BYTES == 64 * 1024
+    assert git.DELIBERATE_ENV_DROPPED == ("GH_TOKEN", "GITHUB_TOKEN")

@@ -111,6 +111,32 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "previousModel": "m1",
     },
     "session.accepted": {"unfinished": ["the last turn did not finish (aborted)"]},
+    "commit.created": {
+        "oid": "b" * 40,
+        "parent": "a" * 40,
+        "branch": "main",
+        "paths": ["src/app.py"],
+        "warnings": ["HEAD is detached: the commit will be on no branch"],
+    },
+    "push.started": {
+        "remote": "origin",
+        "url": "https://example.com/r.git",
+        "ref": "refs/heads/main",
+        "oid": "b" * 40,
+        "expected": "a" * 40,
+        "force": False,
+    },
+    "push.completed": {
+        "remote": "origin",
+        "url": "https://example.com/r.git",
+        "ref": "refs/heads/main",
+        "oid": "b" * 40,
+        "expected": None,
+        "force": True,
+        "ok": True,
+        "verified": True,
+        "reason": "pushed",
+    },
 }
 
 
@@ -137,6 +163,7 @@ def test_each_required_field_is_required(kind: str, field: str) -> None:
         ("session.ended", "workspace"),
         ("preview.stopped", "exitCode"),
         ("session.accepted", "unfinished"),
+        ("commit.created", "warnings"),
     }
     data = {"type": kind, **{k: v for k, v in EXAMPLES[kind].items() if k != field}}
     if (kind, field) in optional:

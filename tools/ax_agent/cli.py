@@ -6,7 +6,7 @@ The bare command is the agent (``ax-agent -p TEXT``); ``demo`` is its one verb.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,11 @@ from libcommon.cliapp import (
     make_app,
     run_main,
 )
+
+if TYPE_CHECKING:
+    from libcommon.paths import StateLayout
+
+    from .delivery import Confirm
 
 PROMPT_MAX_CHARS = 1024 * 1024
 
@@ -178,6 +183,138 @@ def demo(
 
     environment = env()
     return run_demo(environment.environ, environment.stdout, chrome, keep=keep)
+
+
+SessionOption = Annotated[
+    str | None,
+    typer.Option("--session", metavar="ID", help="The session (default: this project's newest)."),
+]
+YesOption = Annotated[
+    bool,
+    typer.Option(
+        "--yes", help="Go ahead after the preview without a question (needed off a terminal)."
+    ),
+]
+TrustOnceOption = Annotated[
+    bool,
+    typer.Option("--trust-this-workspace", help="Trust the workspace for this run only."),
+]
+
+
+@app.command()
+def commit(
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    message: Annotated[
+        str | None,
+        typer.Option("-m", "--message", help="The commit message (default: names the session)."),
+    ] = None,
+    yes: YesOption = False,
+    trust_this_workspace: TrustOnceOption = False,
+) -> int:
+    """Commit the files this session changed (and only those), as you, with your hooks.
+
+    Shows the preview, then asks; off a terminal it needs --yes. Exit status: 0
+    committed (or declined), 1 blocked or refused, 2 no --yes off a terminal, 3 the
+    workspace is not trusted.
+    """
+    from .delivery import commit_flow
+
+    layout, session_id, confirm = _person_command(workspace, session, trust_this_workspace)
+    environment = env()
+    commit_flow(
+        layout,
+        session_id,
+        environment.environ,
+        message=message,
+        yes=yes,
+        confirm=confirm,
+        say=chrome,
+        record=lambda event: _append(layout, session_id, event),
+    )
+    return 0
+
+
+@app.command()
+def push(
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    remote: Annotated[
+        str | None,
+        typer.Option("--remote", help="The remote (default: the branch's, else origin)."),
+    ] = None,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="The local branch (default: the current one).")
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the remote's branch, bound by --force-with-lease to what was observed.",
+        ),
+    ] = False,
+    yes: YesOption = False,
+    trust_this_workspace: TrustOnceOption = False,
+) -> int:
+    """Push a branch's commit to the same-named branch of a remote, as observed and approved.
+
+    Looks with git ls-remote (nothing fetched), shows the preview, asks (off a terminal
+    it needs --yes), pushes the observed commit, and looks again. Exit status: 0 pushed
+    and verified (or declined), 1 blocked, refused or not verified, 2 no --yes off a
+    terminal, 3 the workspace is not trusted.
+    """
+    from .delivery import push_flow
+
+    layout, session_id, confirm = _person_command(workspace, session, trust_this_workspace)
+    push_flow(
+        layout,
+        session_id,
+        env().environ,
+        remote=remote,
+        branch=branch,
+        force=force,
+        yes=yes,
+        confirm=confirm,
+        say=chrome,
+        record=lambda event: _append(layout, session_id, event),
+    )
+    return 0
+
+
+def _person_command(
+    workspace: Path | None, session: str | None, trust_once: bool
+) -> tuple[StateLayout, str, Confirm | None]:
+    """The layout, the session and who confirms, for a command a person runs on a session."""
+    from ax_log import latest_session, require_log
+    from ax_policy import ensure_trusted
+    from libcommon.errors import OperationFailed
+    from libcommon.paths import state_layout
+
+    environment = env()
+    layout = state_layout(workspace, environment.environ)
+    # It runs the repository's hooks (commit) or sends to a remote (push): trust-gated.
+    ensure_trusted(layout, interactive=False, trust_once=trust_once)
+    session_id = session or latest_session(layout)
+    if session_id is None:
+        raise OperationFailed(
+            f"no ax session has run in {layout.workspace}", hint="start one with ax-agent"
+        )
+    require_log(layout, session_id)
+    interactive = bool(environment.stdin_isatty and environment.stderr_isatty)
+    return layout, session_id, _ask_yes if interactive else None
+
+
+def _ask_yes(question: str) -> bool:
+    environment = env()
+    environment.stderr.write(f"ax-agent: {question} [y/N] ")
+    environment.stderr.flush()
+    return environment.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _append(layout: StateLayout, session_id: str, event: dict[str, Any]) -> None:
+    from ax_log import append_events
+
+    append_events(layout, session_id, [event])
 
 
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:

@@ -523,6 +523,56 @@ class SessionAccepted(EventBody):
     unfinished: list[str] = Field(default_factory=list)
 
 
+# --- a person's git: deliberate commits and pushes (issue 20) ------------------
+
+
+@register
+class CommitCreated(EventBody):
+    """A person's deliberate commit of this session's files (``/commit``, ``ax-agent
+    commit``): the new commit, its parent (null for a first commit), the branch (null on a
+    detached HEAD), the paths committed (relative to the repository's top) and the
+    warnings the person confirmed past."""
+
+    type: Literal["commit.created"] = "commit.created"
+    oid: str
+    parent: str | None
+    branch: str | None
+    paths: list[str]
+    warnings: list[str] = Field(default_factory=list)
+
+
+@register
+class PushStarted(EventBody):
+    """A person confirmed a push (``/push``, ``ax-agent push``), appended before it runs:
+    the remote's name and URL (credentials redacted), the ref, the commit sent, the remote
+    commit observed for the ref (null: none) that the lease binds, and whether forced."""
+
+    type: Literal["push.started"] = "push.started"
+    remote: str
+    url: str
+    ref: str
+    oid: str
+    expected: str | None
+    force: bool
+
+
+@register
+class PushCompleted(EventBody):
+    """How a push ended: ``ok`` is git's answer, ``verified`` that a fresh look at the
+    remote showed the commit there; ``reason`` says why not when either is false."""
+
+    type: Literal["push.completed"] = "push.completed"
+    remote: str
+    url: str
+    ref: str
+    oid: str
+    expected: str | None
+    force: bool
+    ok: bool
+    verified: bool
+    reason: str
+
+
 # --- parsing -----------------------------------------------------------------
 
 

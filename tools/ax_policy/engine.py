@@ -11,9 +11,10 @@ the grants. It is deny-first and first-match-wins, in this order:
 3. a typed check (it spawns the project's own code, so before commands)
 4. external access
 5. a shell command
-6. writes and deletes (with any reads the same tool declares)
-7. reads
-8. internal state only
+6. a read of the repository through git commands the harness composed
+7. writes and deletes (with any reads the same tool declares)
+8. reads
+9. internal state only
 
 Deny beats ask beats allow. Grants are consulted only where the class is
 grantable and the tool neither runs a command, writes nor deletes.
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from libcommon.redact import redact
 
 from .command_review import review_command
+from .gitread import git_read_refusal
 from .grants import Grants, SessionGrants
 from .models import (
     MAX_FACT_PATHS,
@@ -44,6 +46,7 @@ from .models import (
     DurableGrant,
     ExecBoundary,
     ExternalFact,
+    GitReadFact,
     PathFacts,
     SandboxProfile,
     SandboxStatus,
@@ -61,7 +64,16 @@ DELEGATE_ROLES = {
     "executor": "mutating",
 }
 
-FACT_KINDS = ("delegates", "check", "external", "command", "writes", "deletes", "reads")
+FACT_KINDS = (
+    "delegates",
+    "check",
+    "external",
+    "command",
+    "git_read",
+    "writes",
+    "deletes",
+    "reads",
+)
 _PATH_KINDS = frozenset({"reads", "writes", "deletes"})
 
 FactFn = Callable[[Any], Any]
@@ -79,6 +91,7 @@ class ToolFacts:
     check: FactFn | None = None
     external: FactFn | None = None
     delegates: FactFn | None = None
+    git_read: FactFn | None = None
     internal: bool = False
 
     @classmethod
@@ -167,6 +180,8 @@ def _decide(tool: ToolFacts, tool_input: Any, ctx: DecisionContext, grants: Gran
         return _external(tool.name, values["external"], ctx, grants)
     if "command" in values:
         return _command(values["command"], ctx)
+    if "git_read" in values:
+        return _git_read(tool.name, values["git_read"])
     if "writes" in values or "deletes" in values:
         targets = [*values.get("writes", []), *values.get("deletes", [])]
         written = _writes(targets, ctx)
@@ -227,6 +242,7 @@ def _checked(kind: str, value: Any) -> Any:
         "command": CommandFact,
         "check": CheckFact,
         "external": ExternalFact,
+        "git_read": GitReadFact,
     }
     model = models[kind]
     if isinstance(value, model):
@@ -422,6 +438,22 @@ def _command(fact: CommandFact, ctx: DecisionContext) -> Decision:
         "if approved it runs unsandboxed, at your own privilege",
         exec_boundary="unsandboxed",
         **common,
+    )
+
+
+def _git_read(name: str, fact: GitReadFact) -> Decision:
+    for argv in fact.commands:
+        refusal = git_read_refusal(argv)
+        if refusal is not None:
+            return _deny(
+                "git-read-unproven", f"{name} runs git that is not a proven read: {refusal}"
+            )
+    shown = "; ".join("git " + " ".join(argv) for argv in fact.commands)
+    return Decision(
+        verdict="allow",
+        decision_class="observe",
+        rule="git-read",
+        reason=f"{name} reads the repository's state with harness-composed git: {shown}",
     )
 
 

@@ -227,6 +227,23 @@ class ExternalFact(_Model):
     write: bool = False
 
 
+# What one gitRead fact may name: a few short harness-composed git command lines.
+MAX_GIT_READ_COMMANDS = 8
+MAX_GIT_READ_WORDS = 32
+GitWord = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_PATTERN_CHARS), AfterValidator(_no_control)
+]
+
+
+class GitReadFact(_Model):
+    """The tool reads the repository's state by running exactly these git commands."""
+
+    commands: Annotated[
+        list[Annotated[list[GitWord], Field(min_length=1, max_length=MAX_GIT_READ_WORDS)]],
+        Field(min_length=1, max_length=MAX_GIT_READ_COMMANDS),
+    ]
+
+
 class DeclaredFacts(_Model):
     """Facts as plain values, the shape a decision request carries over JSON."""
 
@@ -237,6 +254,7 @@ class DeclaredFacts(_Model):
     check: CheckFact | None = None
     external: ExternalFact | None = None
     delegates: Annotated[list[ToolName], Field(max_length=16)] | None = None
+    git_read: GitReadFact | None = None
     internal: bool = False
 
 

@@ -348,6 +348,53 @@ def _completion_content(context: Context, step: int) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _record(context: Context) -> Callable[[dict[str, Any]], None]:
+    def record(event: dict[str, Any]) -> None:
+        context.session.record(event)
+
+    return record
+
+
+def _commit(context: Context, args: list[str]) -> Action:
+    from ..delivery import commit_flow
+
+    session = context.session
+    commit_flow(
+        session.layout,
+        session.id,
+        session.environ,
+        message=" ".join(args) if args else None,
+        yes=False,
+        confirm=context.confirm,
+        say=lambda text: _say(context, text),
+        record=_record(context),
+    )
+    return None
+
+
+def _push(context: Context, args: list[str]) -> Action:
+    from ..delivery import push_flow
+
+    force = "--force" in args
+    names = [arg for arg in args if arg != "--force"]
+    if len(names) > 2 or any(name.startswith("-") for name in names):
+        raise UsageError("/push takes [--force] [remote] [branch]")
+    session = context.session
+    push_flow(
+        session.layout,
+        session.id,
+        session.environ,
+        remote=names[0] if names else None,
+        branch=names[1] if len(names) > 1 else None,
+        force=force,
+        yes=False,
+        confirm=context.confirm,
+        say=lambda text: _say(context, text),
+        record=_record(context),
+    )
+    return None
+
+
 def _init(context: Context, args: list[str]) -> Action:
     from .init import run_init
 
@@ -385,6 +432,18 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),
     Command("accept", "", "record that you accept this session's work", _accept),
+    Command(
+        "commit",
+        "[message]",
+        "commit the files this session changed, as you, with your hooks (shown, then asked)",
+        _commit,
+    ),
+    Command(
+        "push",
+        "[--force] [remote] [branch]",
+        "push the branch's commit as observed (shown, then asked every time)",
+        _push,
+    ),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),
