@@ -348,6 +348,31 @@ def _completion_content(context: Context, step: int) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _plan(context: Context, args: list[str]) -> Action:
+    from ax_log import read_events
+
+    from ..plans.actions import approve, plan_lines
+
+    session = context.session
+    if not args:
+        events = read_events(session.layout.session_log(session.id), session.id)
+        _say(context, "\n".join(plan_lines(session.layout, session.id, events)))
+        return None
+    if args[0] != "approve" or len(args) > 2:
+        raise UsageError(
+            f"/plan does not understand {' '.join(args)!r}", hint="/plan [approve [SHA]]"
+        )
+    loaded = approve(
+        session.layout, session.id, session.record, "terminal", args[1] if len(args) > 1 else None
+    )
+    _say(
+        context,
+        f"Approved the plan (sha256 {loaded.sha256[:12]}, {len(loaded.plan.tasks)} tasks): its "
+        "executor tasks may now be delegated. A change to what a task is makes it a draft again.",
+    )
+    return None
+
+
 def _init(context: Context, args: list[str]) -> Action:
     from .init import run_init
 
@@ -385,6 +410,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),
     Command("accept", "", "record that you accept this session's work", _accept),
+    Command("plan", "[approve [SHA]]", "the session's plan and its task states; approve it", _plan),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),

@@ -51,6 +51,20 @@ def call_label(tool: str, value: Any, more: str = "...") -> str:
     return f"{tool}({arg})"
 
 
+def plan_dropped_line(record: dict[str, Any]) -> str:
+    """The one line a ``plan.written`` that ended an approval gets: what waits, and the cure."""
+    blocked = [clean(str(task)) for task in record.get("blocked") or []]
+    waiting = (
+        f"executor tasks {', '.join(blocked)} are blocked"
+        if blocked
+        else "executor tasks are blocked"
+    )
+    return (
+        f"The plan changed and is no longer approved: {waiting}; review it with /plan, "
+        "then /plan approve."
+    )
+
+
 def fold(lines: list[str], marker: str) -> list[str]:
     """Head, a marker naming how many lines are hidden, tail; short output whole."""
     hidden = len(lines) - FOLD_HEAD_LINES - FOLD_TAIL_LINES
@@ -176,6 +190,11 @@ class Renderer:
 
     def _file_mutated(self, record: dict[str, Any]) -> None:
         self._result(f"changed {clean(str(record.get('path')))}", "dim")
+
+    def _plan_written(self, record: dict[str, Any]) -> None:
+        # Only a person can approve again, so the line is not dimmed.
+        if record.get("approvalDropped"):
+            self.screen.line(self.screen.style(plan_dropped_line(record), "yellow"))
 
     def on_output(self, call_id: str, stream: str, chunk: bytes) -> None:
         """A running command's output as it arrives: its first lines are shown at once."""

@@ -20,6 +20,7 @@ def _tools() -> tuple[ModelTool, ...]:
         grep,
         history_search,
         list_dir,
+        plan_write,
         propose_lesson,
         read_file,
         recall_step,
@@ -49,6 +50,8 @@ def _tools() -> tuple[ModelTool, ...]:
         history_search,
         # Project memory (issue 19): a durable lesson for later sessions.
         propose_lesson,
+        # Plans (issue 21): the session's structured plan, approved by a person.
+        plan_write,
     )
     return tuple(module.TOOL for module in modules)
 
