@@ -628,3 +628,20 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
     assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
     assert views.FOCUS_PATHS_MAX == 64
+
+
+def test_agent_plan_limits() -> None:
+    from ax_agent.plans import actions, validate, views
+    from ax_agent.tasks import gate
+
+    assert validate.PLAN_MAX_TASKS == 50
+    assert validate.PLAN_MAX_BYTES == 64 * 1024
+    assert validate.TASK_ID_MAX_CHARS == 48
+    assert validate.TITLE_MAX_CHARS == 200
+    assert validate.TEXT_MAX_CHARS == 4_000
+    assert validate.TASK_LIST_MAX == 32
+    assert validate.TOUCH_MAX_CHARS == 1_024
+    assert views.SHA_SHOWN_CHARS == 12
+    assert actions.SHA_PREFIX_MIN_CHARS == 4
+    assert gate.MAX_FAILURES == 3
+    assert gate.READY_IDS_SHOWN == 10

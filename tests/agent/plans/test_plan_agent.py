@@ -194,6 +194,24 @@ def test_the_note_carries_the_view_once_then_a_pointer_with_live_states(
     assert "Tasks:" in note and "lexer [role executor" in note
 
 
+def test_the_view_is_shown_again_once_its_message_left_the_request(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    session = _session(workspace, tmp_path, [*_turn(PLAN), {"text": "a"}, {"text": "b"}])
+    recorder = RecordingProvider(session.provider)
+    session.provider = recorder
+    run_turn(session, "plan it")
+    run_turn(session, "go on")
+    assert session.plan_shown is not None and session.window is not None
+    anchor = session.plan_shown[1]
+    # Bounded context sent the message that carried the view as a stub.
+    session.window.state = replace(session.window.state, stubbed=frozenset({anchor}))
+    run_turn(session, "and on")
+    assert "Tasks:" in recorder.requests[-1].messages[-1].content[1].text  # type: ignore[union-attr]
+
+
 def test_a_resumed_session_is_shown_the_plan_again(workspace: Path, tmp_path: Path) -> None:
     session = _session(workspace, tmp_path, [*_turn(PLAN), {"text": "a"}])
     run_turn(session, "plan it")
