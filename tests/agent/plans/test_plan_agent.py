@@ -226,3 +226,28 @@ def test_a_resumed_session_is_shown_the_plan_again(workspace: Path, tmp_path: Pa
     again.provider = recorder
     run_turn(again, "again")
     assert "Tasks:" in recorder.requests[0].messages[-1].content[1].text  # type: ignore[union-attr]
+
+
+def test_the_command_line_shows_and_approves_a_plan(
+    workspace: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    from ax_agent.cli import main
+
+    session = _session(workspace, tmp_path, _turn(PLAN))
+    run_turn(session, "plan it")
+    session.end("done")
+    where = ["--session", session.id, "-C", str(workspace)]
+    shown = run_cli(main, ["plan", "show", *where])
+    assert shown.exit_code == 0, shown.stderr
+    assert "`lexer` Move the lexer — **blocked**" in shown.stdout and "Standing: the plan" in shown.stdout
+    stale = run_cli(main, ["plan", "approve", *where, "--sha", "ffff"])
+    assert stale.exit_code == 1 and "changed since you read it" in stale.stderr
+    sha = plan_state(session.layout, session.id, events_of(session)).loaded.sha256  # type: ignore[union-attr]
+    done = run_cli(main, ["plan", "approve", *where, "--sha", sha[:8]])
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == f"approved the plan {sha} (3 tasks)\n"
+    [approved] = of_type(events_of(session), "plan.approved")
+    assert (approved["sha256"], approved["approver"]) == (sha, "command-line")
+    assert plan_state(session.layout, session.id, events_of(session)).standing == "approved"
+    missing = run_cli(main, ["plan", "show", "--session", "s-nope", "-C", str(workspace)])
+    assert missing.exit_code == 1 and "no event log for session s-nope" in missing.stderr

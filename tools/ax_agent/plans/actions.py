@@ -9,12 +9,13 @@ without the consent, which blocks executors (fail closed) until approved again.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from libcommon.errors import UsageError
-from libcommon.paths import StateLayout
+from libcommon.paths import StateLayout, state_layout
 
 from .store import LoadedPlan, approve_plan, plan_state
 from .views import markdown_view
@@ -22,6 +23,16 @@ from .views import markdown_view
 # A hash prefix a person names must be at least this long to mean one plan.
 SHA_PREFIX_MIN_CHARS = 4
 _SHA_PREFIX = re.compile(rf"^[0-9a-f]{{{SHA_PREFIX_MIN_CHARS},64}}$")
+
+
+def session_events(
+    workspace: str | os.PathLike[str] | None, environ: Mapping[str, str], session_id: str
+) -> tuple[StateLayout, list[dict[str, Any]]]:
+    """The layout and the events of an existing session (refused when it has no log)."""
+    from ax_log import read_events, require_log
+
+    layout = state_layout(workspace, environ)
+    return layout, list(read_events(require_log(layout, session_id), session_id))
 
 
 def plan_lines(
