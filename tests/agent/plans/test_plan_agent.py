@@ -239,7 +239,10 @@ def test_the_command_line_shows_and_approves_a_plan(
     where = ["--session", session.id, "-C", str(workspace)]
     shown = run_cli(main, ["plan", "show", *where])
     assert shown.exit_code == 0, shown.stderr
-    assert "`lexer` Move the lexer — **blocked**" in shown.stdout and "Standing: the plan" in shown.stdout
+    assert (
+        "`lexer` Move the lexer — **blocked**" in shown.stdout
+        and "Standing: the plan" in shown.stdout
+    )
     stale = run_cli(main, ["plan", "approve", *where, "--sha", "ffff"])
     assert stale.exit_code == 1 and "changed since you read it" in stale.stderr
     sha = plan_state(session.layout, session.id, events_of(session)).loaded.sha256  # type: ignore[union-attr]
