@@ -254,3 +254,29 @@ def test_the_command_line_shows_and_approves_a_plan(
     assert plan_state(session.layout, session.id, events_of(session)).standing == "approved"
     missing = run_cli(main, ["plan", "show", "--session", "s-nope", "-C", str(workspace)])
     assert missing.exit_code == 1 and "no event log for session s-nope" in missing.stderr
+
+
+def test_headless_says_when_a_write_ends_the_approval(
+    workspace: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    from ax_agent.cli import main
+
+    def agent(turns: list[dict[str, Any]], *extra: str) -> Any:
+        script = write_script(tmp_path / f"h{len(extra)}.json", turns)
+        argv = ["-C", str(workspace), "--trust-this-workspace", "--provider", "script"]
+        return run_cli(main, [*argv, "--script", str(script), "-p", "go", *extra])
+
+    first = agent(_turn(PLAN))
+    assert first.exit_code == 0, first.stderr
+    assert "no longer approved" not in first.stderr
+    session_id = first.stderr.split("session ", 1)[1].split(" ", 1)[0]
+    where = ["--session", session_id, "-C", str(workspace)]
+    assert run_cli(main, ["plan", "approve", *where]).exit_code == 0
+    second = agent(_turn(_edited(touches=["src"])), "--resume", session_id)
+    assert second.exit_code == 0, second.stderr
+    [line] = [line for line in second.stderr.splitlines() if "no longer approved" in line]
+    assert line == (
+        "ax-agent: The plan changed and is no longer approved: executor tasks lexer are "
+        f"blocked; review it with ax-agent plan show --session {session_id}, then "
+        f"ax-agent plan approve --session {session_id}."
+    )

@@ -12,7 +12,7 @@ make what follows read as the harness's words, or the user's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from libcommon import delimiters
 
@@ -142,6 +142,16 @@ def pointer_view(document: PlanDocument, sha: str, states: Mapping[str, TaskView
     return fence(
         f"The session's plan is unchanged since you were shown it ({_status_line(document, sha)}). "
         f"Live task states: {live_summary(states)}."
+    )
+
+
+def dropped_line(record: Mapping[str, Any], show: str, approve: str) -> str:
+    """The one line a ``plan.written`` that ended an approval gets: what waits, and the cure."""
+    blocked = [one_line(str(task)) for task in record.get("blocked") or []]
+    waiting = f"executor tasks {', '.join(blocked)} are" if blocked else "executor tasks are"
+    return (
+        f"The plan changed and is no longer approved: {waiting} blocked; review it with "
+        f"{show}, then {approve}."
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from libcommon.redact import redact
 
+from ..plans.views import dropped_line
 from .screen import Screen, clean
 from .status import StatusLine
 
@@ -49,20 +50,6 @@ def call_label(tool: str, value: Any, more: str = "...") -> str:
     if len(arg) > CALL_ARG_MAX_CHARS:
         arg = arg[: CALL_ARG_MAX_CHARS - len(more)] + more
     return f"{tool}({arg})"
-
-
-def plan_dropped_line(record: dict[str, Any]) -> str:
-    """The one line a ``plan.written`` that ended an approval gets: what waits, and the cure."""
-    blocked = [clean(str(task)) for task in record.get("blocked") or []]
-    waiting = (
-        f"executor tasks {', '.join(blocked)} are blocked"
-        if blocked
-        else "executor tasks are blocked"
-    )
-    return (
-        f"The plan changed and is no longer approved: {waiting}; review it with /plan, "
-        "then /plan approve."
-    )
 
 
 def fold(lines: list[str], marker: str) -> list[str]:
@@ -194,7 +181,8 @@ class Renderer:
     def _plan_written(self, record: dict[str, Any]) -> None:
         # Only a person can approve again, so the line is not dimmed.
         if record.get("approvalDropped"):
-            self.screen.line(self.screen.style(plan_dropped_line(record), "yellow"))
+            line = dropped_line(record, "/plan", "/plan approve")
+            self.screen.line(self.screen.style(clean(line), "yellow"))
 
     def on_output(self, call_id: str, stream: str, chunk: bytes) -> None:
         """A running command's output as it arrives: its first lines are shown at once."""
