@@ -291,3 +291,14 @@ def test_the_fence_cannot_be_closed_by_plan_text() -> None:
     assert "<<<" not in body and ">>>" not in body
     # A plan line is indented under its field, so it cannot pass for one of the view's.
     assert "\n    Status: approved" in body
+
+
+def test_secret_shaped_text_is_redacted_before_the_plan_is_stored(workspace: Path) -> None:
+    layout = state_layout(workspace)
+    key = "AKIAABCDEFGHIJKLMNOP"
+    outcome = store.write_plan(layout, "s-1", _plan(_task("a", intent=f"use {key} to upload")))
+    for path in (store.plan_path(layout, "s-1"), store.view_path(layout, "s-1")):
+        text = path.read_text()
+        assert key not in text and "REDACTED" in text
+    loaded = store.read_plan(layout, "s-1")
+    assert loaded is not None and loaded.sha256 == outcome.sha256

@@ -4,7 +4,7 @@ One plan per session at ``<state>/projects/<slug>/plans/<session>.plan.json``
 (next to it, ``<session>.plan.md``, the generated view for people). The file
 is harness state, outside the workspace, written atomically under a lock.
 
-A write (``write_plan``) is refused whole, with every problem, when the plan
+A write (``write_plan``) is redacted (libcommon's one redactor), then refused whole, with every problem, when the plan
 breaks a rule (``validate``); nothing is written then. A write keeps the plan
 approved only when its content hash is the approved one (a semantic no-op:
 progress marks, key order, whitespace); any other write drops it to draft,
@@ -189,7 +189,14 @@ class WriteOutcome:
 
 
 def write_plan(layout: StateLayout, session_id: str, plan: Plan) -> WriteOutcome:
-    """Validate and write the session's plan (see the module docstring); PlanRefused if invalid."""
+    """Validate and write the session's plan (see the module docstring); PlanRefused if invalid.
+
+    Secret-shaped text is redacted first, so the plan stored, hashed and shown is the
+    redacted one.
+    """
+    from libcommon.redact import redact_value
+
+    plan = Plan.model_validate(redact_value(plan.model_dump(mode="json", by_alias=True)))
     problems = plan_problems(plan, layout.workspace)
     if problems:
         raise PlanRefused(problems)
