@@ -4,8 +4,9 @@ One plan per session at ``<state>/projects/<slug>/plans/<session>.plan.json``
 (next to it, ``<session>.plan.md``, the generated view for people). The file
 is harness state, outside the workspace, written atomically under a lock.
 
-A write (``write_plan``) is redacted (libcommon's one redactor), then refused whole, with every problem, when the plan
-breaks a rule (``validate``); nothing is written then. A write keeps the plan
+A write (``write_plan``) is redacted (libcommon's one redactor), then refused
+whole, with every problem, when the plan breaks a rule (``validate``); nothing
+is written then. A write keeps the plan
 approved only when its content hash is the approved one (a semantic no-op:
 progress marks, key order, whitespace); any other write drops it to draft,
 which blocks every executor until a person approves again. Approval
