@@ -247,6 +247,9 @@ def test_a_refused_write_leaves_nothing_and_a_corrupt_file_is_never_rewritten(
     path.write_text("{not json")
     with pytest.raises(CorruptStore):
         store.write_plan(layout, "s-1", _plan(_task("b")))
+    # Nor approved.
+    with pytest.raises(CorruptStore):
+        store.approve_plan(layout, "s-1")
     assert path.read_text() == "{not json"
     assert store.plan_state(layout, "s-1", []).standing == "unreadable"
 
