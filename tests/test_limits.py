@@ -653,3 +653,20 @@ def test_git_person_limits() -> None:
     assert git.DELIBERATE_TIMEOUT_S == 600.0
     assert git.DELIBERATE_MAX_OUTPUT_BYTES == 64 * 1024
     assert git.DELIBERATE_ENV_DROPPED == ("GH_TOKEN", "GITHUB_TOKEN")
+
+
+def test_agent_plan_limits() -> None:
+    from ax_agent.plans import actions, validate, views
+    from ax_agent.tasks import gate
+
+    assert validate.PLAN_MAX_TASKS == 50
+    assert validate.PLAN_MAX_BYTES == 64 * 1024
+    assert validate.TASK_ID_MAX_CHARS == 48
+    assert validate.TITLE_MAX_CHARS == 200
+    assert validate.TEXT_MAX_CHARS == 4_000
+    assert validate.TASK_LIST_MAX == 32
+    assert validate.TOUCH_MAX_CHARS == 1_024
+    assert views.SHA_SHOWN_CHARS == 12
+    assert actions.SHA_PREFIX_MIN_CHARS == 4
+    assert gate.MAX_FAILURES == 3
+    assert gate.READY_IDS_SHOWN == 10

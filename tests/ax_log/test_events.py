@@ -137,6 +137,18 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "verified": True,
         "reason": "pushed",
     },
+    # Plans and delegated tasks (issue 21).
+    "plan.written": {"path": "/s/p.plan.json", "sha256": SHA, "status": "draft", "tasks": 2},
+    "plan.approved": {"sha256": SHA},
+    "task.started": {"group": "g1", "taskId": "parse", "role": "executor"},
+    "task.asked": {"group": "g1", "taskId": "parse", "callId": "c1"},
+    "task.answered": {"group": "g1", "taskId": "parse", "callId": "c1", "answer": "no"},
+    "task.captured": {"group": "g1", "taskId": "parse", "files": ["src/a.py"]},
+    "task.completed": {"group": "g1", "taskId": "parse"},
+    "task.failed": {"group": "g1", "taskId": "parse", "reason": "error"},
+    "task.cancelled": {"group": "g1", "taskId": "parse", "reason": "user"},
+    "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
+    "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
 }
 
 

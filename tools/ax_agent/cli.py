@@ -172,6 +172,50 @@ app = make_app(
 )
 
 
+# Plans (issue 21): what /plan and /plan approve do, for a session run without a terminal.
+plan_app = typer.Typer(
+    help="A session's plan: show it with its task states, or approve it.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(plan_app, name="plan")
+PlanSessionOption = Annotated[str, typer.Option("--session", help="The session id.")]
+
+
+@plan_app.command("show")
+def plan_show(session: PlanSessionOption, workspace: WorkspaceOption = None) -> None:
+    """Print the session's plan (the generated view) with each task's live state."""
+    from .plans.actions import plan_lines, session_events
+
+    layout, events = session_events(workspace, env().environ, session)
+    env().stdout.write("\n".join(plan_lines(layout, session, events)) + "\n")
+
+
+@plan_app.command("approve")
+def plan_approve(
+    session: PlanSessionOption,
+    workspace: WorkspaceOption = None,
+    sha: Annotated[
+        str | None,
+        typer.Option("--sha", help="Approve only if the plan's sha256 starts with this."),
+    ] = None,
+) -> None:
+    """Approve the session's plan as it is now; refused when it does not validate."""
+    from ax_log import append_events
+
+    from .plans.actions import approve, session_events
+
+    layout, _ = session_events(workspace, env().environ, session)
+    loaded = approve(
+        layout,
+        session,
+        lambda event: append_events(layout, session, [event]),
+        "command-line",
+        sha,
+    )
+    env().stdout.write(f"approved the plan {loaded.sha256} ({len(loaded.plan.tasks)} tasks)\n")
+
+
 @app.command()
 def demo(
     keep: Annotated[

@@ -23,6 +23,7 @@ from libcommon.errors import ExitStatus
 from .instructions import TruncationNotice
 from .loop import TurnResult, run_turn, usage_json
 from .narrative import finish
+from .plans.views import dropped_line
 from .session import Session, StartOptions, start_session
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -117,6 +118,15 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
 
     def show(record: dict[str, Any]) -> None:
         kind = record.get("type")
+        if kind == "plan.written" and record.get("approvalDropped"):
+            # Plans (issue 21): only a person can approve again; say how.
+            where = f"--session {record.get('session')}"
+            chrome(
+                "ax-agent: "
+                + dropped_line(
+                    record, f"ax-agent plan show {where}", f"ax-agent plan approve {where}"
+                )
+            )
         if kind == "policy.decision" and record.get("verdict") == "deny":
             # An ask is shown by the approver's question itself.
             chrome(f"ax-agent: denied: {record.get('reason')}")

@@ -24,6 +24,7 @@ from libcommon.errors import AxError
 from .approvals import ApprovalAnswer, ApprovalRequest, Choice
 from .calls import call_key, declared_facts, parse_input
 from .callseam import CallSeam
+from .plans.note import plan_note
 from .providers import (
     Message,
     ProviderAborted,
@@ -117,7 +118,12 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     abort = abort or threading.Event()
     state = _TurnState()
     session.record({"type": "user.message", "content": text})
-    session.messages.append(Message("user", [TextBlock(text)]))
+    blocks: list[TextBlock | ToolUseBlock | ToolResultBlock] = [TextBlock(text)]
+    # The plan (issue 21): its per-turn note rides on the message, so it leaves with it.
+    note = plan_note(session, len(session.messages))
+    if note is not None:
+        blocks.append(TextBlock(note))
+    session.messages.append(Message("user", blocks))
     schemas = [tool.schema() for tool in session.tools.values()]
     final_text = ""
     while True:

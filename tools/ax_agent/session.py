@@ -126,6 +126,9 @@ class Session:
     memory: Memory | None = None
     # The repository map the system prompt carries (issue 18).
     map: SessionMap | None = None
+    # The plan (issue 21): the content hash whose detailed view the model was given, and
+    # the history index of the message that carried it (ax_agent.plans.note).
+    plan_shown: tuple[str, int] | None = None
 
     @property
     def workspace(self) -> Path:

@@ -477,6 +477,135 @@ class ContextHeld(EventBody):
     notice: bool
 
 
+# --- plans and delegated tasks (ax-agent, issue 21) ----------------------------
+
+
+@register
+class PlanWritten(EventBody):
+    """The model wrote the session's plan (``plan_write``); ``path`` is the plan file.
+
+    ``sha256`` is the content hash (canonical JSON of the plan without progress
+    marks); ``status`` is ``approved`` only when the write was a semantic no-op of
+    an approved plan. ``approvalDropped``: an approval existed and no longer covers
+    the plan; ``blocked`` names the executor tasks that now wait for one.
+    """
+
+    type: Literal["plan.written"] = "plan.written"
+    path: str
+    sha256: Sha256
+    previous_sha256: Sha256 | None = None
+    status: Literal["draft", "approved"]
+    tasks: Annotated[int, Field(ge=0)]
+    approval_dropped: bool = False
+    blocked: list[str] = Field(default_factory=list)
+
+
+@register
+class PlanApproved(EventBody):
+    """A person approved the plan whose content hash is ``sha256`` (``/plan approve``):
+    the consent record executors need."""
+
+    type: Literal["plan.approved"] = "plan.approved"
+    sha256: Sha256
+    path: str | None = None
+    tasks: Annotated[int, Field(ge=0)] | None = None
+    approver: str | None = None
+
+
+class _TaskEvent(EventBody):
+    """A delegated task's event: the attempt is (``group``, ``taskId``)."""
+
+    group: Annotated[str, Field(min_length=1)]
+    task_id: Annotated[str, Field(min_length=1)]
+
+
+@register
+class TaskStarted(_TaskEvent):
+    """A delegated task was spawned. ``definitionSha256`` is the sha of its plan task's
+    canonical form (None: unbound, no plan task); ``child`` the child session's id."""
+
+    type: Literal["task.started"] = "task.started"
+    role: Literal["explorer", "planner", "reviewer", "inspector", "researcher", "executor"]
+    definition_sha256: Sha256 | None = None
+    child: str | None = None
+    base: str | None = None
+
+
+@register
+class TaskAsked(_TaskEvent):
+    """A task's approval question (``callId`` of the child's call) waits for the parent."""
+
+    type: Literal["task.asked"] = "task.asked"
+    call_id: CallId
+    tool: str | None = None
+
+
+@register
+class TaskAnswered(_TaskEvent):
+    """The question ``callId`` was answered (``dropped``: the task died while it waited)."""
+
+    type: Literal["task.answered"] = "task.answered"
+    call_id: CallId
+    answer: Literal["yes", "no", "dropped"]
+
+
+@register
+class TaskCaptured(_TaskEvent):
+    """An executor's changes, captured at its end whatever its status: ``files`` the
+    workspace-relative paths captured, ``omitted`` those left out by the caps;
+    ``entries`` the per-file records (change, base and after blob hashes)."""
+
+    type: Literal["task.captured"] = "task.captured"
+    files: list[str]
+    omitted: Annotated[int, Field(ge=0)] = 0
+    entries: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@register
+class TaskCompleted(_TaskEvent):
+    """The task's turn ended normally; ``summary`` is the start of its report."""
+
+    type: Literal["task.completed"] = "task.completed"
+    summary: str | None = None
+
+
+@register
+class TaskFailed(_TaskEvent):
+    """The task ended in failure (an error, a budget, a limit): a genuine failure,
+    counted against its definition's attempts."""
+
+    type: Literal["task.failed"] = "task.failed"
+    reason: str
+    detail: str | None = None
+
+
+@register
+class TaskCancelled(_TaskEvent):
+    """The task was stopped (the person, the group, supervision); not its failure."""
+
+    type: Literal["task.cancelled"] = "task.cancelled"
+    reason: str
+    detail: str | None = None
+
+
+@register
+class TaskApplied(_TaskEvent):
+    """Captured files applied to the workspace (``apply_task_changes``): ``applied``
+    and ``refused`` (each ``{"path", "reason"}``); none refused ends the integration."""
+
+    type: Literal["task.applied"] = "task.applied"
+    applied: list[str]
+    refused: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@register
+class TaskDiscarded(_TaskEvent):
+    """The parent threw a task's captured changes away; the task may run again."""
+
+    type: Literal["task.discarded"] = "task.discarded"
+    reason: str
+
+
 # --- open extension and the log's own records --------------------------------
 
 

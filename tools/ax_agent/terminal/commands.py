@@ -395,6 +395,31 @@ def _push(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _plan(context: Context, args: list[str]) -> Action:
+    from ax_log import read_events
+
+    from ..plans.actions import approve, plan_lines
+
+    session = context.session
+    if not args:
+        events = read_events(session.layout.session_log(session.id), session.id)
+        _say(context, "\n".join(plan_lines(session.layout, session.id, events)))
+        return None
+    if args[0] != "approve" or len(args) > 2:
+        raise UsageError(
+            f"/plan does not understand {' '.join(args)!r}", hint="/plan [approve [SHA]]"
+        )
+    loaded = approve(
+        session.layout, session.id, session.record, "terminal", args[1] if len(args) > 1 else None
+    )
+    _say(
+        context,
+        f"Approved the plan (sha256 {loaded.sha256[:12]}, {len(loaded.plan.tasks)} tasks): its "
+        "executor tasks may now be delegated. A change to what a task is makes it a draft again.",
+    )
+    return None
+
+
 def _init(context: Context, args: list[str]) -> Action:
     from .init import run_init
 
@@ -444,6 +469,7 @@ COMMANDS: tuple[Command, ...] = (
         "push the branch's commit as observed (shown, then asked every time)",
         _push,
     ),
+    Command("plan", "[approve [SHA]]", "the session's plan and its task states; approve it", _plan),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),

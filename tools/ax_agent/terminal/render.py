@@ -17,6 +17,7 @@ from typing import Any
 
 from libcommon.redact import redact
 
+from ..plans.views import dropped_line
 from .screen import Screen, clean
 from .status import StatusLine
 
@@ -176,6 +177,12 @@ class Renderer:
 
     def _file_mutated(self, record: dict[str, Any]) -> None:
         self._result(f"changed {clean(str(record.get('path')))}", "dim")
+
+    def _plan_written(self, record: dict[str, Any]) -> None:
+        # Only a person can approve again, so the line is not dimmed.
+        if record.get("approvalDropped"):
+            line = dropped_line(record, "/plan", "/plan approve")
+            self.screen.line(self.screen.style(clean(line), "yellow"))
 
     def on_output(self, call_id: str, stream: str, chunk: bytes) -> None:
         """A running command's output as it arrives: its first lines are shown at once."""

@@ -21,6 +21,7 @@ def _tools() -> tuple[ModelTool, ...]:
         grep,
         history_search,
         list_dir,
+        plan_write,
         propose_lesson,
         read_file,
         recall_step,
@@ -52,6 +53,8 @@ def _tools() -> tuple[ModelTool, ...]:
         propose_lesson,
         # Git (issue 20): the repository's state, through harness-named read commands.
         git_status,
+        # Plans (issue 21): the session's structured plan, approved by a person.
+        plan_write,
     )
     return tuple(module.TOOL for module in modules)
 
