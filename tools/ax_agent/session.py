@@ -286,7 +286,9 @@ def _last_trail_step(layout: StateLayout, session_id: str) -> int:
 def _provider(options: StartOptions, config: PolicyConfig) -> Provider:
     name = options.provider or config.provider or DEFAULT_PROVIDER
     base_url = options.base_url
-    if base_url is None and name == "openai-compatible":
+    # The config's base URL belongs to the config's provider: another provider's key
+    # must not be sent to it.
+    if base_url is None and name == (config.provider or "openai-compatible"):
         base_url = config.base_url
     return make_provider(
         name,
@@ -329,12 +331,15 @@ def _first_records(
     instructions: Instructions,
     options: StartOptions,
 ) -> None:
+    from .providers.registry import identity
+
     started: dict[str, Any] = {
         "type": "session.started",
         "workspace": str(session.workspace),
         "provider": session.provider.name,
         "model": session.model,
         "resumed": session.resumed,
+        **identity(session.provider, options.environ).fields(),
     }
     events = [
         started,
