@@ -155,9 +155,10 @@ class AnthropicProvider:
             kind = kind_for_status(status, _error_type(exc.body), detail)
             return Failure(
                 self._error(
-                    f"the Anthropic API failed with HTTP {status}: {detail}",
+                    "the Anthropic API failed: "
+                    + self.route.status_message(self.shown_url, status, detail),
                     kind,
-                    retryable=None if not mid_stream else False,
+                    retryable=False if mid_stream or status == 407 else None,
                 ),
                 retry_after=parse_retry_after(exc.response.headers),
             )

@@ -11,7 +11,8 @@ is expected to clear. What a kind means:
   ``context_too_long`` (the request does not fit the model's window);
 - ``rate_limit`` (429), ``overloaded`` (529, 503 or an overloaded error),
   ``server`` (another 5xx), ``connection`` (no answer: refused, reset, DNS, TLS,
-  the proxy, a connect timeout): these are retried, in the connection phase only;
+  the proxy, a connect timeout): these are retried, in the connection phase only,
+  except a proxy's 407 (its credentials will not change between attempts);
 - ``timeout`` (the server went silent past the read timeout: waiting that long
   again helps no one), ``truncated`` (the stream ended before the response was
   complete), ``protocol`` (the server sent something that is not the wire
@@ -107,6 +108,9 @@ def kind_for_status(status: int, code: str | None = None, message: str = "") -> 
         return "context_too_long"
     if status in (402,) or (status in (400, 403, 429) and _QUOTA_WORDS.search(message)):
         return "quota"
+    if status == 407:
+        # The proxy, not the server, refused: its credentials are wrong or missing.
+        return "connection"
     if status == 401:
         return "auth"
     if status == 403:

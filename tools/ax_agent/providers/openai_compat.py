@@ -172,7 +172,11 @@ class OpenAICompatProvider:
             message, code = error_envelope(exc.body, self.profile)
             kind = kind_for_status(exc.status, code, message)
             return Failure(
-                self._error(f"{self.shown_url} answered HTTP {exc.status}: {message}", kind),
+                self._error(
+                    self.route.status_message(self.shown_url, exc.status, message),
+                    kind,
+                    retryable=False if exc.status == 407 else None,
+                ),
                 retry_after=parse_retry_after(exc.headers),
             )
         cause = f"{type(exc).__name__}: {exc}"

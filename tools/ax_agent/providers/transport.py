@@ -41,6 +41,12 @@ class Route:
             text = text.replace(self.proxy, f"the proxy named by {self.via}")
         return redact(text)
 
+    def status_message(self, url: str, status: int, detail: str) -> str:
+        """The words for an HTTP error answer, naming the proxy when it is the proxy's 407."""
+        if status == 407:
+            return f"the proxy named by {self.via} refused the request to {url} (HTTP 407)"
+        return f"{url} answered HTTP {status}: {detail}"
+
     def described(self) -> str:
         return f"through the proxy named by {self.via}" if self.via else "directly"
 
