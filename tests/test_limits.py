@@ -295,9 +295,10 @@ def test_agent_provider_limits() -> None:
 
 
 def test_agent_provider_network_limits() -> None:
-    from ax_agent.providers import streaming
+    from ax_agent.providers import registry, streaming
 
     assert streaming.RATE_LIMIT_MAX_ATTEMPTS == 6
+    assert registry.PROBE_TIMEOUT_S == 5.0
 
 
 def test_ax_log_limits() -> None:

@@ -201,3 +201,16 @@ def test_switching_provider_never_sends_the_new_key_to_the_old_server(
     commands._provider(context(session), ["kimi"])
     assert server.requests == []
     assert session.recorded[0]["apiHost"] == f"127.0.0.1:{closed.httpd.server_address[1]}"
+
+
+def test_the_config_base_url_belongs_to_the_config_provider_only(server: FakeServer) -> None:
+    from ax_agent.session import StartOptions, _provider
+    from ax_policy.models import PolicyConfig
+
+    config = PolicyConfig(provider="openai-compatible", model="m", base_url=f"{server.url}/v1")
+    environ = {"DEEPSEEK_API_KEY": DEEPSEEK_KEY}
+    chosen = _provider(StartOptions(environ=environ), config)
+    assert chosen.base_url == f"{server.url}/v1"  # type: ignore[attr-defined]
+    other = _provider(StartOptions(environ=environ, provider="deepseek"), config)
+    # DeepSeek's key goes to DeepSeek, not to the server the config names for another provider.
+    assert other.base_url == "https://api.deepseek.com/v1"  # type: ignore[attr-defined]
