@@ -299,6 +299,7 @@ def test_agent_provider_network_limits() -> None:
 
     assert streaming.RATE_LIMIT_MAX_ATTEMPTS == 6
     assert registry.PROBE_TIMEOUT_S == 5.0
+    assert streaming.SSE_EVENT_MAX_BYTES == 16 * 1024 * 1024
 
 
 def test_ax_log_limits() -> None:

@@ -147,7 +147,7 @@ def test_deepseek_reasoning_is_neither_answer_nor_replayed_and_cache_hits_count(
     response = make("deepseek", server).complete(request(), on_text=seen.append)
     assert seen == ["Answer."] and response.text == "Answer."
     assert (response.usage.input_tokens, response.usage.cache_read_input_tokens) == (40, 60)
-    history = [Message("user", [TextBlock("hi")]), Message("assistant", response.content)]
+    history = [Message("user", [TextBlock("hi")]), Message("assistant", [*response.content])]
     server.plan(openai_text_reply(["again"]))
     make("deepseek", server).complete(request([*history, Message("user", [TextBlock("more")])]))
     assert "reasoning_content" not in json.dumps(server.requests[1].body)

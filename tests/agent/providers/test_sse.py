@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ax_agent.providers import ProviderError, streaming
 from ax_agent.providers.streaming import SSEEvent, SSEParser, iter_sse
 
 
@@ -102,3 +104,21 @@ def test_an_event_cut_by_the_end_of_the_stream_is_never_dispatched() -> None:
     assert parser.incomplete  # a complete line, but no blank line ends the event
     assert parse(b"data: whole\n\ndata: cut\n") == [SSEEvent("message", "whole")]
     assert not SSEParser().incomplete
+
+
+def test_a_long_line_in_many_chunks_is_scanned_once_and_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    line = b"data: " + b"x" * 200_000 + b"\n\n"
+    chunks = [line[i : i + 64] for i in range(0, len(line), 64)]
+    started = time.perf_counter()
+    (event,) = parse(*chunks)
+    # Scanning the growing buffer again for every chunk takes seconds here.
+    assert time.perf_counter() - started < 1.0
+    assert len(event.data) == 200_000
+    monkeypatch.setattr(streaming, "SSE_EVENT_MAX_BYTES", 1000)
+    with pytest.raises(ProviderError) as caught:
+        parse(b"data: " + b"y" * 600 + b"\n", b"data: " + b"y" * 600 + b"\n")
+    assert caught.value.kind == "protocol"
+    with pytest.raises(ProviderError):
+        parse(b"z" * 1001)

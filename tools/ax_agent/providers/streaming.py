@@ -11,6 +11,7 @@ The SSE parser (the public interface other provider modules use):
   names the event (``message`` when absent); ``id:`` persists across events. An
   event is dispatched only at its blank line: one cut short by the end of the
   stream is never dispatched, so a truncated stream cannot end in half an event.
+  An event over ``SSE_EVENT_MAX_BYTES`` is a ``protocol`` ProviderError.
 - ``SSEParser`` is the same, incremental: ``feed(bytes) -> list[SSEEvent]``,
   ``end() -> list[SSEEvent]`` when the stream is over (a last line may end in a
   lone CR), and ``incomplete`` says whether the bytes so far end inside an event.
@@ -233,6 +234,8 @@ def stream_events(
 # --- server-sent events ------------------------------------------------------------------
 
 DONE_DATA = "[DONE]"
+# One event, its unfinished line included: more is not a model's stream.
+SSE_EVENT_MAX_BYTES = 16 * 1024 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -253,6 +256,8 @@ class SSEParser:
         self._first_line = True
         self._event = ""
         self._data: list[str] = []
+        # Bytes of the data lines of the event in progress.
+        self._data_size = 0
         self._last_id: str | None = None
         self._fields_seen = False
 
@@ -270,11 +275,14 @@ class SSEParser:
         return self._scan(b"", final=True)
 
     def _scan(self, chunk: bytes, *, final: bool) -> list[SSEEvent]:
+        # What was buffered holds no line end but perhaps a last CR: search from there,
+        # so a long line arriving in many chunks is not scanned again with each one.
+        searched = max(0, len(self._buffer) - 1)
         self._buffer += chunk
         events: list[SSEEvent] = []
         position = 0
         while True:
-            match = _LINE_END.search(self._buffer, position)
+            match = _LINE_END.search(self._buffer, searched)
             if match is None:
                 break
             if match.group() == b"\r" and match.end() == len(self._buffer) and not final:
@@ -283,8 +291,14 @@ class SSEParser:
             event = self._line(self._buffer[position : match.start()])
             if event is not None:
                 events.append(event)
-            position = match.end()
+            position = searched = match.end()
         self._buffer = self._buffer[position:]
+        if len(self._buffer) + self._data_size > SSE_EVENT_MAX_BYTES:
+            raise ProviderError(
+                f"the server sent a stream event over {SSE_EVENT_MAX_BYTES} bytes",
+                hint="is the base URL an endpoint of this provider's wire format?",
+                kind="protocol",
+            )
         return events
 
     def _line(self, raw: bytes) -> SSEEvent | None:
@@ -302,6 +316,7 @@ class SSEParser:
         self._fields_seen = True
         if name == "data":
             self._data.append(value)
+            self._data_size += len(raw)
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
@@ -310,7 +325,7 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event
-        self._data, self._event, self._fields_seen = [], "", False
+        self._data, self._event, self._fields_seen, self._data_size = [], "", False, 0
         if not data:
             return None
         return SSEEvent(event or "message", "\n".join(data), self._last_id)
