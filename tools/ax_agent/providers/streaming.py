@@ -252,7 +252,7 @@ class SSEParser:
     """An incremental server-sent-events parser; see the module docstring for the rules."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
         self._first_line = True
         self._event = ""
         self._data: list[str] = []
@@ -292,7 +292,7 @@ class SSEParser:
             if event is not None:
                 events.append(event)
             position = searched = match.end()
-        self._buffer = self._buffer[position:]
+        del self._buffer[:position]
         if len(self._buffer) + self._data_size > SSE_EVENT_MAX_BYTES:
             raise ProviderError(
                 f"the server sent a stream event over {SSE_EVENT_MAX_BYTES} bytes",
@@ -301,7 +301,7 @@ class SSEParser:
             )
         return events
 
-    def _line(self, raw: bytes) -> SSEEvent | None:
+    def _line(self, raw: bytearray) -> SSEEvent | None:
         line = raw.decode("utf-8", "replace")
         if self._first_line:
             self._first_line = False
