@@ -186,6 +186,8 @@ class TurnCompleted(EventBody):
     stop_reason: str
     steps: int
     detail: str | None = None
+    # A provider error's kind in ax-agent's one taxonomy (``rate_limit``, ``auth`` …).
+    error_kind: str | None = None
 
 
 @register

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import email.utils
+import os
 import time
+from pathlib import Path
 
 import pytest
 from agent.providers.fakes import (
@@ -194,3 +196,35 @@ def test_a_mid_stream_chunk_that_is_not_json_is_a_protocol_error(server: FakeSer
         chat(server).complete(request())
     assert caught.value.kind == "protocol"
     assert caught.value.retryable is False
+
+
+def test_the_turn_records_the_kind_of_a_provider_error(server: FakeServer, workspace: Path) -> None:
+    from agenttest import events_of, of_type
+
+    from ax_agent.loop import run_turn
+    from ax_agent.session import StartOptions, start_session
+
+    server.plan(Reply(401, chunks=[b'{"error": {"message": "Authentication Fails"}}']))
+    session = start_session(
+        StartOptions(
+            workspace=workspace,
+            environ={**os.environ, "DEEPSEEK_API_KEY": "sk-deepseekFAKEfakeFAKEfake0123"},
+            provider="deepseek",
+            base_url=f"{server.url}/v1",
+            trust_once=True,
+        )
+    )
+    try:
+        assert run_turn(session, "hi").stop_reason == "error"
+    finally:
+        session.end("done")
+    events = events_of(session)
+    (started,) = of_type(events, "session.started")
+    assert (started["keyVar"], started["keySet"], started["keyCheck"]) == (
+        "DEEPSEEK_API_KEY",
+        True,
+        "not checked",
+    )
+    (completed,) = of_type(events, "turn.completed")
+    assert completed["errorKind"] == "auth"
+    assert "DEEPSEEK_API_KEY" in completed["detail"] or "Authentication" in completed["detail"]
