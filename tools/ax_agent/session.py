@@ -290,9 +290,13 @@ def _provider(options: StartOptions, config: PolicyConfig) -> Provider:
     # must not be sent to it.
     if base_url is None and name == (config.provider or "openai-compatible"):
         base_url = config.base_url
+    # So does its model, when it names a provider: a Claude model is no DeepSeek model.
+    model = options.model
+    if model is None and config.provider in (None, name):
+        model = config.model
     return make_provider(
         name,
-        model=options.model or config.model,
+        model=model,
         base_url=base_url,
         script=options.script,
         environ=options.environ,

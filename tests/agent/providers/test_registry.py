@@ -214,3 +214,17 @@ def test_the_config_base_url_belongs_to_the_config_provider_only(server: FakeSer
     other = _provider(StartOptions(environ=environ, provider="deepseek"), config)
     # DeepSeek's key goes to DeepSeek, not to the server the config names for another provider.
     assert other.base_url == "https://api.deepseek.com/v1"  # type: ignore[attr-defined]
+
+
+def test_the_config_model_belongs_to_the_config_provider_when_it_names_one() -> None:
+    from ax_agent.session import StartOptions, _provider
+    from ax_policy.models import PolicyConfig
+
+    environ = {"DEEPSEEK_API_KEY": DEEPSEEK_KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY}
+    config = PolicyConfig(provider="anthropic", model="claude-opus-4-1")
+    assert _provider(StartOptions(environ=environ), config).model == "claude-opus-4-1"
+    other = _provider(StartOptions(environ=environ, provider="deepseek"), config)
+    assert other.model == "deepseek-chat"
+    # A config that names no provider gives its model to whichever is chosen.
+    loose = PolicyConfig(model="qwen3")
+    assert _provider(StartOptions(environ=environ, provider="deepseek"), loose).model == "qwen3"
