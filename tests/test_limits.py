@@ -294,6 +294,14 @@ def test_agent_provider_limits() -> None:
     assert script.EXPECT_QUOTE_CHARS == 300
 
 
+def test_agent_provider_network_limits() -> None:
+    from ax_agent.providers import registry, streaming
+
+    assert streaming.RATE_LIMIT_MAX_ATTEMPTS == 6
+    assert registry.PROBE_TIMEOUT_S == 5.0
+    assert streaming.SSE_EVENT_MAX_BYTES == 16 * 1024 * 1024
+
+
 def test_ax_log_limits() -> None:
     from ax_log import envelope, events, intake, reader, revert, snapshots, writer
 

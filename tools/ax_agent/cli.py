@@ -45,13 +45,14 @@ def agent(
         str | None,
         typer.Option(
             "--provider",
-            help="anthropic, openai-compatible or script (default: the config's, else anthropic).",
+            help="anthropic, deepseek, kimi, glm, llama.cpp, vllm, ollama, openai-compatible or "
+            "script (default: the config's, else anthropic).",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model to ask.")] = None,
     base_url: Annotated[
         str | None,
-        typer.Option("--base-url", help="The server of the openai-compatible provider."),
+        typer.Option("--base-url", help="The server of a chat-compatible provider (its /v1 URL)."),
     ] = None,
     script: Annotated[
         Path | None, typer.Option("--script", help="The script file of the script provider.")

@@ -157,7 +157,8 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         except ProviderAborted:
             return _aborted(session, state, "model", final_text)
         except AxError as exc:  # a provider error, or a script that ran out
-            return _finished(session, state, "error", final_text, exc.message)
+            kind = getattr(exc, "kind", None)
+            return _finished(session, state, "error", final_text, exc.message, kind)
         state.usage.add(response.usage)
         answer = {
             "type": "assistant.message",
@@ -648,16 +649,22 @@ def _trail(
 
 
 def _finished(
-    session: Session, state: _TurnState, reason: str, text: str, detail: str | None = None
+    session: Session,
+    state: _TurnState,
+    reason: str,
+    text: str,
+    detail: str | None = None,
+    error_kind: str | None = None,
 ) -> TurnResult:
-    session.record(
-        {
-            "type": "turn.completed",
-            "stopReason": reason,
-            "steps": state.steps,
-            "detail": detail,
-        }
-    )
+    event: dict[str, Any] = {
+        "type": "turn.completed",
+        "stopReason": reason,
+        "steps": state.steps,
+        "detail": detail,
+    }
+    if error_kind is not None:
+        event["errorKind"] = error_kind
+    session.record(event)
     return TurnResult(reason, text, state.steps, state.usage, detail=detail)
 
 

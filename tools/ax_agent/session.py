@@ -289,11 +289,17 @@ def _last_trail_step(layout: StateLayout, session_id: str) -> int:
 def _provider(options: StartOptions, config: PolicyConfig) -> Provider:
     name = options.provider or config.provider or DEFAULT_PROVIDER
     base_url = options.base_url
-    if base_url is None and name == "openai-compatible":
+    # The config's base URL belongs to the config's provider: another provider's key
+    # must not be sent to it.
+    if base_url is None and name == (config.provider or "openai-compatible"):
         base_url = config.base_url
+    # So does its model, when it names a provider: a Claude model is no DeepSeek model.
+    model = options.model
+    if model is None and config.provider in (None, name):
+        model = config.model
     return make_provider(
         name,
-        model=options.model or config.model,
+        model=model,
         base_url=base_url,
         script=options.script,
         environ=options.environ,
@@ -332,12 +338,15 @@ def _first_records(
     instructions: Instructions,
     options: StartOptions,
 ) -> None:
+    from .providers.registry import identity
+
     started: dict[str, Any] = {
         "type": "session.started",
         "workspace": str(session.workspace),
         "provider": session.provider.name,
         "model": session.model,
         "resumed": session.resumed,
+        **identity(session.provider, options.environ).fields(),
     }
     events = [
         started,

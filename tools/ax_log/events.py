@@ -65,6 +65,12 @@ class SessionStarted(EventBody):
     provider: str | None = None
     model: str | None = None
     resumed: bool = False
+    # Who answers, never a secret: the key's variable name and whether it is set, the
+    # API host (no userinfo, no path), and how the key was checked.
+    key_var: str | None = None
+    key_set: bool | None = None
+    api_host: str | None = None
+    key_check: str | None = None
 
 
 @register
@@ -180,6 +186,8 @@ class TurnCompleted(EventBody):
     stop_reason: str
     steps: int
     detail: str | None = None
+    # A provider error's kind in ax-agent's one taxonomy (``rate_limit``, ``auth`` …).
+    error_kind: str | None = None
 
 
 @register
@@ -641,6 +649,11 @@ class ProviderChanged(EventBody):
     model: str
     previous_provider: str
     previous_model: str
+    # As in session.started: names and presence, never a key's value.
+    key_var: str | None = None
+    key_set: bool | None = None
+    api_host: str | None = None
+    key_check: str | None = None
 
 
 @register

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,13 +40,18 @@ class Captured:
 
 
 class FakeServer:
-    def __init__(self) -> None:
+    """``tls``: serve HTTPS with this context (the url then names ``localhost``)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: list[Reply] = []
         self.requests: list[Captured] = []
         self.release = threading.Event()
         self.hung = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self.httpd.daemon_threads = True
+        self.tls = tls is not None
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
@@ -53,6 +59,8 @@ class FakeServer:
 
     @property
     def url(self) -> str:
+        if self.tls:
+            return f"https://localhost:{self.httpd.server_address[1]}"
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def plan(self, *replies: Reply) -> None:
@@ -70,6 +78,9 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
+
+        def do_GET(self) -> None:
+            self.do_POST()
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))

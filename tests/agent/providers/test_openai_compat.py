@@ -252,7 +252,8 @@ def test_stream_without_finish_reason_is_an_error(server: FakeServer) -> None:
     with pytest.raises(ProviderError) as caught:
         provider(server).complete(request(), on_text=seen.append)
     assert seen == ["The fix is to"]
-    assert "without a finish reason" in caught.value.message
+    assert "neither [DONE] nor a finish reason" in caught.value.message
+    assert caught.value.kind == "truncated"
     assert caught.value.retryable is False
     assert len(server.requests) == 1
 
@@ -262,6 +263,7 @@ def test_cut_transfer_is_an_error(server: FakeServer) -> None:
     with pytest.raises(ProviderError) as caught:
         provider(server).complete(request())
     assert "interrupted" in caught.value.message
+    assert caught.value.kind == "truncated"
     assert len(server.requests) == 1
 
 

@@ -30,8 +30,9 @@ from .base import (
     ToolUseBlock,
     Usage,
 )
+from .profiles import PROFILES
 
-PROVIDER_NAMES = ("anthropic", "openai-compatible", "script")
+PROVIDER_NAMES = ("anthropic", *PROFILES, "script")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -65,8 +66,10 @@ def make_provider(
 ) -> Provider:
     """Build the named provider. Credentials come from ``environ`` only.
 
-    Raises UsageError for an unknown name or a missing or misplaced option, and
-    ProviderError when a credential the provider needs is not set.
+    A chat profile's base URL is ``base_url`` (a flag or the user config), else
+    the profile's base-URL variable, else its default. Raises UsageError for an
+    unknown name or a missing or misplaced option, and ProviderError when a
+    credential the provider needs is not set.
     """
     if name == "script":
         from .script import ScriptProvider
@@ -87,22 +90,31 @@ def make_provider(
                 hint=f"export {BASE_URL_VAR}=URL",
             )
         return AnthropicProvider(model=model, environ=environ)
-    if name == "openai-compatible":
+    profile = PROFILES.get(name)
+    if profile is not None:
         from .openai_compat import OpenAICompatProvider
 
+        base_url = (
+            base_url
+            or (environ.get(profile.base_url_var, "").strip() if profile.base_url_var else "")
+            or profile.default_base_url
+        )
         if not base_url:
             raise UsageError(
-                "the openai-compatible provider needs the server's base URL",
+                f"the {name} provider needs the server's base URL",
                 hint="pass --base-url http://127.0.0.1:8080/v1 (or set it in the user config)",
             )
         if not base_url.startswith(("http://", "https://")):
             raise UsageError(f"the base URL must start with http:// or https://: {base_url!r}")
+        model = model or profile.default_model
         if not model:
             raise UsageError(
-                "the openai-compatible provider needs a model name",
+                f"the {name} provider needs a model name",
                 hint="pass --model NAME (the name the server knows the model by)",
             )
-        return OpenAICompatProvider(model=model, base_url=base_url, environ=environ)
+        return OpenAICompatProvider(
+            model=model, base_url=base_url, environ=environ, profile=profile
+        )
     raise UsageError(
         f"unknown provider {name!r}",
         hint=f"choose one of: {', '.join(PROVIDER_NAMES)}",

@@ -5,6 +5,11 @@ prefix (tools and system prompt) and one on the last content block, so each
 request reuses the previous one's cached conversation. Consecutive messages of
 one role are coalesced at the wire: an aborted turn or a resumed crash can
 leave two user messages in a row, which the loop keeps as they happened.
+
+The SDK sends the request and raises for an error status; the body's bytes are
+parsed by the one SSE parser (streaming.py) every provider shares, and an
+``error`` event raises ``_StreamError`` where it arrives, so an overloaded
+error sent as the first event is still in the connection phase and retried.
 """
 
 from __future__ import annotations
@@ -14,8 +19,6 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from libcommon.redact import redact
 
 from .base import (
     Message,
@@ -29,15 +32,18 @@ from .base import (
     Usage,
     effective_model,
 )
+from .errors import ErrorKind, hint_for, kind_for_status
 from .streaming import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     Failure,
     closer,
+    iter_sse,
     parse_retry_after,
     stream_events,
 )
+from .transport import route
 
 if TYPE_CHECKING:
     import anthropic as anthropic_sdk
@@ -51,7 +57,6 @@ CACHE_CONTROL = {"type": "ephemeral"}
 
 # Anthropic stop reasons outside the contract's five, mapped to their nearest meaning.
 _STOP_ALIASES: dict[str, StopReason] = {"model_context_window_exceeded": "max_tokens"}
-_RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
 _KNOWN_STOPS = {"end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"}
 
 
@@ -64,11 +69,14 @@ class AnthropicProvider:
             raise ProviderError(
                 f"the anthropic provider needs an API key and {API_KEY_VAR} is not set",
                 hint=f"export {API_KEY_VAR}=… (keys are read from the environment only)",
+                kind="auth",
             )
         self.model = model or DEFAULT_ANTHROPIC_MODEL
+        self.key_var = API_KEY_VAR
         self.base_url = environ.get(BASE_URL_VAR, "").strip() or DEFAULT_ANTHROPIC_BASE_URL
+        self.route = route(self.base_url, environ)
         # A base URL may carry credentials (user:password@host); messages show it redacted.
-        self.shown_url = redact(self.base_url)
+        self.shown_url = self.route.scrub(self.base_url)
         self._key = key
         self._client: anthropic_sdk.Anthropic | None = None
         self._client_lock = threading.Lock()
@@ -83,9 +91,10 @@ class AnthropicProvider:
         client = self._get_client()
         params = build_params(request, self.model)
 
-        def start() -> tuple[Iterator[Any], Callable[[], None]]:
+        def start() -> tuple[Iterator[dict[str, Any]], Callable[[], None]]:
             stream = client.messages.create(**params, stream=True)
-            return iter(stream), closer(stream.response)
+            # The SDK's own decoder is not used: the raw body goes to the shared parser.
+            return _events(stream.response.iter_bytes()), closer(stream.response)
 
         builder = _ResponseBuilder(model=params["model"])
         for event in stream_events(start, self._classify, abort):
@@ -99,58 +108,106 @@ class AnthropicProvider:
             if self._client is None:
                 import anthropic
 
-                # Key and URL passed explicitly, so the SDK consults no environment
-                # variable or profile of its own; retries are ours (connection phase only).
+                timeout = anthropic.Timeout(
+                    READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S, write=WRITE_TIMEOUT_S
+                )
+                # Key, URL and HTTP client passed explicitly, so the SDK consults no
+                # environment variable (proxy ones included) or profile of its own;
+                # retries are ours (connection phase only).
                 self._client = anthropic.Anthropic(
                     api_key=self._key,
                     base_url=self.base_url,
                     max_retries=0,
-                    timeout=anthropic.Timeout(
-                        READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S, write=WRITE_TIMEOUT_S
+                    timeout=timeout,
+                    http_client=anthropic.DefaultHttpxClient(
+                        timeout=timeout, **self.route.client_options()
                     ),
                 )
             return self._client
 
     def _scrub(self, text: str) -> str:
-        return redact(text.replace(self._key, "[REDACTED]"))
+        return self.route.scrub(text.replace(self._key, "[REDACTED]"))
+
+    def _error(self, message: str, kind: ErrorKind, retryable: bool | None = None) -> ProviderError:
+        return ProviderError(
+            self._scrub(message), hint=hint_for(kind, API_KEY_VAR), kind=kind, retryable=retryable
+        )
 
     def _classify(self, exc: BaseException, mid_stream: bool) -> Failure:
         import anthropic
 
+        if isinstance(exc, ProviderError):  # raised while reading events: already worded
+            exc.message = self._scrub(exc.message)
+            exc.args = (exc.message,)
+            return Failure(exc)
+        if isinstance(exc, _StreamError):
+            kind = kind_for_status(200, _error_type(exc.body), _error_detail(exc.body, ""))
+            return Failure(
+                self._error(
+                    f"the Anthropic API failed in the stream: {_error_detail(exc.body, 'error')}",
+                    kind,
+                    retryable=None if not mid_stream else False,
+                )
+            )
         if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code
-            detail = self._scrub(_error_detail(exc.body, exc.message))
-            # An error event inside a 200 stream carries its kind in the body instead.
-            in_stream = mid_stream or status < 400
-            transient = status == 429 or status >= 500 or _error_type(exc.body) in _RETRYABLE_TYPES
-            where = "in the stream" if in_stream else f"with HTTP {status}"
+            detail = _error_detail(exc.body, exc.message)
+            kind = kind_for_status(status, _error_type(exc.body), detail)
             return Failure(
-                ProviderError(
-                    f"the Anthropic API failed {where}: {detail}",
-                    hint=_status_hint(status, transient),
-                    retryable=transient and not mid_stream,
+                self._error(
+                    "the Anthropic API failed: "
+                    + self.route.status_message(self.shown_url, status, detail),
+                    kind,
+                    retryable=False if mid_stream or status == 407 else None,
                 ),
                 retry_after=parse_retry_after(exc.response.headers),
             )
         if isinstance(exc, anthropic.APIConnectionError) and not mid_stream:
             cause = exc.__cause__ or exc
             # A read timeout already waited READ_TIMEOUT_S; repeating it helps no one.
-            read_timeout = type(cause).__name__ == "ReadTimeout"
+            kind = "timeout" if type(cause).__name__ == "ReadTimeout" else "connection"
             return Failure(
-                ProviderError(
-                    f"cannot reach the Anthropic API at {self.shown_url}: "
-                    f"{type(cause).__name__}: {self._scrub(str(cause))}",
-                    hint=f"check the network and {BASE_URL_VAR}",
-                    retryable=not read_timeout,
+                self._error(
+                    f"cannot reach the Anthropic API at {self.shown_url} "
+                    f"{self.route.described()}: {type(cause).__name__}: {cause}",
+                    kind,
                 )
             )
+        kind = "timeout" if type(exc).__name__ == "ReadTimeout" else "truncated"
         return Failure(
-            ProviderError(
+            self._error(
                 f"the Anthropic stream was interrupted before the response was complete: "
-                f"{type(exc).__name__}: {self._scrub(str(exc))}",
-                hint="nothing of the partial answer was kept; send the request again",
+                f"{type(exc).__name__}: {exc}",
+                kind,
+                retryable=False,
             )
         )
+
+
+class _StreamError(Exception):
+    """An ``error`` event in a 200 stream: the body says its kind."""
+
+    def __init__(self, body: object) -> None:
+        super().__init__("error event")
+        self.body = body
+
+
+def _events(body: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON events of a Messages stream, through the shared SSE parser."""
+    for event in iter_sse(body):
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(
+                f"the Anthropic stream sent an event that is not JSON: {event.data[:200]!r}",
+                hint=hint_for("protocol", API_KEY_VAR),
+                kind="protocol",
+            ) from None
+        if not isinstance(data, dict):
+            continue
+        if event.event == "error" or data.get("type") == "error":
+            raise _StreamError(data)
+        yield data
 
 
 def _error_type(body: object) -> str | None:
@@ -167,18 +224,6 @@ def _error_detail(body: object, fallback: str) -> str:
             kind = error.get("type")
             return f"{kind}: {error['message']}" if isinstance(kind, str) else error["message"]
     return fallback
-
-
-def _status_hint(status: int, transient: bool) -> str:
-    if status in (401, 403):
-        return f"check {API_KEY_VAR}"
-    if status == 404:
-        return "check the model name (--model) and the base URL"
-    if status == 429:
-        return "rate limited: wait a little and try again"
-    if transient:
-        return "the API is overloaded or failing: try again shortly"
-    return "the API refused the request; the message says why"
 
 
 def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]:
@@ -281,52 +326,58 @@ class _ResponseBuilder:
     started: bool = False
     stopped: bool = False
 
-    def feed(self, event: Any) -> str:
+    def feed(self, event: dict[str, Any]) -> str:
         """Take one event; return the text delta it carries (may be empty)."""
-        kind = event.type
+        kind = event.get("type")
+        index = event.get("index")
         if kind == "message_start":
+            message = _object(event.get("message"))
             self.started = True
-            self.model = event.message.model or self.model
-            self._take_usage(event.message.usage)
-        elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "text":
-                self.blocks[event.index] = _Block("text", text=block.text)
-                return str(block.text)
-            if block.type == "tool_use":
-                self.blocks[event.index] = _Block(
-                    "tool_use", tool_id=block.id, tool_name=block.name, initial_input=block.input
+            self.model = _text(message.get("model")) or self.model
+            self._take_usage(message.get("usage"))
+        elif kind == "content_block_start" and isinstance(index, int):
+            block = _object(event.get("content_block"))
+            if block.get("type") == "text":
+                self.blocks[index] = _Block("text", text=_text(block.get("text")))
+                return self.blocks[index].text
+            if block.get("type") == "tool_use":
+                self.blocks[index] = _Block(
+                    "tool_use",
+                    tool_id=_text(block.get("id")),
+                    tool_name=_text(block.get("name")),
+                    initial_input=block.get("input"),
                 )
             else:
-                self.blocks[event.index] = _Block(block.type)
-        elif kind == "content_block_delta":
-            target = self.blocks.get(event.index)
-            delta = event.delta
+                self.blocks[index] = _Block(_text(block.get("type")))
+        elif kind == "content_block_delta" and isinstance(index, int):
+            target = self.blocks.get(index)
+            delta = _object(event.get("delta"))
             if target is None:
                 return ""
-            if delta.type == "text_delta" and target.kind == "text":
-                target.text += delta.text
-                return str(delta.text)
-            if delta.type == "input_json_delta" and target.kind == "tool_use":
-                target.partial_json += delta.partial_json
+            if delta.get("type") == "text_delta" and target.kind == "text":
+                piece = _text(delta.get("text"))
+                target.text += piece
+                return piece
+            if delta.get("type") == "input_json_delta" and target.kind == "tool_use":
+                target.partial_json += _text(delta.get("partial_json"))
         elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self._take_usage(event.usage)
+            reason = _object(event.get("delta")).get("stop_reason")
+            self.stop_reason = _text(reason) or self.stop_reason
+            self._take_usage(event.get("usage"))
         elif kind == "message_stop":
             self.stopped = True
         return ""
 
-    def _take_usage(self, usage: Any) -> None:
+    def _take_usage(self, usage: object) -> None:
         # message_delta repeats the counts cumulatively; a missing one keeps its value.
-        if usage is None:
-            return
+        counts = _object(usage)
         for name in (
             "input_tokens",
             "output_tokens",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
         ):
-            value = getattr(usage, name, None)
+            value = counts.get(name)
             if isinstance(value, int):
                 setattr(self.usage, name, value)
 
@@ -336,6 +387,8 @@ class _ResponseBuilder:
             raise ProviderError(
                 f"the Anthropic stream ended without {missing}; the partial answer was dropped",
                 hint="send the request again",
+                kind="truncated",
+                retryable=False,
             )
         content: list[TextBlock | ToolUseBlock] = []
         for index in sorted(self.blocks):
@@ -351,6 +404,14 @@ class _ResponseBuilder:
             usage=self.usage,
             model=self.model,
         )
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _tool_input(block: _Block) -> Any:

@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol
 
 from libcommon.errors import OperationFailed
 
+from .errors import RETRYABLE_KINDS, ErrorKind
+
 # The output budget a request asks for when the caller names none.
 DEFAULT_MAX_TOKENS = 8192
 
@@ -125,14 +127,23 @@ class Provider(Protocol):
 class ProviderError(OperationFailed):
     """The provider could not produce a complete response.
 
-    ``retryable`` says whether the same request may succeed later (a throttle,
-    an overloaded server); a request the server refused, or a stream cut after
-    it started, is not retryable. Messages never contain a credential.
+    ``kind`` is its place in the one taxonomy (errors.py). ``retryable`` says
+    whether the same request may succeed later (a throttle, an overloaded
+    server); by default the kind decides. A request the server refused, or a
+    stream cut after it started, is not retryable. Messages never contain a
+    credential.
     """
 
-    def __init__(self, message: str, hint: str | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        retryable: bool | None = None,
+        kind: ErrorKind = "other",
+    ) -> None:
         super().__init__(message, hint)
-        self.retryable = retryable
+        self.kind: ErrorKind = kind
+        self.retryable = kind in RETRYABLE_KINDS if retryable is None else retryable
 
 
 class ProviderAborted(OperationFailed):

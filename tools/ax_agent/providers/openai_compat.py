@@ -1,14 +1,16 @@
-"""OpenAI-compatible Chat Completions with tools, streamed over httpx (imported lazily).
+"""Chat Completions with tools, streamed over httpx (imported lazily), for every chat profile.
 
-For local servers (llama.cpp, vLLM, Ollama) and anything else that speaks the
-same wire format. The base URL is the one such servers document for OpenAI
-clients, ending in ``/v1``; requests go to ``<base>/chat/completions``.
+For DeepSeek, Kimi, GLM, local servers (llama.cpp, vLLM, Ollama) and anything
+else that speaks the same wire format; each server's deviations are data in
+profiles.py. The base URL is the one such servers document for OpenAI clients,
+usually ending in ``/v1``; requests go to ``<base>/chat/completions``.
 
 Three mappings matter: the system prompt is the first message; every tool
 result is its own ``tool`` message, placed before any user text of the same
-turn; and a stream that ends without a finish reason is an error, never a
-final answer (a proxy's idle half-close would otherwise pass a truncated
-sentence off as the model's last word).
+turn, and consecutive user text coalesces into one message; and a stream that
+ends with neither ``[DONE]`` nor a finish reason is a ``truncated`` error that
+is never retried, never a final answer (a proxy's idle half-close would
+otherwise pass a truncated sentence off as the model's last word).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from libcommon import clock
-from libcommon.redact import redact
 
 from .base import (
     Message,
@@ -30,24 +31,31 @@ from .base import (
     StopReason,
     TextBlock,
     ToolResultBlock,
+    ToolSchema,
     ToolUseBlock,
     Usage,
     effective_model,
 )
+from .errors import ErrorKind, hint_for, kind_for_status
+from .profiles import GENERIC, ChatProfile
 from .streaming import (
     CONNECT_TIMEOUT_S,
+    DONE_DATA,
     READ_TIMEOUT_S,
     WRITE_TIMEOUT_S,
     Failure,
     closer,
+    iter_sse,
     parse_retry_after,
     stream_events,
 )
+from .transport import route
 
 if TYPE_CHECKING:
     import httpx
 
-API_KEY_VAR = "OPENAI_API_KEY"
+# Kept for callers that name the generic profile's key variable.
+API_KEY_VAR = GENERIC.key_var
 # How much of an error response body goes into the error message.
 ERROR_BODY_MAX_CHARS = 500
 # Prefixed to a failed tool result: Chat Completions has no is_error flag.
@@ -71,15 +79,30 @@ class _HTTPStatus(Exception):
 
 
 class OpenAICompatProvider:
-    name = "openai-compatible"
-
-    def __init__(self, *, model: str, base_url: str, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        environ: Mapping[str, str],
+        profile: ChatProfile = GENERIC,
+    ) -> None:
+        self.profile = profile
+        self.name = profile.name
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
+        self.key_var = profile.key_var
+        self._key = environ.get(profile.key_var, "").strip() if profile.key_var else ""
+        if profile.key_required and not self._key:
+            raise ProviderError(
+                f"the {profile.name} provider needs an API key and {profile.key_var} is not set",
+                hint=f"export {profile.key_var}=… (keys are read from the environment only)",
+                kind="auth",
+            )
+        self.route = route(self.url, environ)
         # A base URL may carry credentials (user:password@host); messages show it redacted.
-        self.shown_url = redact(self.url)
-        self._key = environ.get(API_KEY_VAR, "").strip()
+        self.shown_url = self.route.scrub(self.url)
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
@@ -90,7 +113,7 @@ class OpenAICompatProvider:
         on_text: Callable[[str], None] | None = None,
         abort: threading.Event | None = None,
     ) -> ProviderResponse:
-        body = build_body(request, self.model)
+        body = build_body(request, self.model, self.profile)
         headers = {"Accept": "text/event-stream"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
@@ -106,9 +129,9 @@ class OpenAICompatProvider:
                 finally:
                     response.close()
                 raise _HTTPStatus(response.status_code, text, dict(response.headers))
-            return _chunks(response.iter_lines()), closer(response)
+            return _chunks(response.iter_bytes(), self.profile), closer(response)
 
-        builder = _ResponseBuilder(model=body["model"])
+        builder = _ResponseBuilder(model=body["model"], profile=self.profile)
         for chunk in stream_events(start, self._classify, abort):
             text = builder.feed(chunk, self._scrub)
             if text and on_text is not None:
@@ -123,14 +146,20 @@ class OpenAICompatProvider:
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(
                         READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S, write=WRITE_TIMEOUT_S
-                    )
+                    ),
+                    **self.route.client_options(),
                 )
             return self._client
 
     def _scrub(self, text: str) -> str:
         if self._key:
             text = text.replace(self._key, "[REDACTED]")
-        return redact(text)
+        return self.route.scrub(text)
+
+    def _error(self, message: str, kind: ErrorKind, retryable: bool | None = None) -> ProviderError:
+        return ProviderError(
+            self._scrub(message), hint=hint_for(kind, self.key_var), kind=kind, retryable=retryable
+        )
 
     def _classify(self, exc: BaseException, mid_stream: bool) -> Failure:
         import httpx
@@ -140,116 +169,131 @@ class OpenAICompatProvider:
             exc.args = (exc.message,)
             return Failure(exc)
         if isinstance(exc, _HTTPStatus):
-            detail = self._scrub(_error_detail(exc.body))
+            message, code = error_envelope(exc.body, self.profile)
+            kind = kind_for_status(exc.status, code, message)
             return Failure(
-                ProviderError(
-                    f"{self.shown_url} answered HTTP {exc.status}: {detail}",
-                    hint=_status_hint(exc.status),
-                    retryable=exc.status == 429 or exc.status >= 500,
+                self._error(
+                    self.route.status_message(self.shown_url, exc.status, message),
+                    kind,
+                    retryable=False if exc.status == 407 else None,
                 ),
                 retry_after=parse_retry_after(exc.headers),
             )
+        cause = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, httpx.TransportError) and not mid_stream:
             # A read timeout already waited READ_TIMEOUT_S; repeating it helps no one.
+            kind = "timeout" if isinstance(exc, httpx.ReadTimeout) else "connection"
             return Failure(
-                ProviderError(
-                    f"cannot reach {self.shown_url}: {type(exc).__name__}: {self._scrub(str(exc))}",
-                    hint="is the server running, and is --base-url right (it usually ends in /v1)?",
-                    retryable=not isinstance(exc, httpx.ReadTimeout),
+                self._error(
+                    f"cannot reach {self.shown_url} {self.route.described()}: {cause}", kind
                 )
             )
+        kind = "timeout" if isinstance(exc, httpx.ReadTimeout) else "truncated"
         return Failure(
-            ProviderError(
-                f"the stream from {self.shown_url} was interrupted before it was complete: "
-                f"{type(exc).__name__}: {self._scrub(str(exc))}",
-                hint="nothing of the partial answer was kept; send the request again",
+            self._error(
+                f"the stream from {self.shown_url} was interrupted before it was complete: {cause}",
+                kind,
+                retryable=False,
             )
         )
 
 
-def _error_detail(body: str) -> str:
+def _at(data: object, path: tuple[str, ...]) -> object:
+    for name in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(name)
+    return data
+
+
+def error_envelope(body: str, profile: ChatProfile) -> tuple[str, str | None]:
+    """The message and the type or code of an error body, read where ``profile`` says."""
     try:
         data = json.loads(body)
     except ValueError:
         data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:ERROR_BODY_MAX_CHARS]
-        if isinstance(error, str):
-            return error[:ERROR_BODY_MAX_CHARS]
-    return body.strip()[:ERROR_BODY_MAX_CHARS] or "(empty body)"
+    message = next(
+        (str(v) for p in profile.error_message_paths if isinstance(v := _at(data, p), str) and v),
+        body.strip() or "(empty body)",
+    )
+    code = next(
+        (
+            str(v)
+            for p in profile.error_code_paths
+            if isinstance(v := _at(data, p), str | int) and not isinstance(v, bool)
+        ),
+        None,
+    )
+    return message[:ERROR_BODY_MAX_CHARS], code
 
 
-def _status_hint(status: int) -> str:
-    if status in (401, 403):
-        return f"the server refused the credentials: set or check {API_KEY_VAR}"
-    if status == 404:
-        return "check --base-url (usually ending in /v1) and the model name"
-    if status == 429 or status >= 500:
-        return "the server is busy or failing: try again shortly"
-    return "the server refused the request; the message says why"
-
-
-def _sse_data(lines: Iterable[str]) -> Iterator[str]:
-    """The data payload of each server-sent event (multi-line data joined by newlines)."""
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
-        if line.startswith(":"):
-            continue  # a comment, used as keep-alive
-        name, _, value = line.partition(":")
-        if name == "data":
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data:
-        yield "\n".join(data)
-
-
-def _chunks(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """The JSON chunks of a Chat Completions stream, up to ``[DONE]``."""
-    for payload in _sse_data(lines):
-        if payload.strip() == "[DONE]":
+def _chunks(body: Iterable[bytes], profile: ChatProfile) -> Iterator[dict[str, Any]]:
+    """The JSON chunks of a Chat Completions stream; ``{"[DONE]": True}`` marks its end."""
+    for event in iter_sse(body):
+        if event.data.strip() == DONE_DATA:
+            yield {DONE_DATA: True}
             return
         try:
-            chunk = json.loads(payload)
+            chunk = json.loads(event.data)
         except ValueError:
             raise ProviderError(
-                f"the server sent a stream chunk that is not JSON: {redact(payload[:200])!r}",
-                hint="is --base-url an OpenAI-compatible endpoint?",
+                f"the server sent a stream chunk that is not JSON: {event.data[:200]!r}",
+                hint=hint_for("protocol", profile.key_var),
+                kind="protocol",
             ) from None
         if isinstance(chunk, dict):
             yield chunk
 
 
-def build_body(request: ProviderRequest, default_model: str) -> dict[str, Any]:
+def build_body(
+    request: ProviderRequest, default_model: str, profile: ChatProfile = GENERIC
+) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions``."""
     body: dict[str, Any] = {
         "model": effective_model(request, default_model),
         "messages": wire_messages(request.system, request.messages),
-        "max_tokens": request.max_tokens,
+        profile.max_tokens_param: request.max_tokens,
         "stream": True,
-        "stream_options": {"include_usage": True},
     }
+    if profile.include_usage:
+        body["stream_options"] = {"include_usage": True}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.input_schema,
-                },
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = [_wire_tool(tool, profile) for tool in request.tools]
     return body
 
 
+def _wire_tool(tool: ToolSchema, profile: ChatProfile) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.input_schema,
+    }
+    if profile.strict_tools and strict_compatible(tool.input_schema):
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def strict_compatible(schema: object) -> bool:
+    """Whether a JSON schema fits the strict subset: objects closed, every property required."""
+    if isinstance(schema, list):
+        return all(strict_compatible(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or []) != set(properties):
+            return False
+    return all(strict_compatible(value) for value in schema.values())
+
+
 def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages as Chat Completions takes them.
+
+    Only text, tool calls and tool results go on the wire: a block of another
+    kind (reasoning a provider returned) is not this adapter's to replay.
+    """
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in messages:
         texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text]
@@ -299,18 +343,26 @@ class _Call:
 @dataclass
 class _ResponseBuilder:
     model: str
+    profile: ChatProfile = GENERIC
     text: str = ""
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
+    done: bool = False
     usage: Usage = field(default_factory=Usage)
 
     def feed(self, chunk: dict[str, Any], scrub: Callable[[str], str]) -> str:
         """Take one chunk; return its text delta (may be empty)."""
+        if chunk.get(DONE_DATA) is True:
+            self.done = True
+            return ""
         if "error" in chunk:
-            detail = scrub(_error_detail(json.dumps(chunk)))
+            message, code = error_envelope(json.dumps(chunk), self.profile)
+            kind = kind_for_status(200, code, message)
             raise ProviderError(
-                f"the server reported an error mid-stream: {detail}",
-                hint="nothing of the partial answer was kept; send the request again",
+                f"the server reported an error mid-stream: {scrub(message)}",
+                hint=hint_for("truncated", self.profile.key_var),
+                kind=kind,
+                retryable=False,
             )
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"]
@@ -327,6 +379,8 @@ class _ResponseBuilder:
                 delta_text += content
             for call in delta.get("tool_calls") or []:
                 self._take_call(call)
+            if self.profile.usage_in_choice and isinstance(choice.get("usage"), dict):
+                self._take_usage(choice["usage"])
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
         return delta_text
@@ -355,9 +409,10 @@ class _ResponseBuilder:
     def _take_usage(self, usage: dict[str, Any]) -> None:
         prompt = usage.get("prompt_tokens")
         completion = usage.get("completion_tokens")
-        details = usage.get("prompt_tokens_details")
-        cached = details.get("cached_tokens") if isinstance(details, dict) else None
-        cached = cached if isinstance(cached, int) else 0
+        cached = next(
+            (v for p in self.profile.cached_tokens_paths if isinstance(v := _at(usage, p), int)),
+            0,
+        )
         if isinstance(prompt, int):
             self.usage.input_tokens = max(0, prompt - cached)
             self.usage.cache_read_input_tokens = cached
@@ -365,10 +420,22 @@ class _ResponseBuilder:
             self.usage.output_tokens = completion
 
     def finish(self) -> ProviderResponse:
-        if self.finish_reason is None:
+        if self.finish_reason is None and not self.done:
             raise ProviderError(
-                "the stream ended without a finish reason; the partial answer was dropped",
+                "the stream ended with neither [DONE] nor a finish reason; "
+                "the partial answer was dropped",
                 hint="the server or a proxy closed the connection early; send the request again",
+                kind="truncated",
+                retryable=False,
+            )
+        failed = self.profile.error_finish_reasons.get(self.finish_reason or "")
+        if failed is not None:
+            raise ProviderError(
+                f"the server ended the answer with finish reason {self.finish_reason!r}; "
+                "the partial answer was dropped",
+                hint=hint_for(failed, self.profile.key_var),
+                kind=failed,
+                retryable=False,
             )
         content: list[TextBlock | ToolUseBlock] = [TextBlock(self.text)] if self.text else []
         for index in sorted(self.calls):
@@ -376,7 +443,10 @@ class _ResponseBuilder:
             # Ids must be unique across the conversation, so a missing one gets a fresh id.
             call_id = call.id or clock.new_id("call")
             content.append(ToolUseBlock(call_id, call.name, _arguments(call)))
-        stop = _FINISH_REASONS.get(self.finish_reason, "end_turn")
+        reason = self.finish_reason or "stop"
+        stop = _FINISH_REASONS.get(reason) or self.profile.extra_finish_reasons.get(
+            reason, "end_turn"
+        )
         # Some servers say "stop" even when the answer is tool calls.
         if self.calls and stop == "end_turn":
             stop = "tool_use"

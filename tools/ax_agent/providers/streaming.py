@@ -1,12 +1,34 @@
-"""What both network providers share: abort-aware streaming and connection-phase retries.
+"""What every network provider shares: one SSE parser, abort-aware streaming, retries.
+
+The SSE parser (the public interface other provider modules use):
+
+- ``iter_sse(chunks)`` turns an iterable of raw body bytes, split anywhere, into
+  ``SSEEvent(event, data, id)`` items, as the WHATWG EventSource rules say: lines
+  end in CRLF, LF or CR (a CR at the end of one chunk and an LF at the start of
+  the next are one line end); bytes are decoded as UTF-8 per whole line, so a
+  character split across chunks is whole; ``:`` lines (keep-alive comments) and
+  ``retry:`` are skipped; several ``data:`` lines join with newlines; ``event:``
+  names the event (``message`` when absent); ``id:`` persists across events. An
+  event is dispatched only at its blank line: one cut short by the end of the
+  stream is never dispatched, so a truncated stream cannot end in half an event.
+  An event over ``SSE_EVENT_MAX_BYTES`` is a ``protocol`` ProviderError.
+- ``SSEParser`` is the same, incremental: ``feed(bytes) -> list[SSEEvent]``,
+  ``end() -> list[SSEEvent]`` when the stream is over (a last line may end in a
+  lone CR), and ``incomplete`` says whether the bytes so far end inside an event.
+- ``DONE_DATA`` is the ``[DONE]`` sentinel OpenAI-style streams end with; the
+  parser hands it over as an ordinary event and the caller decides.
 
 A request runs in a daemon thread that hands its stream events over a queue, so
 the caller's thread can notice the abort event within ``ABORT_POLL_S`` even
 while the socket read underneath is blocked, and ``on_text`` still runs in the
 caller's thread.
 
-Retries happen only before the first stream event arrives: after that, part of
-an answer has been shown, and replaying the request would show it twice.
+Retries happen only in the connection phase, before the first stream event is
+handed to the caller: after that, part of an answer may have been shown, and
+replaying the request would show it twice. The budget is ``MAX_ATTEMPTS``, or
+``RATE_LIMIT_MAX_ATTEMPTS`` for a rate limit (a throttle is expected to clear);
+a ``Retry-After`` (seconds or an HTTP date) is waited for when it is at most
+``RETRY_AFTER_CAP_S``, and a longer one ends the retries at once.
 """
 
 from __future__ import annotations
@@ -14,17 +36,19 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import queue
+import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from .base import ProviderAborted, ProviderError
 
-# Attempts at the connection phase, the first one included.
+# Attempts at the connection phase, the first one included; a rate limit gets more.
 MAX_ATTEMPTS = 3
+RATE_LIMIT_MAX_ATTEMPTS = 6
 # Backoff between attempts when the server gives no Retry-After: base * 2^(n-1), capped.
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
@@ -178,7 +202,8 @@ def stream_events(
         assert isinstance(value, BaseException)
         failure = classify(value, False)
         delay = retry_delay(attempt_number, failure.retry_after)
-        if not failure.error.retryable or attempt_number >= MAX_ATTEMPTS or delay is None:
+        budget = RATE_LIMIT_MAX_ATTEMPTS if failure.error.kind == "rate_limit" else MAX_ATTEMPTS
+        if not failure.error.retryable or attempt_number >= budget or delay is None:
             error = failure.error
             if error.retryable and delay is None and failure.retry_after is not None:
                 error.message += f" (the server asks to wait {failure.retry_after:.0f} s)"
@@ -204,3 +229,111 @@ def stream_events(
     finally:
         if not finished:
             attempt.cancel()
+
+
+# --- server-sent events ------------------------------------------------------------------
+
+DONE_DATA = "[DONE]"
+# One event, its unfinished line included: more is not a model's stream.
+SSE_EVENT_MAX_BYTES = 16 * 1024 * 1024
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One dispatched server-sent event."""
+
+    event: str
+    data: str
+    id: str | None = None
+
+
+class SSEParser:
+    """An incremental server-sent-events parser; see the module docstring for the rules."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._first_line = True
+        self._event = ""
+        self._data: list[str] = []
+        # Bytes of the data lines of the event in progress.
+        self._data_size = 0
+        self._last_id: str | None = None
+        self._fields_seen = False
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the bytes fed so far end inside an event (a cut stream)."""
+        return bool(self._buffer) or self._fields_seen
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """The events completed by ``chunk``."""
+        return self._scan(chunk, final=False)
+
+    def end(self) -> list[SSEEvent]:
+        """The events completed by the end of the stream (a last line ended by a lone CR)."""
+        return self._scan(b"", final=True)
+
+    def _scan(self, chunk: bytes, *, final: bool) -> list[SSEEvent]:
+        # What was buffered holds no line end but perhaps a last CR: search from there,
+        # so a long line arriving in many chunks is not scanned again with each one.
+        searched = max(0, len(self._buffer) - 1)
+        self._buffer += chunk
+        events: list[SSEEvent] = []
+        position = 0
+        while True:
+            match = _LINE_END.search(self._buffer, searched)
+            if match is None:
+                break
+            if match.group() == b"\r" and match.end() == len(self._buffer) and not final:
+                # The LF of a CRLF may be in the next chunk: wait for it.
+                break
+            event = self._line(self._buffer[position : match.start()])
+            if event is not None:
+                events.append(event)
+            position = searched = match.end()
+        del self._buffer[:position]
+        if len(self._buffer) + self._data_size > SSE_EVENT_MAX_BYTES:
+            raise ProviderError(
+                f"the server sent a stream event over {SSE_EVENT_MAX_BYTES} bytes",
+                hint="is the base URL an endpoint of this provider's wire format?",
+                kind="protocol",
+            )
+        return events
+
+    def _line(self, raw: bytearray) -> SSEEvent | None:
+        line = raw.decode("utf-8", "replace")
+        if self._first_line:
+            self._first_line = False
+            line = line.removeprefix("\ufeff")
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        self._fields_seen = True
+        if name == "data":
+            self._data.append(value)
+            self._data_size += len(raw)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._last_id = value
+        return None
+
+    def _dispatch(self) -> SSEEvent | None:
+        data, event = self._data, self._event
+        self._data, self._event, self._fields_seen, self._data_size = [], "", False, 0
+        if not data:
+            return None
+        return SSEEvent(event or "message", "\n".join(data), self._last_id)
+
+
+def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
+    """The events of a byte stream split anywhere; an event cut off by its end is dropped."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.end()

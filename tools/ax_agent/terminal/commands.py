@@ -246,22 +246,38 @@ def _memory(context: Context, args: list[str]) -> Action:
 
 def _switch(context: Context, provider: str | None, model: str | None) -> None:
     from ..providers import make_provider
+    from ..providers.profiles import PROFILES
+    from ..providers.registry import probe
 
     session = context.session
     options = context.options
     name = provider or session.provider.name
+    # /model keeps the chat server in use; another provider gets its own base URL
+    # (its variable or its default), so its key never goes to the server in use.
+    base_url = (
+        getattr(session.provider, "base_url", None) if name == session.provider.name else None
+    )
     new = make_provider(
         name,
         model=model,
-        base_url=options.base_url if name == "openai-compatible" else None,
+        base_url=base_url if name in PROFILES else None,
         script=options.script if name == "script" else None,
         environ=session.environ,
     )
+    checked = probe(new, session.environ)
+    if checked.key_check in ("probe failed: auth", "probe failed: permission"):
+        raise OperationFailed(
+            f"{checked.api_host} refused the key in {checked.key_var} "
+            f"({checked.key_check.removeprefix('probe failed: ')}); still "
+            f"{session.provider.name}, model {session.model}",
+            hint=f"set {checked.key_var} to a valid key and start ax-agent again",
+        )
     previous_provider, previous_model = session.provider.name, session.model
     session.provider = new
     session.model = new.model
     # A new session (/clear) keeps the person's choice.
     options.provider, options.model = new.name, new.model
+    options.base_url = getattr(new, "base_url", None) if new.name in PROFILES else None
     session.record(
         {
             "type": "provider.changed",
@@ -269,9 +285,10 @@ def _switch(context: Context, provider: str | None, model: str | None) -> None:
             "model": new.model,
             "previousProvider": previous_provider,
             "previousModel": previous_model,
+            **checked.fields(),
         }
     )
-    _say(context, f"now {new.name}, model {new.model} (from the next turn)")
+    _say(context, f"now {new.name}, model {new.model} (from the next turn): {checked.described()}")
 
 
 def _model(context: Context, args: list[str]) -> Action:
@@ -288,7 +305,14 @@ def _provider(context: Context, args: list[str]) -> Action:
     if len(args) > 1:
         raise UsageError("/provider takes at most one name")
     if not args:
-        _say(context, f"provider {context.session.provider.name}, model {context.session.model}")
+        from ..providers.registry import available, identity
+
+        session = context.session
+        now = identity(session.provider, session.environ)
+        _say(context, f"provider {session.provider.name}, model {session.model}: {now.described()}")
+        _say(context, "  providers (keys are read from the environment only):")
+        for line in available(session.environ):
+            _say(context, "    " + line)
         return None
     _switch(context, args[0], None)
     return None
