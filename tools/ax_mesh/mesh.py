@@ -38,10 +38,17 @@ class Mesh:
     root: Path  # <state root>/mesh: the SQLite database and the seats' token files
 
     def token_file(self, seat: str) -> Path:
-        return self.root / "seats" / f"{check_seat_name(seat)}.token"
+        return self.root / "seats" / f"{seat_name(seat)}.token"
 
     def close(self) -> None:
         self.store.close()
+
+
+def seat_name(value: str) -> str:
+    try:
+        return check_seat_name(value)
+    except ValueError as exc:
+        raise UsageError(f"seat name {value!r}: {exc}") from None
 
 
 def mesh_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -109,7 +116,7 @@ def unknown_routes(mesh: Mesh, manifest: Manifest) -> list[str]:
 
 def add_seat(mesh: Mesh, name: str, role: str, manifest: Manifest) -> tuple[Seat, str]:
     """A new seat, its personal store ``@name`` and its token (written 0600)."""
-    check_seat_name(name)
+    seat_name(name)
     check_manifest(mesh, name, manifest)
     if mesh.store.get_seat(name) is not None:
         raise UsageError(f"seat {name!r} already exists", hint="change it with ax-mesh seat grant")

@@ -136,7 +136,7 @@ Line = Annotated[int, Field(ge=-(10**9), le=10**9)]
 
 
 class StoreGrant(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     read: bool = True
     write: bool = False
@@ -155,7 +155,7 @@ class StoreGrant(BaseModel):
 class Manifest(BaseModel):
     """What a seat may do, set by a person (``ax-mesh seat add|grant``), never by a seat."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     stores: dict[StoreName, StoreGrant] = Field(default_factory=dict)
     message: list[SeatName] = Field(default_factory=list)
