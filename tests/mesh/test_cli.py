@@ -27,29 +27,46 @@ def people(state_dir: Path, run_cli: CliRunner) -> dict[str, str]:
     # through the installed script.
     env = {"AX_STATE_DIR": str(state_dir), "PATH": os.environ.get("PATH", "")}
     assert run_cli(main, ["store", "add", "team"]).exit_code == 0
-    added = run_cli(main, ["seat", "add", "eng", "--role", "engineer", "--write", "team",
-                           "--message", "lead"])
+    added = run_cli(
+        main, ["seat", "add", "eng", "--role", "engineer", "--write", "team", "--message", "lead"]
+    )
     assert added.exit_code == 0, added.stderr
     assert "does not exist yet" in added.stderr
-    assert run_cli(main, ["seat", "add", "lead", "--role", "lead", "--revise", "team",
-                          "--message", "eng"]).exit_code == 0
+    assert (
+        run_cli(
+            main, ["seat", "add", "lead", "--role", "lead", "--revise", "team", "--message", "eng"]
+        ).exit_code
+        == 0
+    )
     return env
 
 
 def seat_env(env: dict[str, str], seat: str) -> dict[str, str]:
     token_file = Path(env["AX_STATE_DIR"]) / "mesh" / "seats" / f"{seat}.token"
     lease = json.loads(mesh_cli(env, "lease", "acquire", seat, "--holder", "t").stdout)
-    return {**env, "AX_MESH_TOKEN": token_file.read_text().strip(),
-            "AX_MESH_LEASE": str(lease["generation"]), "AX_MESH_SEAT": seat}
+    return {
+        **env,
+        "AX_MESH_TOKEN": token_file.read_text().strip(),
+        "AX_MESH_LEASE": str(lease["generation"]),
+        "AX_MESH_SEAT": seat,
+    }
 
 
 def test_exit_codes_0_1_2_and_4(people: dict[str, str]) -> None:
     eng = seat_env(people, "eng")
-    ok = mesh_cli(eng, "call", "memory.write",
-                  '{"store":"team","path":"a.md","text":"x","expected_revision":0}')
+    ok = mesh_cli(
+        eng,
+        "call",
+        "memory.write",
+        '{"store":"team","path":"a.md","text":"x","expected_revision":0}',
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["revision"] == 1
-    conflict = mesh_cli(eng, "call", "memory.write",
-                        '{"store":"team","path":"a.md","text":"y","expected_revision":0}')
+    conflict = mesh_cli(
+        eng,
+        "call",
+        "memory.write",
+        '{"store":"team","path":"a.md","text":"y","expected_revision":0}',
+    )
     assert conflict.returncode == 1
     assert json.loads(conflict.stdout)["error"] == {
         "code": "conflict",
@@ -68,7 +85,9 @@ def test_exit_codes_0_1_2_and_4(people: dict[str, str]) -> None:
     assert fenced.returncode == 4, fenced.stderr
     assert json.loads(fenced.stdout)["error"]["code"] == "fenced"
     fresh = seat_env(people, "eng")
-    read = json.loads(mesh_cli(fresh, "call", "memory.read", '{"store":"team","path":"a.md"}').stdout)
+    read = json.loads(
+        mesh_cli(fresh, "call", "memory.read", '{"store":"team","path":"a.md"}').stdout
+    )
     assert read["text"] == "x"
 
 

@@ -43,7 +43,9 @@ print(json.dumps({"done": done, "conflicts": conflicts}))
 """
 
 
-def _spawn(mesh: Harness, mode: str, token: str, generation: int, rounds: int) -> subprocess.Popen[str]:
+def _spawn(
+    mesh: Harness, mode: str, token: str, generation: int, rounds: int
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, mode, token, str(generation), str(rounds)],
         stdout=subprocess.PIPE,

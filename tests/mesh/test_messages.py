@@ -112,3 +112,25 @@ def test_an_expired_delivery_lease_is_redelivered_and_never_completed_twice(
     with pytest.raises(Fenced):
         store.complete_delivery(second.id, str(second.lease_token), now + 63)
     assert store.get_message(first.id).state == "done"  # type: ignore[union-attr]
+
+
+def test_turns_carry_the_envelope_and_fail_with_back_off(mesh: Harness) -> None:
+    from ax_mesh import Manifest, grant
+    from ax_mesh.delivery import backoff, fail_turn, finish_turn, next_turn
+
+    assert [backoff(n) for n in (1, 2, 3, 10)] == [2.0, 4.0, 8.0, 300.0]
+    lead = mesh.seat("lead", message=("eng",))
+    mesh.seat("eng")
+    grant(mesh.mesh, "eng", Manifest(timezone="Asia/Kolkata"))
+    lead.call("messages.send", to="eng", body="by the way", wake=False)
+    lead.call("messages.send", to="eng", body="/reply hi")
+    turn = next_turn(mesh.mesh, "eng")
+    assert turn is not None
+    assert turn.envelope["from"] == "lead" and turn.envelope["body"] == "/reply hi"
+    assert turn.envelope["current_time"].endswith("+05:30")
+    assert [m["body"] for m in turn.envelope["passive"]] == ["by the way"]
+    again = fail_turn(mesh.mesh, turn, "harness crashed")
+    assert again.state == "queued" and again.last_error == "harness crashed"
+    assert next_turn(mesh.mesh, "eng") is None  # backing off
+    with pytest.raises(Fenced):
+        finish_turn(mesh.mesh, turn)

@@ -17,6 +17,7 @@ from libcommon.lazy import lazy_getattr
 if TYPE_CHECKING:
     from ax_mesh.catalog import TOOLS, Tool, call_tool, describe_tools, visible_tools
     from ax_mesh.context import Caller
+    from ax_mesh.delivery import Turn, fail_turn, finish_turn, next_turn
     from ax_mesh.errors import ToolError
     from ax_mesh.mesh import (
         DSN_VARIABLE,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ax_mesh.catalog": ["TOOLS", "Tool", "call_tool", "describe_tools", "visible_tools"],
     "ax_mesh.context": ["Caller"],
+    "ax_mesh.delivery": ["Turn", "fail_turn", "finish_turn", "next_turn"],
     "ax_mesh.errors": ["ToolError"],
     "ax_mesh.mesh": [
         "DSN_VARIABLE",
@@ -50,6 +52,7 @@ _EXPORTS = {
         "authenticate",
         "caller_from_env",
         "grant",
+        "next_turn",
         "open_mesh",
         "renew_lease",
     ],
@@ -71,13 +74,17 @@ __all__ = [
     "StoreGrant",
     "Tool",
     "ToolError",
+    "Turn",
     "acquire_lease",
     "add_seat",
     "authenticate",
     "call_tool",
     "caller_from_env",
     "describe_tools",
+    "fail_turn",
+    "finish_turn",
     "grant",
+    "next_turn",
     "open_mesh",
     "renew_lease",
     "visible_tools",

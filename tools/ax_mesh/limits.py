@@ -19,8 +19,6 @@ HANDOFF_ITEMS_MAX = 100
 # One record's text: a note, a log, a summary; bigger artefacts belong in files. It also keeps
 # a record's PostgreSQL tsvector under its 1 MiB limit.
 RECORD_TEXT_MAX_BYTES = 256 * 1024
-# A snippet of a search hit, in characters either side of the match at most.
-SNIPPET_MAX_CHARS = 240
 
 MESSAGE_BODY_MAX_BYTES = 12 * 1024
 # Messages waiting for one recipient (queued or being delivered, woken or not).
