@@ -631,7 +631,7 @@ def test_map_ranking_limits() -> None:
 
 
 def test_mesh_limits() -> None:
-    from ax_mesh import limits, memory_tools, mesh, pg_store, sqlite_store, work_tools
+    from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 
     # The reference catalogue's: results, pages, context lines, message bodies, inboxes.
     assert limits.RESULT_MAX_BYTES == 16 * 1024
@@ -662,3 +662,5 @@ def test_mesh_limits() -> None:
     assert mesh.TOKEN_BYTES == 32
     assert sqlite_store.BUSY_TIMEOUT_S == 30.0
     assert pg_store.CONNECT_TIMEOUT_S == 10
+    assert serve.HTTP_BODY_MAX_BYTES == 1024 * 1024
+    assert serve.HTTP_READ_TIMEOUT_S == 30.0

@@ -355,6 +355,30 @@ def list_tools() -> None:
         cliapp.emit_json({"seat": caller.name, "tools": describe_tools(caller)})
 
 
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option("--host", help="A loopback address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port (0: any free one).")] = 8765,
+) -> None:
+    """Serve the tool catalogue over HTTP on loopback (GET /v1/tools, POST /v1/tools/NAME).
+
+    Prints {"url": ...} on stdout once listening; the seat's token is the bearer token and
+    its lease generation the X-Ax-Mesh-Lease header.
+    """
+    from .serve import make_server
+
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port number")
+    with _mesh() as mesh:
+        server = make_server(mesh, host, port)
+        bound = server.server_address[1]
+        cliapp.emit_line({"url": f"http://{host}:{bound}"})
+        try:
+            server.serve_forever()
+        finally:
+            server.server_close()
+
+
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     return cliapp.run_main(app, argv, env)
 
