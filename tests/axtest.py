@@ -12,7 +12,19 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = ["policy", "exec", "log", "slate", "check", "preview", "report", "mcp", "agent", "map"]
+TOOLS = [
+    "policy",
+    "exec",
+    "log",
+    "slate",
+    "check",
+    "preview",
+    "report",
+    "mcp",
+    "agent",
+    "map",
+    "mesh",
+]
 
 
 def tool_path(name: str) -> str:

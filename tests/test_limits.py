@@ -678,3 +678,39 @@ def test_agent_plan_limits() -> None:
     assert actions.SHA_PREFIX_MIN_CHARS == 4
     assert gate.MAX_FAILURES == 3
     assert gate.READY_IDS_SHOWN == 10
+
+
+def test_mesh_limits() -> None:
+    from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
+
+    # The reference catalogue's: results, pages, context lines, message bodies, inboxes.
+    assert limits.RESULT_MAX_BYTES == 16 * 1024
+    assert limits.READ_TEXT_MAX_BYTES == 12 * 1024
+    assert limits.LIST_MAX_RESULTS == limits.WORK_LIST_ITEMS_MAX == 100
+    assert limits.STATUS_SEATS_MAX == 20
+    assert limits.CONTEXT_LINES_MAX == 5
+    assert limits.MESSAGE_BODY_MAX_BYTES == 12 * 1024
+    assert limits.INBOX_MAX_WAITING == 1000
+    assert limits.DELIVERY_MAX_ATTEMPTS == 5
+    # ax-mesh's own.
+    assert limits.SEARCH_QUERIES_MAX == 16
+    assert limits.QUERY_MAX_CHARS == 512
+    assert limits.TAGS_MAX == 32
+    assert limits.PATH_MAX_CHARS == 512
+    assert limits.NOTE_MAX_CHARS == 4000
+    assert limits.HANDOFF_ITEMS_MAX == 100
+    assert limits.RECORD_TEXT_MAX_BYTES == 256 * 1024
+    assert limits.DELIVERY_LEASE_S == 600.0
+    assert (limits.DELIVERY_BACKOFF_BASE_S, limits.DELIVERY_BACKOFF_MAX_S) == (2.0, 300.0)
+    assert limits.EXECUTION_LEASE_S == 120.0
+    assert limits.EXECUTION_LEASE_MAX_S == 24 * 3600.0
+    assert limits.WORK_LOG_MAX == 200
+    assert limits.PASSIVE_PER_TURN_MAX == 50
+    assert memory_tools.LINE_MAX_CHARS == 400
+    assert memory_tools.LITERAL_BATCH == 200
+    assert work_tools.LIST_BATCH == 500
+    assert mesh.TOKEN_BYTES == 32
+    assert sqlite_store.BUSY_TIMEOUT_S == 30.0
+    assert pg_store.CONNECT_TIMEOUT_S == 10
+    assert serve.HTTP_BODY_MAX_BYTES == 1024 * 1024
+    assert serve.HTTP_READ_TIMEOUT_S == 30.0

@@ -1,0 +1,224 @@
+"""ax-mesh on both backends: compare-and-swap throughput and search latency.
+
+- CAS: N processes (4, then 16) each increment one shared counter record 25 times
+  through ``memory.write`` with ``expected_revision``, retrying on conflict. Reports
+  successful writes a second, conflicts, and checks that no update was lost (the final
+  value and revision equal the writes made).
+- Search: 20,000 records (40 words from a common core of 29, 20 from 5,000 rarer ones),
+  then the median and p95 of 200 ``memory.search`` queries of two rare words (goal:
+  median under 5 ms) and of 200 of two words every record holds (the worst case).
+
+PostgreSQL runs when ``AX_MESH_BENCH_DSN`` names an empty database (it is wiped);
+otherwise only SQLite. Figures, not pass/fail, except a lost update, which fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RECORDS = 20_000
+RARE_WORDS = 5_000
+QUERIES = 200
+ROUNDS = 25
+SEARCH_GOAL_MS = 5.0
+WORDS = [
+    "retry",
+    "token",
+    "deploy",
+    "schema",
+    "lease",
+    "fence",
+    "record",
+    "search",
+    "store",
+    "message",
+    "queue",
+    "worker",
+    "conflict",
+    "revision",
+    "archive",
+    "publish",
+    "ticket",
+    "owner",
+    "review",
+    "evidence",
+    "plan",
+    "budget",
+    "index",
+    "latency",
+    "backend",
+    "cluster",
+    "snapshot",
+    "rollback",
+    "migration",
+]
+
+WORKER = r"""
+import json, os, sys
+from ax_mesh import ToolError, authenticate, call_tool, open_mesh
+token, generation, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+mesh = open_mesh(os.environ)
+caller = authenticate(mesh, token, generation)
+print("ready", flush=True)
+sys.stdin.readline()
+done = conflicts = 0
+while done < rounds:
+    now = call_tool(mesh, caller, "memory.read", {"store": "team", "path": "counter"})
+    try:
+        call_tool(mesh, caller, "memory.write", {"store": "team", "path": "counter",
+                  "text": str(int(now["text"]) + 1), "expected_revision": now["revision"]})
+        done += 1
+    except ToolError:
+        conflicts += 1
+print(json.dumps({"done": done, "conflicts": conflicts}))
+"""
+
+
+def setup(env: dict[str, str]) -> tuple[object, str, int]:
+    from ax_mesh import Manifest, acquire_lease, add_seat, open_mesh
+    from libcommon import clock
+
+    mesh = open_mesh(env)
+    mesh.store.add_store("team", "shared", None, clock.timestamp())
+    manifest = Manifest.model_validate({"stores": {"team": {"revise": True}}})
+    _seat, token = add_seat(mesh, "bench", "bench", manifest)
+    generation = acquire_lease(mesh, "bench", "bench", 3600).generation
+    return mesh, token, generation
+
+
+def cas(env: dict[str, str], token: str, generation: int, writers: int) -> tuple[float, int, bool]:
+    from ax_mesh import authenticate, call_tool, open_mesh
+
+    mesh = open_mesh(env)
+    caller = authenticate(mesh, token, generation)
+    path = "counter"
+    try:
+        start = call_tool(mesh, caller, "memory.read", {"store": "team", "path": path})
+        base_value, base_revision = int(start["text"]), start["revision"]
+    except Exception:
+        call_tool(
+            mesh,
+            caller,
+            "memory.write",
+            {"store": "team", "path": path, "text": "0", "expected_revision": 0},
+        )
+        base_value, base_revision = 0, 1
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, token, str(generation), str(ROUNDS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(writers)
+    ]
+    # Timed from when every worker has started and authenticated, not from their starts.
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    began = time.perf_counter()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    results = [json.loads(p.communicate()[0]) for p in procs]
+    elapsed = time.perf_counter() - began
+    done = sum(r["done"] for r in results)
+    final = call_tool(mesh, caller, "memory.read", {"store": "team", "path": path})
+    intact = (int(final["text"]) - base_value == done) and (
+        final["revision"] - base_revision == done
+    )
+    mesh.close()
+    return done / elapsed, sum(r["conflicts"] for r in results), intact
+
+
+def search(env: dict[str, str], token: str, generation: int) -> tuple[float, float, float]:
+    from ax_mesh import authenticate, call_tool, open_mesh
+    from ax_mesh.mesh import epoch
+    from ax_mesh.store import Actor, Change
+
+    mesh = open_mesh(env)
+    rng = random.Random(7)
+    actor = Actor("bench", generation)
+    began = time.perf_counter()
+    rare = [f"w{n:04d}" for n in range(RARE_WORDS)]
+    for i in range(RECORDS):
+        words = [rng.choice(WORDS) for _ in range(40)] + rng.sample(rare, 20)
+        text = " ".join(words) + f" unique{i}"
+        mesh.store.mutate_record(
+            actor,
+            epoch(),
+            "t",
+            "team",
+            f"notes/{i:05d}.md",
+            lambda _c, text=text: Change(op="write", text=text),
+        )
+    load = time.perf_counter() - began
+    caller = authenticate(mesh, token, generation)
+    figures = []
+    for pick in (lambda: " ".join(rng.sample(rare, 2)), lambda: " ".join(rng.sample(WORDS, 2))):
+        timings = []
+        for _ in range(QUERIES):
+            query = pick()
+            t0 = time.perf_counter()
+            call_tool(mesh, caller, "memory.search", {"query": query, "max_results": 10})
+            timings.append((time.perf_counter() - t0) * 1000)
+        timings.sort()
+        figures += [statistics.median(timings), timings[int(len(timings) * 0.95)]]
+    mesh.close()
+    return load, figures
+
+
+def run(label: str, env: dict[str, str]) -> bool:
+    mesh, token, generation = setup(env)
+    mesh.close()  # type: ignore[attr-defined]
+    ok = True
+    for writers in (4, 16):
+        rate, conflicts, intact = cas(env, token, generation, writers)
+        ok &= intact
+        print(
+            f"{label}: CAS {writers:2d} writers: {rate:7.1f} writes/s, {conflicts} conflicts, "
+            f"{'no lost update' if intact else 'LOST UPDATES'}"
+        )
+    load, (median, p95, common_median, common_p95) = search(env, token, generation)
+    print(f"{label}: {RECORDS} records written in {load:.1f} s")
+    print(
+        f"{label}: search, two rare words: median {median:.2f} ms, p95 {p95:.2f} ms "
+        f"(goal: median < {SEARCH_GOAL_MS} ms)"
+    )
+    print(
+        f"{label}: search, two words in every record: median {common_median:.2f} ms, "
+        f"p95 {common_p95:.2f} ms (every record matches and is ranked)"
+    )
+    return ok
+
+
+def main() -> int:
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "AX_STATE_DIR": tmp}
+        env.pop("AX_MESH_DSN", None)
+        ok &= run("sqlite", env)
+    dsn = os.environ.get("AX_MESH_BENCH_DSN")
+    if dsn:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+            conn.execute("CREATE SCHEMA public")
+        with tempfile.TemporaryDirectory() as tmp:
+            ok &= run("postgresql", {**os.environ, "AX_STATE_DIR": tmp, "AX_MESH_DSN": dsn})
+    else:
+        print("postgresql: skipped (set AX_MESH_BENCH_DSN to an empty database to measure it)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The PostgreSQL backend (``AX_MESH_DSN``): one mesh shared by runners on several machines.
+
+The same SQL core as SQLite, with PostgreSQL's own concurrency: a write transaction
+takes a transaction-scoped advisory lock on what it changes (a record's store and
+path, a recipient's inbox), reads the seat's lease row ``FOR SHARE`` so a new lease
+cannot be granted mid-write (fencing), and queues are taken ``FOR UPDATE SKIP LOCKED``.
+Search is a stored ``tsvector`` (the ``simple`` configuration: no stemming, like FTS5's
+unicode61) with ``ts_headline`` snippets. ``NOTIFY mesh_<seat>`` after a message is only
+a wake-up hint; the tables are the truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from libcommon.errors import OperationFailed
+
+from .query import parse_web_query
+from .sqlcore import RECORD_COLUMNS, SCHEMA_VERSION, SqlCore, record_of
+from .store import SearchHit
+
+if TYPE_CHECKING:
+    import psycopg
+
+# Any fixed key: the schema is created under it, so two first starts do not race.
+_SCHEMA_LOCK = 0x61786D657368
+CONNECT_TIMEOUT_S = 10
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS seats (
+    name TEXT PRIMARY KEY, role TEXT NOT NULL, manifest TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL,
+    lease_generation BIGINT NOT NULL DEFAULT 0, lease_holder TEXT,
+    lease_expires_at DOUBLE PRECISION, handoff TEXT, retired INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS stores (
+    name TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT, created_at TEXT NOT NULL,
+    work_counter BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS records (
+    id BIGSERIAL PRIMARY KEY, store TEXT NOT NULL REFERENCES stores(name),
+    path TEXT NOT NULL, kind TEXT NOT NULL, revision BIGINT NOT NULL, author TEXT NOT NULL,
+    lease_generation BIGINT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    archived INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL, tags TEXT NOT NULL,
+    source_refs TEXT NOT NULL, provenance TEXT, data TEXT, size BIGINT NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', path || ' ' || text)) STORED);
+CREATE UNIQUE INDEX IF NOT EXISTS records_live_path ON records (store, path) WHERE archived = 0;
+CREATE INDEX IF NOT EXISTS records_updated ON records (store, updated_at);
+CREATE INDEX IF NOT EXISTS records_tsv ON records USING GIN (tsv);
+CREATE TABLE IF NOT EXISTS revisions (
+    record_id BIGINT NOT NULL REFERENCES records(id), revision BIGINT NOT NULL,
+    op TEXT NOT NULL, author TEXT NOT NULL, lease_generation BIGINT NOT NULL,
+    ts TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (record_id, revision));
+CREATE TABLE IF NOT EXISTS messages (
+    id BIGSERIAL PRIMARY KEY, conversation_id TEXT NOT NULL, sender TEXT NOT NULL,
+    recipient TEXT NOT NULL, body TEXT NOT NULL, correlation_id TEXT, reply_to BIGINT,
+    wake INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    not_before DOUBLE PRECISION NOT NULL, lease_until DOUBLE PRECISION, lease_token TEXT,
+    created_at TEXT NOT NULL, last_error TEXT, done_at DOUBLE PRECISION);
+CREATE INDEX IF NOT EXISTS messages_queue ON messages (recipient, state, id);
+CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id, id);
+"""
+
+
+def _sql(statement: str) -> Any:
+    from psycopg import sql
+
+    # The statements are ax-mesh's own constants with '?' placeholders, never input.
+    return sql.SQL(statement.replace("?", "%s"))
+
+
+class _PgTx:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def all(self, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+        cur = self.conn.execute(_sql(statement), params)
+        return list(cur.fetchall()) if cur.description else []
+
+    def one(self, statement: str, *params: Any) -> tuple[Any, ...] | None:
+        rows = self.all(statement, *params)
+        return rows[0] if rows else None
+
+    def run(self, statement: str, *params: Any) -> int:
+        return self.conn.execute(_sql(statement), params).rowcount
+
+
+def channel(seat: str) -> str:
+    """The NOTIFY channel of a seat's inbox (seat names are [a-z0-9_-], '-' is not an
+    identifier character)."""
+    return "mesh_" + seat.replace("-", "_")
+
+
+class PgStore(SqlCore):
+    backend = "postgresql"
+    share_lock = " FOR SHARE"
+    update_lock = " FOR UPDATE"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+    instr = "strpos"
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        try:
+            self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.OperationalError as exc:
+            raise OperationFailed(
+                f"cannot reach the mesh's PostgreSQL server: {str(exc).strip()}",
+                hint="check AX_MESH_DSN and that the server is up",
+            ) from None
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.write() as tx:
+            tx.one("SELECT pg_advisory_xact_lock(?)", _SCHEMA_LOCK)
+            exists = tx.one("SELECT to_regclass('meta')")
+            if exists is not None and exists[0] is not None:
+                version = tx.one("SELECT value FROM meta WHERE key = 'schema_version'")
+                if version is not None and int(version[0]) > SCHEMA_VERSION:
+                    raise OperationFailed(
+                        f"the mesh's schema version {version[0]} is newer than this ax-mesh "
+                        f"({SCHEMA_VERSION})",
+                        hint="upgrade ax-tools on this machine",
+                    )
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    tx.run(statement)
+            tx.run(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO NOTHING",
+                str(SCHEMA_VERSION),
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def read(self) -> Iterator[_PgTx]:
+        with self.conn.transaction():
+            yield _PgTx(self.conn)
+
+    @contextmanager
+    def write(self) -> Iterator[_PgTx]:
+        with self.conn.transaction():
+            yield _PgTx(self.conn)
+
+    def lock(self, tx: Any, key: str) -> None:
+        digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+        tx.one("SELECT pg_advisory_xact_lock(?)", digest)
+
+    def notify(self, tx: Any, recipient: str) -> None:
+        tx.run(f"NOTIFY {channel(recipient)}")
+
+    def search(
+        self,
+        stores: list[str],
+        query: str,
+        prefix: str,
+        tags: list[str],
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        if not stores:
+            return []
+        parsed = parse_web_query(query)
+        # The parsed query rebuilt term by term, so it means exactly what FTS5 is given.
+        term = "phraseto_tsquery('simple', ?)"
+        alternatives = " || ".join(
+            "(" + " && ".join(term for _ in group) + ")" for group in parsed.groups
+        )
+        expression = f"({alternatives})" + "".join(f" && !!{term}" for _ in parsed.excluded)
+        params: list[Any] = [t for group in parsed.groups for t in group] + parsed.excluded
+        where, scope = self._scope(stores, prefix, tags, table="r")
+        columns = ", ".join(f"r.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+        with self.read() as tx:
+            rows = tx.all(
+                f"SELECT {columns}, ts_headline('simple', r.text, q, 'StartSel=«, StopSel=», "
+                "MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
+                f"ts_rank_cd(r.tsv, q) FROM records r, (SELECT {expression} AS q) query "
+                f"WHERE r.tsv @@ q AND {where} ORDER BY ts_rank_cd(r.tsv, q) DESC, r.id "
+                "LIMIT ? OFFSET ?",
+                *params,
+                *scope,
+                limit,
+                offset,
+            )
+        return [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows]

@@ -1,0 +1,175 @@
+"""The default backend: one SQLite database in the state root, in WAL mode.
+
+A write transaction is ``BEGIN IMMEDIATE``: it takes the database's one write lock
+before reading, so a compare-and-swap reads and writes with no writer in between, and
+an append can never overwrite another. Readers run beside it on WAL snapshots. Search
+is an FTS5 table kept in the same transaction as the record it indexes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from libcommon.errors import CorruptStore
+
+from .query import parse_web_query, to_fts5
+from .sqlcore import RECORD_COLUMNS, SCHEMA_VERSION, SqlCore, record_of
+from .store import SearchHit
+
+DB_NAME = "mesh.db"
+# How long a writer waits for the write lock before the call fails (a stuck writer).
+BUSY_TIMEOUT_S = 30.0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS seats (
+    name TEXT PRIMARY KEY, role TEXT NOT NULL, manifest TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL,
+    lease_generation INTEGER NOT NULL DEFAULT 0, lease_holder TEXT, lease_expires_at REAL,
+    handoff TEXT, retired INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS stores (
+    name TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT, created_at TEXT NOT NULL,
+    work_counter INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, store TEXT NOT NULL REFERENCES stores(name),
+    path TEXT NOT NULL, kind TEXT NOT NULL, revision INTEGER NOT NULL, author TEXT NOT NULL,
+    lease_generation INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    archived INTEGER NOT NULL DEFAULT 0, text TEXT NOT NULL, tags TEXT NOT NULL,
+    source_refs TEXT NOT NULL, provenance TEXT, data TEXT, size INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS records_live_path ON records (store, path) WHERE archived = 0;
+CREATE INDEX IF NOT EXISTS records_updated ON records (store, updated_at);
+CREATE TABLE IF NOT EXISTS revisions (
+    record_id INTEGER NOT NULL REFERENCES records(id), revision INTEGER NOT NULL,
+    op TEXT NOT NULL, author TEXT NOT NULL, lease_generation INTEGER NOT NULL,
+    ts TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (record_id, revision));
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5 (path, text, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL, sender TEXT NOT NULL,
+    recipient TEXT NOT NULL, body TEXT NOT NULL, correlation_id TEXT, reply_to INTEGER,
+    wake INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    not_before REAL NOT NULL, lease_until REAL, lease_token TEXT, created_at TEXT NOT NULL,
+    last_error TEXT, done_at REAL);
+CREATE INDEX IF NOT EXISTS messages_queue ON messages (recipient, state, id);
+CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id, id);
+"""
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def all(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, *params: Any) -> tuple[Any, ...] | None:
+        rows = self.conn.execute(sql, params).fetchall()
+        return rows[0] if rows else None
+
+    def run(self, sql: str, *params: Any) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+
+class SqliteStore(SqlCore):
+    backend = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not path.exists():
+            # Created 0600 before SQLite opens it; its -wal and -shm files take its mode.
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        try:
+            self.conn = sqlite3.connect(
+                path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+            )
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: a committed revision survives a power cut, not only a crash.
+            self.conn.execute("PRAGMA synchronous = FULL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise CorruptStore(str(path), f"SQLite cannot open it: {exc}") from None
+
+    def _migrate(self) -> None:
+        with self.write() as tx:
+            row = tx.one("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+            if row is not None:
+                version = tx.one("SELECT value FROM meta WHERE key = 'schema_version'")
+                if version is not None and int(version[0]) > SCHEMA_VERSION:
+                    raise CorruptStore(
+                        str(self.path),
+                        f"schema version {version[0]} is newer than this ax-mesh "
+                        f"({SCHEMA_VERSION}); upgrade ax-tools",
+                    )
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            tx.run(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO NOTHING",
+                str(SCHEMA_VERSION),
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def read(self) -> Iterator[_SqliteTx]:
+        # One snapshot for the statements of a read, so a listing is consistent.
+        self.conn.execute("BEGIN DEFERRED")
+        try:
+            yield _SqliteTx(self.conn)
+        finally:
+            self.conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[_SqliteTx]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield _SqliteTx(self.conn)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def index_record(self, tx: Any, record_id: int, path: str, text: str, live: bool) -> None:
+        tx.run("DELETE FROM records_fts WHERE rowid = ?", record_id)
+        if live:
+            tx.run(
+                "INSERT INTO records_fts (rowid, path, text) VALUES (?, ?, ?)",
+                record_id,
+                path,
+                text,
+            )
+
+    def search(
+        self,
+        stores: list[str],
+        query: str,
+        prefix: str,
+        tags: list[str],
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        if not stores:
+            return []
+        expression = to_fts5(parse_web_query(query))
+        where, params = self._scope(stores, prefix, tags, table="r")
+        columns = ", ".join(f"r.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+        with self.read() as tx:
+            rows = tx.all(
+                f"SELECT {columns}, snippet(records_fts, 1, '«', '»', '…', 24), "
+                "bm25(records_fts) FROM records_fts JOIN records r ON r.id = records_fts.rowid "
+                f"WHERE records_fts MATCH ? AND {where} "
+                "ORDER BY bm25(records_fts), r.id LIMIT ? OFFSET ?",
+                expression,
+                *params,
+                limit,
+                offset,
+            )
+        return [SearchHit(record_of(row[:16]), row[16], -float(row[17])) for row in rows]
