@@ -628,3 +628,15 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
     assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
     assert views.FOCUS_PATHS_MAX == 64
+
+
+def test_mesh_schedule_limits() -> None:
+    from ax_mesh import schedule
+
+    assert schedule.AUTOMATIONS_PER_SEAT_MAX == 50
+    assert schedule.EVERY_MIN_S == 60
+    assert schedule.DELAY_MAX_S == 366 * 86400
+    assert schedule.MISSED_AFTER_S == 300
+    assert schedule.UPCOMING_RUNS == 3
+    assert schedule.NAME_MAX_CHARS == 128
+    assert schedule.INSTRUCTION_MAX_BYTES == 12 * 1024
