@@ -640,3 +640,9 @@ def test_mesh_schedule_limits() -> None:
     assert schedule.UPCOMING_RUNS == 3
     assert schedule.NAME_MAX_CHARS == 128
     assert schedule.INSTRUCTION_MAX_BYTES == 12 * 1024
+
+
+def test_mesh_fake_harness_limits() -> None:
+    from ax_agent.providers import mesh_fake
+
+    assert mesh_fake.SLEEP_MAX_S == 600.0

@@ -2,7 +2,7 @@
 complete -c ax-agent -n 'not __fish_seen_subcommand_from demo' -f -a demo -d 'Offline demo: a scripted model fixes a failing test in a temporary project.'
 complete -c ax-agent -s p -l prompt -r -d 'The request (default: read it from stdin; on a terminal, the interactive mode).'
 complete -c ax-agent -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
-complete -c ax-agent -l provider -r -d 'anthropic, openai-compatible or script (default: the configs, else anthropic).'
+complete -c ax-agent -l provider -r -d 'anthropic, openai-compatible, script or mesh-fake (default: the configs, else anthropic).'
 complete -c ax-agent -l model -r -d 'The model to ask.'
 complete -c ax-agent -l base-url -r -d 'The server of the openai-compatible provider.'
 complete -c ax-agent -l script -r -d 'The script file of the script provider.'

@@ -40,7 +40,10 @@ def agent(
         str | None,
         typer.Option(
             "--provider",
-            help="anthropic, openai-compatible or script (default: the config's, else anthropic).",
+            help=(
+                "anthropic, openai-compatible, script or mesh-fake (default: the config's, "
+                "else anthropic)."
+            ),
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model to ask.")] = None,
