@@ -646,3 +646,15 @@ def test_mesh_fake_harness_limits() -> None:
     from ax_agent.providers import mesh_fake
 
     assert mesh_fake.SLEEP_MAX_S == 600.0
+
+
+def test_mesh_connection_limits() -> None:
+    from ax_mesh.connections import file_tracker, gateway
+
+    assert gateway.PENDING_LEASE_S == 300.0
+    assert gateway.IDEMPOTENCY_KEY_MAX_CHARS == 128
+    assert gateway.ERROR_MAX_CHARS == 2000
+    assert file_tracker.READ_MAX == 50
+    assert file_tracker.TITLE_MAX_CHARS == 512
+    assert file_tracker.TEXT_MAX_CHARS == 64 * 1024
+    assert file_tracker.RECORD_MAX_BYTES == 256 * 1024
