@@ -714,3 +714,33 @@ def test_mesh_limits() -> None:
     assert pg_store.CONNECT_TIMEOUT_S == 10
     assert serve.HTTP_BODY_MAX_BYTES == 1024 * 1024
     assert serve.HTTP_READ_TIMEOUT_S == 30.0
+
+
+def test_mesh_schedule_limits() -> None:
+    from ax_mesh import schedule
+
+    assert schedule.AUTOMATIONS_PER_SEAT_MAX == 50
+    assert schedule.EVERY_MIN_S == 60
+    assert schedule.DELAY_MAX_S == 366 * 86400
+    assert schedule.MISSED_AFTER_S == 300
+    assert schedule.UPCOMING_RUNS == 3
+    assert schedule.NAME_MAX_CHARS == 128
+    assert schedule.INSTRUCTION_MAX_BYTES == 12 * 1024
+
+
+def test_mesh_fake_harness_limits() -> None:
+    from ax_agent.providers import mesh_fake
+
+    assert mesh_fake.SLEEP_MAX_S == 600.0
+
+
+def test_mesh_connection_limits() -> None:
+    from ax_mesh.connections import file_tracker, gateway
+
+    assert gateway.PENDING_LEASE_S == 300.0
+    assert gateway.IDEMPOTENCY_KEY_MAX_CHARS == 128
+    assert gateway.ERROR_MAX_CHARS == 2000
+    assert file_tracker.READ_MAX == 50
+    assert file_tracker.TITLE_MAX_CHARS == 512
+    assert file_tracker.TEXT_MAX_CHARS == 64 * 1024
+    assert file_tracker.RECORD_MAX_BYTES == 256 * 1024

@@ -32,7 +32,7 @@ from .base import (
 )
 from .profiles import PROFILES
 
-PROVIDER_NAMES = ("anthropic", *PROFILES, "script")
+PROVIDER_NAMES = ("anthropic", *PROFILES, "script", "mesh-fake")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -81,6 +81,13 @@ def make_provider(
         return ScriptProvider.from_file(script, model=model)
     if script is not None:
         raise UsageError(f"a script file is for the script provider, not {name}")
+    if name == "mesh-fake":
+        from .mesh_fake import MeshFakeProvider
+
+        if base_url is not None:
+            raise UsageError("the mesh-fake provider calls no server, so it takes no base URL")
+        # The fake harness of ax-mesh: each message body is its script (docs/ax-mesh.md).
+        return MeshFakeProvider(model=model)
     if name == "anthropic":
         from .anthropic import BASE_URL_VAR, AnthropicProvider
 
