@@ -244,7 +244,9 @@ class McpServers:
             outcome = "error" if result.is_error else "ok"
             return render_result(server_name, tool, result), bool(result.is_error)
         except McpCallFailed as exc:
-            outcome = "disabled" if server.state == "disabled" else "failed"
+            # The call itself may have ended the server (mypy still sees "ready" here).
+            now: str = server.state
+            outcome = "disabled" if now == "disabled" else "failed"
             raise McpCallFailed(str(exc)) from None
         finally:
             self._queue(
