@@ -37,9 +37,9 @@ def leak() -> str:
 
 
 @server.tool()
-def env(name: str) -> str:
+def env(variable: str) -> str:
     """Say whether a variable is set in the server's environment."""
-    return "set" if name in os.environ else "unset"
+    return "set" if variable in os.environ else "unset"
 
 
 @server.tool()

@@ -79,7 +79,10 @@ class ServerState:
     session: ClientSession | None = None
     service: Service | None = None
     stopping: anyio.Event | None = None
+    scope: anyio.CancelScope | None = None
     inbound: int = 0
+    exit_code: int | None = None
+    killed: int | None = None
 
     @property
     def name(self) -> str:
@@ -107,7 +110,9 @@ def resolve_headers(entry: HttpEntry, environ: Mapping[str, str]) -> dict[str, s
     for header, value in entry.headers.items():
         scheme, variable = header_parts(value)
         if variable not in environ:
-            raise McpCallFailed(f"header {header}: the variable {variable} is not set")
+            raise McpCallFailed(
+                f"the variable {variable} is not set (named for the {header} header)"
+            )
         headers[header] = f"{scheme} {environ[variable]}" if scheme else environ[variable]
     return headers
 
@@ -159,15 +164,15 @@ class McpServers:
         workspace: Path,
         log_dir: Path,
         environ: Mapping[str, str],
-        call_timeout_s: float = MCP_CALL_TIMEOUT_S,
-        connect_timeout_s: float = MCP_CONNECT_TIMEOUT_S,
+        call_timeout_s: float | None = None,
+        connect_timeout_s: float | None = None,
     ) -> None:
         self.servers = {state.name: state for state in states}
         self.workspace = workspace
         self.log_dir = log_dir
         self.environ = dict(environ)
-        self.call_timeout_s = call_timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        self.call_timeout_s = call_timeout_s or MCP_CALL_TIMEOUT_S
+        self.connect_timeout_s = connect_timeout_s or MCP_CONNECT_TIMEOUT_S
         self.started_at = time.monotonic()
         self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -191,9 +196,9 @@ class McpServers:
         for server in starting:
             self._tasks.append(self._portal.start_task_soon(self._serve, server))
 
-    def wait_started(self, budget_s: float = MCP_STARTUP_BUDGET_S) -> None:
+    def wait_started(self, budget_s: float | None = None) -> None:
         """Wait, up to ``budget_s`` after start, for every server to leave "starting"."""
-        deadline = self.started_at + budget_s
+        deadline = self.started_at + (MCP_STARTUP_BUDGET_S if budget_s is None else budget_s)
         with self._changed:
             while any(s.state == "starting" for s in self.servers.values()):
                 left = deadline - time.monotonic()
@@ -209,6 +214,9 @@ class McpServers:
         for server in self.servers.values():
             if server.stopping is not None:
                 portal.call(server.stopping.set)
+            if server.state == "starting" and server.scope is not None:
+                # Still in its handshake: nothing to say goodbye to.
+                portal.call(server.scope.cancel)
         for task in self._tasks:
             with contextlib.suppress(Exception):
                 task.result(MCP_STOP_TIMEOUT_S)
@@ -283,25 +291,12 @@ class McpServers:
 
     async def _serve(self, server: ServerState) -> None:
         import anyio
-        from mcp import ClientSession
 
         server.stopping = anyio.Event()
+        server.scope = anyio.CancelScope()
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(server))
-                session = await stack.enter_async_context(ClientSession(read, write))
-                with anyio.fail_after(self.connect_timeout_s):
-                    info = await session.initialize()
-                    listed = await self._list(session)
-                tools, notes = model_tools(server.name, listed)
-                with self._changed:
-                    server.session = session
-                    server.tools = tools
-                    server.notes.extend(notes)
-                if server.state == "starting":
-                    version = getattr(info, "protocol_version", None)
-                    self._set(server, "ready", None, protocolVersion=version)
-                await server.stopping.wait()
+            with server.scope:
+                await self._connect(server)
         except TimeoutError:
             why = f"no answer to initialize within {self.connect_timeout_s:g} s"
             self._end(server, "failed", why)
@@ -309,8 +304,29 @@ class McpServers:
             self._end(server, "failed", _one_line(exc))
         finally:
             server.session = None
-            if server.state in ("starting", "ready"):
-                self._set(server, "stopped", None)
+            self._stopped(server)
+
+    async def _connect(self, server: ServerState) -> None:
+        import anyio
+        from mcp import ClientSession
+
+        assert server.stopping is not None
+        async with contextlib.AsyncExitStack() as stack:
+            raw = await stack.enter_async_context(self._transport(server))
+            read, write = await stack.enter_async_context(self._screened(server, *raw))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            with anyio.fail_after(self.connect_timeout_s):
+                info = await session.initialize()
+                listed = await self._list(session)
+            tools, notes = model_tools(server.name, listed)
+            with self._changed:
+                server.session = session
+                server.tools = tools
+                server.notes.extend(notes)
+            if server.state == "starting":
+                version = getattr(info, "protocol_version", None)
+                self._set(server, "ready", None, protocolVersion=version)
+            await server.stopping.wait()
 
     async def _list(self, session: ClientSession) -> list[Any]:
         from mcp import types
@@ -344,6 +360,50 @@ class McpServers:
             assert isinstance(entry, StdioEntry)
             async with self._stdio(server, entry) as streams:
                 yield streams
+
+    @asynccontextmanager
+    async def _screened(
+        self, server: ServerState, read: Any, write: Any
+    ) -> AsyncIterator[tuple[Any, Any]]:
+        """The streams the SDK gets: a tools/list answer has its unusable tools taken out.
+
+        The SDK refuses a whole listing for one tool it cannot parse; ax drops that tool
+        with a note and keeps the rest, whatever the transport.
+        """
+        import anyio
+        from mcp import types
+        from mcp.shared.message import SessionMessage
+
+        listing: set[Any] = set()
+        up_send, up_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        down_send, down_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+        async def upward() -> None:
+            async with up_send:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, types.JSONRPCResponse) and message.id in listing:
+                        listing.discard(message.id)
+                        kept, notes = screen_listing(message.result)
+                        server.notes.extend(notes)
+                        item = SessionMessage(message.model_copy(update={"result": kept}))
+                    await up_send.send(item)
+
+        async def downward() -> None:
+            async with down_recv, write:
+                async for item in down_recv:
+                    message = item.message
+                    if isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
+                        listing.add(message.id)
+                    await write.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(upward)
+            group.start_soon(downward)
+            try:
+                yield up_recv, down_send
+            finally:
+                group.cancel_scope.cancel()
 
     @asynccontextmanager
     async def _stdio(
@@ -381,10 +441,7 @@ class McpServers:
         finally:
             with anyio.CancelScope(shield=True):
                 stopped = await to_thread.run_sync(service.stop)
-            if server.state in ("starting", "ready"):
-                self._set(server, "stopped", None, exitCode=stopped.returncode)
-            else:
-                self._queue_stop(server, stopped.returncode, stopped.killed)
+            server.exit_code, server.killed = stopped.returncode, stopped.killed
 
     async def _read_stdout(self, server: ServerState, service: Service, send: Any) -> None:
         import anyio
@@ -485,22 +542,45 @@ class McpServers:
         with self._lock:
             self._events.append(event)
 
-    def _queue_stop(self, server: ServerState, code: int | None, killed: int) -> None:
-        self._queue(
-            {
-                "type": "mcp.server",
-                "server": server.name,
-                "source": server.spec.source,
-                "state": "stopped",
-                "reason": f"after {server.state}: {server.reason}",
-                "exitCode": code,
-                "killed": killed,
-            }
-        )
+    def _stopped(self, server: ServerState) -> None:
+        """The one ``stopped`` event of a server whose task ended, after its state is known."""
+        extra = {"exitCode": server.exit_code, "killed": server.killed}
+        if server.state in ("starting", "ready"):
+            self._set(server, "stopped", None, **extra)
+            return
+        event = {
+            "type": "mcp.server",
+            "server": server.name,
+            "source": server.spec.source,
+            "state": "stopped",
+            "reason": f"after it was {server.state}: {server.reason}",
+        }
+        self._queue({**event, **{k: v for k, v in extra.items() if v is not None}})
 
     def note(self, event: dict[str, Any]) -> None:
         """Queue an event about a server that never started (approval, a bad entry)."""
         self._queue(event)
+
+
+def screen_listing(result: Any) -> tuple[Any, list[str]]:
+    """A raw tools/list result without the tools whose name or input schema is unusable."""
+    from .tools import schema_problem
+
+    if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+        return result, []
+    kept: list[Any] = []
+    notes: list[str] = []
+    for tool in result["tools"]:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str) or not name:
+            notes.append("a tool without a name dropped")
+            continue
+        problem = schema_problem(tool.get("inputSchema"))
+        if problem is not None:
+            notes.append(f"tool {redact(name)[:80]!r} dropped: its input schema {problem}")
+            continue
+        kept.append(tool)
+    return {**result, "tools": kept}, notes
 
 
 def _connection_lost(exc: BaseException) -> bool:

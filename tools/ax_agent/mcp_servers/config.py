@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationError
 
 from libcommon import jsonio
 from libcommon.cliapp import describe_validation_error
@@ -80,6 +80,12 @@ def _reference(value: str) -> str:
     return value
 
 
+def _names_as_references(value: Any) -> Any:
+    if isinstance(value, list) and all(isinstance(name, str) for name in value):
+        return {name: "${" + name + "}" for name in value}
+    return value
+
+
 def _header_value(value: str) -> str:
     if _HEADER_VALUE.fullmatch(value) is None:
         raise ValueError(
@@ -106,18 +112,15 @@ class StdioEntry(Contract):
     type: Literal["stdio"] = "stdio"
     command: Text
     args: Annotated[list[Arg], Field(max_length=MAX_ARGS)] = Field(default_factory=list)
-    env: (
-        Annotated[list[EnvName], Field(max_length=MAX_ENV_NAMES)]
-        | Annotated[
-            dict[EnvName, Annotated[str, AfterValidator(_reference)]],
-            Field(max_length=MAX_ENV_NAMES),
-        ]
-    ) = Field(default_factory=list)
+    # A list of names is read as {NAME: "${NAME}"}: one shape to check, one error to give.
+    env: Annotated[
+        dict[EnvName, Annotated[str, AfterValidator(_reference)]],
+        BeforeValidator(_names_as_references),
+        Field(max_length=MAX_ENV_NAMES),
+    ] = Field(default_factory=dict)
 
     def passed(self) -> dict[str, str]:
         """Each variable the child gets: its name there -> the name read here."""
-        if isinstance(self.env, list):
-            return {name: name for name in self.env}
         return {name: _name_in(reference) for name, reference in self.env.items()}
 
 
@@ -188,7 +191,7 @@ def parse_entry(name: str, raw: Any, where: str) -> Entry:
     kind = raw.get("type")
     if kind == "sse":
         raise UsageError(
-            f"{where}: mcpServers.{name}.type 'sse' is not supported",
+            f"{where}: mcpServers.{name} field 'type': 'sse' is not supported",
             hint="use the server's streamable HTTP endpoint (type 'http')",
         )
     http = "url" in raw or kind in ("http", "streamable-http")
