@@ -289,9 +289,7 @@ def test_a_server_that_hangs_is_disabled_and_its_tree_killed(
     assert not alive(pid)
 
 
-def test_a_server_that_floods_is_disabled(
-    workspace: Path, tmp_path: Path, state_dir: Path
-) -> None:
+def test_a_server_that_floods_is_disabled(workspace: Path, tmp_path: Path, state_dir: Path) -> None:
     configure(state_dir, {"raw": stdio(RAW_SERVER, "flood")})
     turns = [{"toolCalls": [call("mcp__raw__ping")]}, {"text": "flooded"}]
     session, _ = start(workspace, tmp_path, turns, ["once"])
@@ -502,4 +500,5 @@ def test_a_missing_header_variable_fails_that_server_only(
         session.end("done")
     assert result.text == "fine"
     failed = server_events(session, "web")[0]
-    assert failed["state"] == "failed" and "AX_TEST_UNSET_VAR is not set" in failed["reason"], failed
+    assert failed["state"] == "failed", failed
+    assert "AX_TEST_UNSET_VAR is not set" in failed["reason"]
