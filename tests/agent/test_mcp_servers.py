@@ -502,3 +502,22 @@ def test_a_missing_header_variable_fails_that_server_only(
     failed = server_events(session, "web")[0]
     assert failed["state"] == "failed", failed
     assert "AX_TEST_UNSET_VAR is not set" in failed["reason"]
+
+
+def test_without_the_sdk_a_declared_server_fails_with_the_cure(
+    workspace: Path, tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    configure(state_dir, {"fx": stdio(SDK_SERVER)})
+    session, _ = start(workspace, tmp_path, [{"text": "fine"}])
+    try:
+        assert run_turn(session, "hi").text == "fine"
+    finally:
+        session.end("done")
+    failed = server_events(session, "fx")[0]
+    assert failed["state"] == "failed" and "ax-tools[mcp]" in failed["reason"]

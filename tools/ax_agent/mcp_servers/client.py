@@ -60,6 +60,8 @@ REASON_MAX_CHARS = 300
 # What a stdio server gets of ax-agent's environment besides the names its entry lists.
 BASE_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
+MISSING_SDK = "the MCP client is not installed: pip install 'ax-tools[mcp]' (the official mcp SDK)"
+
 State = Literal["starting", "ready", "failed", "disabled", "awaiting-approval", "stopped"]
 
 
@@ -189,6 +191,12 @@ class McpServers:
 
         starting = [s for s in self.servers.values() if s.state == "starting"]
         if not starting:
+            return
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            for server in starting:
+                self._set(server, "failed", MISSING_SDK)
             return
         self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._portal_cm = start_blocking_portal()
