@@ -521,3 +521,55 @@ def test_without_the_sdk_a_declared_server_fails_with_the_cure(
         session.end("done")
     failed = server_events(session, "fx")[0]
     assert failed["state"] == "failed" and "ax-tools[mcp]" in failed["reason"]
+
+
+def test_slash_mcp_lists_servers_states_and_tools(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    import io
+
+    from ax_agent.terminal import commands
+    from ax_agent.terminal.screen import Screen
+
+    configure(state_dir, {"fx": stdio(SDK_SERVER), "gone": {"command": "/nonexistent/ax-x"}})
+    workspace_entry(workspace, stdio(SDK_SERVER))
+    session, _ = start(workspace, tmp_path, [{"text": "ok"}])
+    err = io.StringIO()
+    screen = Screen(io.StringIO(), err, out_tty=False, err_tty=False, environ={})
+    context = commands.Context(session, None, screen, None)  # type: ignore[arg-type]
+    try:
+        run_turn(session, "hi")
+        commands.run_line(context, "/mcp")
+    finally:
+        session.end("done")
+    shown = err.getvalue()
+    assert "fx: ready (user config)" in shown
+    assert "tools: mcp__fx__add, mcp__fx__shout" in shown
+    assert "gone: failed (user config): OperationFailed: cannot start" in shown
+    assert "repo: awaiting-approval (workspace" in shown
+    assert "stderr log: " in shown
+
+
+def test_headless_says_a_refused_workspace_server_once(
+    workspace: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    from ax_agent.cli import main
+
+    workspace_entry(workspace, stdio(SDK_SERVER))
+    script = write_script(tmp_path / "s.json", [{"text": "hello"}])
+    result = run_cli(
+        main,
+        [
+            "-C",
+            str(workspace),
+            "--provider",
+            "script",
+            "--script",
+            str(script),
+            "--trust-this-workspace",
+            "-p",
+            "hi",
+        ],
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("MCP server repo awaiting-approval") == 1

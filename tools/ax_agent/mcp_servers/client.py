@@ -238,6 +238,15 @@ class McpServers:
             events, self._events = self._events, []
         return events
 
+    def snapshot(self) -> list[ServerState]:
+        """Copies of the servers' states as they are now (the loop thread changes them)."""
+        from dataclasses import replace
+
+        with self._lock:
+            return [
+                replace(s, tools=list(s.tools), notes=list(s.notes)) for s in self.servers.values()
+            ]
+
     def ready_tools(self) -> list[McpTool]:
         with self._lock:
             return [t for s in self.servers.values() if s.state == "ready" for t in s.tools]

@@ -169,3 +169,28 @@ def model_tool(tool: McpTool, servers: McpServers) -> ModelTool:
         run,
         input_schema=tool.schema,
     )
+
+
+def status_lines(servers: McpServers | None) -> list[str]:
+    """What ``/mcp`` shows: each server, its state (and why), where it came from, its tools."""
+    if servers is None or not servers.servers:
+        return [
+            "no MCP servers: declare them under mcpServers in the user config "
+            "(see docs/ax-agent.md, MCP servers)"
+        ]
+    lines: list[str] = []
+    for state in servers.snapshot():
+        where = "user config" if state.spec.source == "user" else f"workspace, {state.spec.path}"
+        head = f"{state.name}: {state.state} ({where})"
+        if state.reason:
+            head += f": {state.reason}"
+        lines.append(head)
+        if state.spec.entry is not None:
+            lines.append(f"  {redact(describe(state.spec))}")
+        if state.state == "ready":
+            names = ", ".join(tool.name for tool in state.tools) or "none"
+            lines.append(f"  tools: {names}")
+        lines.extend(f"  note: {note}" for note in state.notes)
+        if state.log is not None:
+            lines.append(f"  stderr log: {state.log}")
+    return lines
