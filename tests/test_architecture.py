@@ -40,7 +40,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
         "ax_map",
     },
 }
-HEAVY = {"anthropic", "httpx", "rich"}
+HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2"}
 # anthropic may be imported only by ax_agent's provider modules, and lazily.
 ANTHROPIC_HOMES = ("ax_agent.provider", "ax_agent.providers")
 

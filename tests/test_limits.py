@@ -744,3 +744,37 @@ def test_mesh_connection_limits() -> None:
     assert file_tracker.TITLE_MAX_CHARS == 512
     assert file_tracker.TEXT_MAX_CHARS == 64 * 1024
     assert file_tracker.RECORD_MAX_BYTES == 256 * 1024
+
+
+def test_mcp_client_limits() -> None:
+    from ax_agent.mcp_servers import client, config, session, tools
+    from ax_exec import service
+    from ax_policy import models
+
+    assert client.MCP_STARTUP_BUDGET_S == 5.0
+    assert client.MCP_CONNECT_TIMEOUT_S == 30.0
+    assert client.MCP_CALL_TIMEOUT_S == 120.0
+    assert client.MCP_MESSAGE_MAX_BYTES == 4 * 1024 * 1024
+    assert client.MCP_INBOUND_MAX_BYTES == 64 * 1024 * 1024
+    assert client.MCP_STDERR_LOG_MAX_BYTES == 1024 * 1024
+    assert client.MCP_STOP_TIMEOUT_S == 10.0
+    assert client.MCP_LIST_PAGES_MAX == 8
+    assert client.MCP_READ_BYTES == 64 * 1024
+    assert client.REASON_MAX_CHARS == 300
+    assert config.MAX_WORKSPACE_FILE_BYTES == 64 * 1024
+    assert config.MAX_ARGS == 256
+    assert config.MAX_ARG_CHARS == 4096
+    assert config.MAX_ENV_NAMES == 64
+    assert config.MAX_HEADERS == 32
+    assert config.MAX_URL_CHARS == 2048
+    assert session.QUESTION_MAX_CHARS == 600
+    assert tools.MODEL_TOOL_NAME_MAX_CHARS == 64
+    assert tools.MCP_SCHEMA_MAX_BYTES == 32 * 1024
+    assert tools.MCP_DESCRIPTION_MAX_CHARS == 2_000
+    assert tools.MCP_RESULT_MAX_CHARS == 32_000
+    assert tools.MCP_TOOLS_PER_SERVER_MAX == 128
+    assert service.SERVICE_EXIT_GRACE_S == 1.0
+    assert service.STDERR_LINE_MAX_BYTES == 8 * 1024
+    assert service.STDERR_READ_BYTES == 64 * 1024
+    assert models.MAX_MCP_SERVERS == 32
+    assert models.MAX_MCP_SERVER_NAME_CHARS == 32

@@ -102,6 +102,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "documents": [{"doc": "journal", "path": "/s/JOURNAL.md", "bytes": 9, "sha256": "0" * 64}],
     },
     "map.built": {"status": "skipped"},
+    "mcp.server": {"server": "docs", "state": "ready"},
+    "mcp.call": {"server": "docs", "tool": "search", "durationMs": 12.5, "outcome": "ok"},
     "turn.completed": {"stopReason": "end_turn", "steps": 2},
     "turn.aborted": {"phase": "tool", "steps": 1},
     "provider.changed": {

@@ -129,6 +129,8 @@ def agent(
         trust_once=trust_this_workspace,
         interactive=interactive,
         trust_ask=_ask_trust if interactive else None,
+        # Issue 23: a workspace-declared MCP server starts only once a person says yes.
+        mcp_ask=_ask_trust if interactive else None,
         approver=approver,
         approval_note=note,
     )

@@ -28,6 +28,8 @@ from .session import Session, StartOptions, start_session
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("text", "json", "stream-json")
+# MCP server states said on stderr (once each: each is one event).
+MCP_SAID = frozenset({"failed", "disabled", "awaiting-approval", "ignored"})
 
 
 @contextmanager
@@ -133,6 +135,11 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
         elif kind == "tool.completed":
             mark = "ok" if record.get("ok") else "failed"
             chrome(f"ax-agent: [{mark}] {record.get('summary')}")
+        elif kind == "mcp.server" and record.get("state") in MCP_SAID:
+            chrome(
+                f"ax-agent: MCP server {record.get('server') or '(workspace file)'} "
+                f"{record.get('state')}: {record.get('reason')}"
+            )
         elif kind == "approval.resolved":
             chrome(
                 f"ax-agent: approval {record.get('answer')} ({record.get('scope')}, "

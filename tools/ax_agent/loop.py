@@ -117,6 +117,13 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     """One user turn, to the model's final answer or a stop (see the module docstring)."""
     abort = abort or threading.Event()
     state = _TurnState()
+    if session.mcp is not None:
+        # Issue 23: servers still starting hold the first turn up to a budget, no longer;
+        # the tools of those ready now join, and those of a server gone leave.
+        from .mcp_servers.session import sync_tools
+
+        session.mcp.wait_started()
+        sync_tools(session.tools, session.mcp)
     session.record({"type": "user.message", "content": text})
     blocks: list[TextBlock | ToolUseBlock | ToolResultBlock] = [TextBlock(text)]
     # The plan (issue 21): its per-turn note rides on the message, so it leaves with it.
@@ -506,7 +513,7 @@ def _record_mutations(
 
 
 def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> tuple[Choice, ...]:
-    from ax_policy import DURABLE_EXTERNAL_TOOLS, Decision
+    from ax_policy import Decision, durable_external_eligible
 
     offers: list[Choice] = ["no", "once"]
     if decision.grantable:
@@ -516,7 +523,7 @@ def _offers(decision: Decision, facts: DeclaredFacts | Decision, tool: str) -> t
         or (
             facts.external is not None
             and not facts.external.write
-            and tool in DURABLE_EXTERNAL_TOOLS
+            and durable_external_eligible(tool)
         )
     ):
         offers.append("always")

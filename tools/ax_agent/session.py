@@ -54,6 +54,7 @@ from .window.window import SYSTEM_NOTE, ContextWindow
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
 
+    from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
 
 DEFAULT_PROVIDER = "anthropic"
@@ -89,6 +90,8 @@ class StartOptions:
     on_output: Callable[[str, str, bytes], None] | None = None
     # Said in the log when --dangerously-allow-all (or the demo) answers for the user.
     approval_note: str | None = None
+    # Asks whether a workspace-declared MCP server may start (None: off a terminal, so no).
+    mcp_ask: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -129,13 +132,23 @@ class Session:
     # The plan (issue 21): the content hash whose detailed view the model was given, and
     # the history index of the message that carried it (ax_agent.plans.note).
     plan_shown: tuple[str, int] | None = None
+    # The session's MCP servers (issue 23); None when none is declared.
+    mcp: McpServers | None = None
 
     @property
     def workspace(self) -> Path:
         return self.layout.workspace
 
     def record(self, *events: dict[str, Any]) -> list[dict[str, Any]]:
-        """Append events through the seam, then show listeners everything new in the log."""
+        """Append events through the seam, then show listeners everything new in the log.
+
+        What the MCP servers queued since (their events happen on a background
+        thread) goes first, in this thread, so the log's order is this thread's.
+        """
+        if self.mcp is not None:
+            events = (*self.mcp.drain(), *events)
+        if not events:
+            return []
         stored: list[dict[str, Any]] = self.seam.call(
             "log.append", AppendRequest(events=list(events))
         )
@@ -170,8 +183,11 @@ class Session:
                     listener(record)
 
     def end(self, reason: str) -> None:
-        """Record the end and give the lease up (a later --resume opens it again)."""
+        """Stop the MCP servers, record the end and give the lease up (a later --resume
+        opens it again)."""
         try:
+            if self.mcp is not None:
+                self.mcp.close()
             self.record(
                 {"type": "session.ended", "reason": reason, "workspace": str(self.workspace)}
             )
@@ -191,6 +207,8 @@ def start_session(options: StartOptions) -> Session:
     """Run the start sequence and return a live, owned session (see the module docstring)."""
     from ax_policy import SessionGrants, ensure_trusted, load_config
 
+    from .mcp_servers.session import open_servers, prepare
+
     layout = state_layout(options.workspace, options.environ)
     trust = ensure_trusted(
         layout,
@@ -199,6 +217,8 @@ def start_session(options: StartOptions) -> Session:
         ask=options.trust_ask,
     )
     config = load_config(layout)
+    # Issue 23: a bad user entry stops here, before anything is written.
+    mcp_states, mcp_notes = prepare(layout, config, options.mcp_ask)
     sandbox = probe_sandbox()
     git = probe_git(layout.workspace, options.environ)
     working = working_folder(layout.workspace, options.cwd)
@@ -215,6 +235,7 @@ def start_session(options: StartOptions) -> Session:
     session_id, history = _identity(options, layout)
     lease = OwnerLease(layout.session_lease(session_id))
     lease.acquire()
+    servers: McpServers | None = None
     log = layout.session_log(session_id)
     try:
         seam = make_seam(layout, session_id, options.environ, config)
@@ -257,6 +278,9 @@ def start_session(options: StartOptions) -> Session:
             again = instructions.touch(folders, "resume")
             if again is not None:
                 session.record(again)
+        if mcp_states or mcp_notes:
+            servers = open_servers(mcp_states, mcp_notes, layout, session_id, options.environ)
+            session.mcp = servers
         session.seam.call("slate.start", SlateStartRequest())
         session.trail_step = _last_trail_step(layout, session_id)
         # Bounded context (issue 13): requests send a bounded view of the history, the
@@ -268,6 +292,8 @@ def start_session(options: StartOptions) -> Session:
 
             session.messages = rebuild(session, history)
     except BaseException:
+        if servers is not None:
+            servers.close()
         lease.release()
         raise
     return session

@@ -179,6 +179,44 @@ class MapBuilt(EventBody):
 
 
 @register
+class McpServer(EventBody):
+    """An MCP server of ax-agent's session changed state (issue 23).
+
+    ``state``: ``ready`` (with ``tools``, the names the model sees, ``notes`` on
+    tools dropped, ``pid`` for stdio), ``failed`` or ``disabled`` (``reason``: it
+    could not start, died, hung past its timeout or flooded), ``awaiting-approval``
+    (a workspace-declared entry not approved), ``stopped`` (``exitCode``, ``killed``
+    processes of its tree) or ``ignored`` (a workspace declaration that was not
+    usable; ``server`` is then null). ``source`` is ``user`` or ``workspace``.
+    """
+
+    type: Literal["mcp.server"] = "mcp.server"
+    server: str | None
+    state: Literal["ready", "failed", "disabled", "awaiting-approval", "stopped", "ignored"]
+    source: Literal["user", "workspace"] | None = None
+    reason: str | None = None
+    tools: list[str] | None = None
+    notes: list[str] | None = None
+    pid: int | None = None
+    protocol_version: str | None = None
+    exit_code: int | None = None
+    killed: int | None = Field(default=None, ge=0)
+
+
+@register
+class McpCall(EventBody):
+    """One call of an MCP server's tool: which, how long, and how it ended (``ok``,
+    ``error`` the server's own, ``failed`` no result, ``disabled`` the call hung and
+    the server was disabled). Never the arguments: ``tool.requested`` has them, redacted."""
+
+    type: Literal["mcp.call"] = "mcp.call"
+    server: str
+    tool: str
+    duration_ms: Milliseconds
+    outcome: Literal["ok", "error", "failed", "disabled"]
+
+
+@register
 class TurnCompleted(EventBody):
     """A turn ended without an abort: ``stopReason`` says why (``end_turn``, ``max-steps`` …)."""
 

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     )
     from .models import (
         DURABLE_EXTERNAL_TOOLS,
+        MAX_MCP_SERVER_NAME_CHARS,
+        MAX_MCP_SERVERS,
+        MCP_SERVER_NAME,
+        MCP_TOOL_NAME,
         CheckFact,
         CommandFact,
         CommandReview,
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
         SandboxStatus,
         SessionGrant,
         TrustStatus,
+        durable_external_eligible,
     )
     from .pathcheck import validate_path
     from .queries import check_path_in_workspace, review_in_workspace
@@ -66,6 +71,11 @@ _EXPORTS = {
     "list_durable_grants": "grants",
     "revoke_durable_grant": "grants",
     "DURABLE_EXTERNAL_TOOLS": "models",
+    "MAX_MCP_SERVER_NAME_CHARS": "models",
+    "MAX_MCP_SERVERS": "models",
+    "MCP_SERVER_NAME": "models",
+    "MCP_TOOL_NAME": "models",
+    "durable_external_eligible": "models",
     "CheckFact": "models",
     "CommandFact": "models",
     "CommandReview": "models",
@@ -94,6 +104,10 @@ _EXPORTS = {
 __all__ = [
     "DURABLE_EXTERNAL_TOOLS",
     "GRANTABLE_CLASSES",
+    "MAX_MCP_SERVERS",
+    "MAX_MCP_SERVER_NAME_CHARS",
+    "MCP_SERVER_NAME",
+    "MCP_TOOL_NAME",
     "SYSTEM_BIN_DIRS",
     "CheckFact",
     "CommandFact",
@@ -120,6 +134,7 @@ __all__ = [
     "check_trust",
     "decide",
     "decide_request",
+    "durable_external_eligible",
     "ensure_trusted",
     "grant_trust",
     "list_durable_grants",

@@ -350,6 +350,8 @@ def _external(name: str, fact: ExternalFact, ctx: DecisionContext, grants: Grant
                 "external-blocked-host",
                 f"{name} would reach {fact.host}, which the configuration blocks ({blocked})",
             )
+    if fact.mcp_server is not None:
+        return _mcp_call(name, fact, grants)
     target = fact.host or "an outside service"
     if fact.write:
         return Decision(
@@ -377,6 +379,45 @@ def _external(name: str, fact: ExternalFact, ctx: DecisionContext, grants: Grant
         decision_class="external",
         rule="external-read",
         reason=f"{name} reads from {target}, outside this machine",
+        grantable=True,
+    )
+
+
+def _mcp_call(name: str, fact: ExternalFact, grants: Grants) -> Decision:
+    """A call to an MCP server's tool: the server says what it does, so a person decides.
+
+    Only a grant of this exact tool answers for them; ``write`` (a server's own hint
+    is never taken for it) makes it ask every time.
+    """
+    where = f"the MCP server {fact.mcp_server}" + (f" at {fact.host}" if fact.host else "")
+    if fact.write:
+        return Decision(
+            verdict="ask",
+            decision_class="external",
+            rule="mcp-call-write",
+            reason=f"{name} is a tool of {where}, declared as changing things; "
+            "that asks every time",
+        )
+    if grants.has_external_tool(name):
+        return Decision(
+            verdict="allow",
+            decision_class="external",
+            rule="mcp-durable-grant",
+            reason=f"{name} is a tool of {where}, granted for good in this workspace",
+        )
+    if grants.session.holds(name, "external"):
+        return Decision(
+            verdict="allow",
+            decision_class="external",
+            rule="mcp-session-grant",
+            reason=f"{name} is a tool of {where}, granted for this session",
+        )
+    return Decision(
+        verdict="ask",
+        decision_class="external",
+        rule="mcp-call",
+        reason=f"{name} is a tool of {where}, a program ax does not control; "
+        "what the call does is the server's to say",
         grantable=True,
     )
 

@@ -6,8 +6,9 @@ consults them for a tool that runs a command, writes or deletes.
 
 Durable grants (``grants.json`` + the append-only ``grants.log`` at the state
 root) hold exact identities only: one check replay key, or one named tool from
-a closed set of read-only external tools, scoped to one workspace. No prefixes,
-no patterns. They are listed and revoked with ``ax-policy grants``.
+a closed set of read-only external tools, one exact MCP tool, or one exact
+workspace-declared MCP server entry (its sha256), scoped to one workspace. No
+prefixes, no patterns. They are listed and revoked with ``ax-policy grants``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast, get_args
+from typing import Literal, cast, get_args
 
 from pydantic import ValidationError
 
@@ -69,6 +70,9 @@ class Grants:
     def has_external_tool(self, tool: str) -> bool:
         return any(g.kind == "external-tool" and g.tool == tool for g in self.durable)
 
+    def has_mcp_server(self, entry_sha256: str) -> bool:
+        return any(g.kind == "mcp-server" and g.entry_sha256 == entry_sha256 for g in self.durable)
+
 
 def _grants_file(root: Path) -> Path:
     return root / "grants.json"
@@ -87,18 +91,34 @@ def list_durable_grants(root: Path, workspace: Path | None = None) -> list[Durab
 
 
 def add_durable_grant(
-    root: Path, workspace: Path, *, replay_key: str | None = None, tool: str | None = None
+    root: Path,
+    workspace: Path,
+    *,
+    replay_key: str | None = None,
+    tool: str | None = None,
+    mcp_server: tuple[str, str] | None = None,
 ) -> DurableGrant:
-    """Record one exact identity for ``workspace``; an identical grant is returned as is."""
-    if (replay_key is None) == (tool is None):
-        raise UsageError("a durable grant holds exactly one replay key or one tool")
+    """Record one exact identity for ``workspace``; an identical grant is returned as is.
+
+    ``mcp_server`` is a workspace-declared MCP server's (name, entry sha256).
+    """
+    given = [value for value in (replay_key, tool, mcp_server) if value is not None]
+    if len(given) != 1:
+        raise UsageError("a durable grant holds exactly one replay key, one tool or one server")
+    kind: Literal["check-replay", "external-tool", "mcp-server"] = (
+        "check-replay"
+        if replay_key is not None
+        else ("external-tool" if tool is not None else "mcp-server")
+    )
     try:
         grant = DurableGrant(
             id=clock.new_id("g"),
-            kind="check-replay" if replay_key is not None else "external-tool",
+            kind=kind,
             workspace=str(workspace),
             replay_key=replay_key,
             tool=tool,
+            server=mcp_server[0] if mcp_server else None,
+            entry_sha256=mcp_server[1] if mcp_server else None,
             created_at=clock.timestamp(),
         )
     except ValidationError as exc:
@@ -106,18 +126,17 @@ def add_durable_grant(
     with file_lock(lock_path(_grants_file(root))):
         store = load_store(_grants_file(root), GrantStore)
         for existing in store.grants:
-            if (existing.workspace, existing.kind, existing.replay_key, existing.tool) == (
-                grant.workspace,
-                grant.kind,
-                grant.replay_key,
-                grant.tool,
-            ):
+            if _identity(existing) == _identity(grant):
                 return existing
         store.grants.append(grant)
         save_store(
             _grants_file(root), store, _grants_log(root), {"action": "grant", **grant.to_json()}
         )
     return grant
+
+
+def _identity(grant: DurableGrant) -> tuple[str | None, ...]:
+    return (grant.workspace, grant.kind, grant.replay_key, grant.tool, grant.entry_sha256)
 
 
 def revoke_durable_grant(root: Path, grant_id: str) -> DurableGrant:

@@ -9,7 +9,7 @@ the Python attributes stay snake_case.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
@@ -23,6 +23,8 @@ MAX_STEPS_CAP = 10_000
 # The user's own list of instruction file names ax-agent falls back to (CLAUDE.md …).
 MAX_INSTRUCTION_FALLBACKS = 8
 MAX_FILE_NAME_CHARS = 255
+# MCP servers one configuration may declare (ax-agent, issue 23).
+MAX_MCP_SERVERS = 32
 # Caps on a decision request's facts, so a request cannot make decide() walk forever.
 MAX_FACT_PATHS = 256
 MAX_FACT_TEXT_CHARS = 65_536
@@ -39,6 +41,14 @@ SandboxProfile = Literal["read-only", "workspace-write"]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TOOL_NAME = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
 _SHA256_HEX = r"^[0-9a-f]{64}$"
+# An MCP server's name as configured, and the name its tools reach the model under
+# (``mcp__<server>__<tool>``): a server name never holds "__", so the split is exact.
+MCP_SERVER_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_[A-Za-z0-9-])*$"
+MAX_MCP_SERVER_NAME_CHARS = 32
+MCP_TOOL_NAME = re.compile(r"^mcp__[A-Za-z0-9](?:[A-Za-z0-9-]|_[A-Za-z0-9-])*__[A-Za-z0-9_-]+$")
+McpServerName = Annotated[
+    str, StringConstraints(pattern=MCP_SERVER_NAME, max_length=MAX_MCP_SERVER_NAME_CHARS)
+]
 
 
 class _Model(Contract):
@@ -221,10 +231,15 @@ class CheckFact(_Model):
 
 
 class ExternalFact(_Model):
-    """The tool talks to something outside this machine."""
+    """The tool talks to something outside this machine, or to a program ax does not control.
+
+    ``mcp_server`` names the MCP server a ``mcp__<server>__<tool>`` call goes to: what
+    it does is the server's to say, so it is an external action whatever its name.
+    """
 
     host: Annotated[str, StringConstraints(max_length=253)] | None = None
     write: bool = False
+    mcp_server: McpServerName | None = None
 
 
 # What one gitRead fact may name: a few short harness-composed git command lines.
@@ -313,6 +328,17 @@ class UserConfig(WorkspaceConfig):
     instruction_fallbacks: (
         Annotated[list[FileName], Field(max_length=MAX_INSTRUCTION_FALLBACKS)] | None
     ) = None
+    # ax-agent's MCP servers (issue 23), keyed by name. Each entry is checked where it
+    # is used (ax_agent.mcp.config), whose errors name the entry's field; here only its
+    # shape. User layer only: a workspace declares servers in its own files, which start
+    # nothing until a person approves each entry.
+    mcp_servers: (
+        Annotated[
+            dict[McpServerName, dict[str, Any]],
+            Field(max_length=MAX_MCP_SERVERS),
+        ]
+        | None
+    ) = None
 
 
 class ConfigSource(_Model):
@@ -356,26 +382,47 @@ class TrustStatus(_Model):
 DURABLE_EXTERNAL_TOOLS = frozenset({"web_search"})
 
 
+def durable_external_eligible(tool: str) -> bool:
+    """A tool whose calls a person may grant for good: the closed set, or one exact MCP tool.
+
+    An MCP tool's name is its whole identity (``mcp__<server>__<tool>``); the grant
+    names it exactly, never a server's tools as a group.
+    """
+    return tool in DURABLE_EXTERNAL_TOOLS or MCP_TOOL_NAME.fullmatch(tool) is not None
+
+
 class DurableGrant(_Model):
     id: Annotated[str, StringConstraints(pattern=r"^g-[A-Za-z0-9._-]{1,64}$")]
-    kind: Literal["check-replay", "external-tool"]
+    kind: Literal["check-replay", "external-tool", "mcp-server"]
     workspace: str
     replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
     tool: ToolName | None = None
+    # A workspace-declared MCP server the person approved: its name, and the sha256 of
+    # its entry's canonical JSON (a changed entry is another identity, asked again).
+    server: McpServerName | None = None
+    entry_sha256: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
     created_at: str
 
     @model_validator(mode="after")
     def _exact_identity(self) -> DurableGrant:
+        server = (self.server, self.entry_sha256)
         if self.kind == "check-replay":
-            if self.replay_key is None or self.tool is not None:
+            if self.replay_key is None or self.tool is not None or server != (None, None):
                 raise ValueError("a check-replay grant holds exactly one replayKey and no tool")
+        elif self.kind == "mcp-server":
+            if None in server or self.tool is not None or self.replay_key is not None:
+                raise ValueError(
+                    "an mcp-server grant holds exactly one server and entrySha256, "
+                    "and no tool or replayKey"
+                )
         else:
-            if self.tool is None or self.replay_key is not None:
+            if self.tool is None or self.replay_key is not None or server != (None, None):
                 raise ValueError("an external-tool grant holds exactly one tool and no replayKey")
-            if self.tool not in DURABLE_EXTERNAL_TOOLS:
+            if not durable_external_eligible(self.tool):
                 raise ValueError(
                     f"tool {self.tool!r} is not eligible for a durable grant "
-                    f"(eligible: {', '.join(sorted(DURABLE_EXTERNAL_TOOLS))})"
+                    f"(eligible: {', '.join(sorted(DURABLE_EXTERNAL_TOOLS))}, "
+                    "or one exact mcp__<server>__<tool>)"
                 )
         return self
 

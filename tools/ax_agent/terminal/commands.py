@@ -244,6 +244,18 @@ def _memory(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _mcp(context: Context, args: list[str]) -> Action:
+    from ..mcp_servers.session import status_lines
+
+    _no_args(args, "/mcp")
+    session = context.session
+    # What the servers' thread queued (a start, a failure) reaches the log first.
+    session.record()
+    for line in status_lines(session.mcp):
+        _say(context, "  " + line)
+    return None
+
+
 def _switch(context: Context, provider: str | None, model: str | None) -> None:
     from ..providers import make_provider
     from ..providers.profiles import PROFILES
@@ -477,6 +489,7 @@ COMMANDS: tuple[Command, ...] = (
         _context,
     ),
     Command("memory", "", "instruction files and project memory: sizes, cuts, staleness", _memory),
+    Command("mcp", "", "MCP servers: state (starting, ready, failed …) and tools", _mcp),
     Command("expand", "N", "the full output of step N", _expand),
     Command("model", "[name]", "show or switch the model (between turns)", _model),
     Command("provider", "[name]", "show or switch the provider (between turns)", _provider),

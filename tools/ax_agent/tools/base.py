@@ -65,9 +65,13 @@ class ModelTool:
     input_model: type[Contract]
     facts: ToolFacts
     run: Callable[[Any, ToolContext], ToolResult]
+    # A schema given as data (an MCP server's) instead of derived from ``input_model``.
+    input_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def schema(self) -> ToolSchema:
         from ax_agent.providers.base import ToolSchema
         from libcommon.contracts import published_schema
 
+        if self.input_schema is not None:
+            return ToolSchema(self.name, self.description, self.input_schema)
         return ToolSchema(self.name, self.description, published_schema(self.input_model))

@@ -1,0 +1,1 @@
+"""MCP servers as tool sources for ax-agent (issue 23): config, client, model tools."""
