@@ -485,6 +485,66 @@ def test_a_streamable_http_server_on_loopback(
     assert server_events(session, "web")[0]["state"] == "ready"
 
 
+_PROXY_VARS = (
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "AX_PROXY",
+)
+
+
+def test_mcp_over_http_goes_through_the_proxy_the_providers_resolve(
+    workspace: Path, tmp_path: Path, state_dir: Path, http_server: str
+) -> None:
+    """One precedence for every network path: the MCP client's proxy is
+    libcommon.proxy.resolve_proxy's, not the environment as httpx would read it."""
+    from agent.providers.proxyserver import RecordingProxy
+
+    configure(state_dir, {"web": {"url": http_server}})
+    proxy = RecordingProxy()
+    environ = {k: v for k, v in os.environ.items() if k not in _PROXY_VARS}
+    # ax's override wins over NO_PROXY, and over the protocol's variable (a dead port).
+    environ |= {
+        "AX_PROXY": proxy.url(),
+        "NO_PROXY": "127.0.0.1",
+        "HTTP_PROXY": f"http://127.0.0.1:{free_port()}",
+    }
+    turns = [{"toolCalls": [call("mcp__web__add", a=1, b=2)]}, {"text": "3"}]
+    try:
+        session, _ = start(workspace, tmp_path, turns, ["once"], environ=environ)
+        try:
+            run_turn(session, "add")
+        finally:
+            session.end("done")
+    finally:
+        proxy.close()
+    assert server_events(session, "web")[0]["state"] == "ready"
+    assert "\n3\n" in completed(session)[0]["content"]
+    assert proxy.seen and all(seen.target.startswith(http_server) for seen in proxy.seen)
+
+
+def test_a_proxy_variable_that_holds_no_proxy_fails_that_server_only(
+    workspace: Path, tmp_path: Path, state_dir: Path, http_server: str
+) -> None:
+    configure(state_dir, {"web": {"url": http_server}})
+    environ = {k: v for k, v in os.environ.items() if k not in _PROXY_VARS}
+    environ["HTTP_PROXY"] = "socks5://user:s3cret@127.0.0.1:1080"
+    session, _ = start(workspace, tmp_path, [{"text": "fine"}], environ=environ)
+    try:
+        result = run_turn(session, "hi")
+    finally:
+        session.end("done")
+    assert result.text == "fine"
+    failed = server_events(session, "web")[0]
+    assert failed["state"] == "failed", failed
+    assert "HTTP_PROXY" in failed["reason"] and "s3cret" not in failed["reason"]
+
+
 def test_a_missing_header_variable_fails_that_server_only(
     workspace: Path, tmp_path: Path, state_dir: Path, http_server: str
 ) -> None:

@@ -119,40 +119,25 @@ def resolve_headers(entry: HttpEntry, environ: Mapping[str, str]) -> dict[str, s
     return headers
 
 
-def environment_proxy(url: str, environ: Mapping[str, str]) -> str | None:
-    """The proxy the environment names for ``url``: the scheme's variable, else ALL_PROXY,
-    unless NO_PROXY covers the host."""
-    from urllib.parse import urlsplit
-
-    def read(name: str) -> str | None:
-        return environ.get(name.lower()) or environ.get(name.upper()) or None
-
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    for pattern in (read("NO_PROXY") or "").split(","):
-        pattern = pattern.strip().lower().lstrip(".")
-        if pattern == "*" or (pattern and (host == pattern or host.endswith("." + pattern))):
-            return None
-    return read(f"{parts.scheme}_proxy") or read("all_proxy")
-
-
 def http_client(
     url: str, headers: Mapping[str, str], environ: Mapping[str, str]
 ) -> httpx2.AsyncClient:
     """The one place MCP over HTTP builds its client, and so chooses its proxy.
 
-    The proxy is taken from the environment here (``environment_proxy``); the
-    shared ``resolve_proxy`` replaces that one call when it lands. ``trust_env``
-    is off so nothing else of the environment steers the client.
+    The route is the providers' (``providers.transport.route``): the proxy from
+    ``libcommon.proxy.resolve_proxy`` over the session's environment and the CAs
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` name, so one precedence holds for every network
+    path; ``trust_env`` is off so nothing else of the environment steers the client.
     """
     import httpx2
+
+    from ..providers.transport import route
 
     return httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(MCP_CONNECT_TIMEOUT_S, read=MCP_CALL_TIMEOUT_S),
-        proxy=environment_proxy(url, environ),
-        trust_env=False,
         follow_redirects=False,
+        **route(url, environ).client_options(),
     )
 
 
