@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ax_exec import ExecSpec
 from ax_policy import DecisionRequest, DeclaredFacts, load_config
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.paths import state_layout
+from libcommon.procfs import read_proc
 
 # Fields that differ between two runs of the same session by nature, not by composition.
 VOLATILE = {"ts", "session", "durationMs", "timingsMs"}
@@ -168,9 +170,41 @@ def test_both_seams_answer_with_the_same_models(seam: Any, workspace: Path) -> N
         seam.call("slate.note_delete", NoteKeyRequest(key="k"))
 
 
+def _descendant_running(words: bytes) -> bool:
+    """Is a process below this one running a command line that holds ``words``?"""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if words not in cmdline:
+            continue
+        pid = int(entry)
+        while pid > 1:
+            info = read_proc(pid)
+            if info is None:
+                break
+            if info.ppid == os.getpid():
+                return True
+            pid = info.ppid
+    return False
+
+
+def _abort_once_running(abort: threading.Event, words: bytes) -> None:
+    deadline = time.monotonic() + 30
+    while not _descendant_running(words) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    abort.set()
+
+
 def test_an_abort_reaches_a_command_through_either_seam(seam: Any, workspace: Path) -> None:
+    # The abort is sent once the command runs: a fixed delay raced a loaded machine, where
+    # ax-exec could still be starting (a SIGINT before its handler is installed ends it
+    # before it runs anything, with no outcome to answer).
     abort = threading.Event()
-    threading.Timer(0.5, abort.set).start()
+    threading.Thread(target=_abort_once_running, args=(abort, b"sleep 30"), daemon=True).start()
     outcome = seam.call(
         "exec.run", ExecSpec(shell="sleep 30", cwd=str(workspace), timeout_s=60), abort=abort
     )
