@@ -123,6 +123,8 @@ def test_libcommon_git_limits() -> None:
     assert git.GIT_MAX_OUTPUT_BYTES == 16 * 1024 * 1024
     assert git.MAX_CONTENT_DRIVERS == 64
     assert git.MAX_BATCH_COMMANDS == 8
+    assert git.GIT_WRITE_TIMEOUT_S == 60.0
+    assert git.MIN_GIT_VERSION == (2, 15)
 
 
 def test_exec_limits() -> None:
