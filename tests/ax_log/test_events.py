@@ -111,6 +111,22 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "previousModel": "m1",
     },
     "session.accepted": {"unfinished": ["the last turn did not finish (aborted)"]},
+    "checkpoint.created": {
+        "ref": "refs/ax/checkpoints/s1/1",
+        "n": 1,
+        "kind": "agent",
+        "commit": "a" * 40,
+        "tree": "b" * 40,
+        "parent": None,
+    },
+    "checkpoint.restored": {
+        "ref": "refs/ax/checkpoints/s1/1",
+        "commit": "a" * 40,
+        "callId": "restore-1",
+        "restored": ["a.txt"],
+        "removed": ["new.txt"],
+    },
+    "checkpoint.pruned": {"refs": ["refs/ax/checkpoints/s1/1"]},
 }
 
 
