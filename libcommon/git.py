@@ -41,6 +41,9 @@ from pathlib import Path
 GIT_TIMEOUT_S = 5.0
 # A command that writes objects for a whole tree (add -A into a temporary index) gets longer.
 GIT_WRITE_TIMEOUT_S = 60.0
+# Live checkpoint refs (refs/ax/checkpoints/<session>/) one session may hold: ax-log
+# refuses the next, and ax-policy denies the git_checkpoint fact at it.
+MAX_CHECKPOINTS_PER_SESSION = 20
 # At most this many content drivers are neutralised; a config naming more is refused.
 MAX_CONTENT_DRIVERS = 64
 GIT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024

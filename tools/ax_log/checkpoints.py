@@ -54,6 +54,7 @@ from libcommon.git import (
     GIT_MAX_OUTPUT_BYTES,
     GIT_WRITE_TIMEOUT_S,
     MAX_BATCH_COMMANDS,
+    MAX_CHECKPOINTS_PER_SESSION,
     GitOutput,
     git_problem,
     run_git,
@@ -67,8 +68,6 @@ from libcommon.safeopen import UnsafePath, open_parent, open_regular
 from libcommon.secretnames import secret_folder, secret_name_pattern
 
 CHECKPOINT_REF_ROOT = "refs/ax/checkpoints"
-# Live checkpoint refs one session may hold; past it ax-policy denies git_checkpoint.
-MAX_CHECKPOINTS_PER_SESSION = 20
 # Untracked files bigger than this are left out of a checkpoint (and listed).
 UNTRACKED_FILE_MAX_BYTES = 10 * 1024 * 1024
 # An untracked folder holding this many files or more is left out whole (and listed).
