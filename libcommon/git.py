@@ -270,6 +270,10 @@ _DRIVER_PROGRAMS: dict[str, dict[str, str]] = {
     "filter": {"clean": "", "smudge": "", "process": ""},
     "diff": {"textconv": _SYSTEM_CAT, "command": ""},
 }
+# A filter marked required fails the command once its programs are emptied (git-lfs sets
+# ``filter.lfs.required`` in every user's global config): it is made optional, so the
+# file's own bytes pass through unfiltered, which is what git does for a filter it lacks.
+_REQUIRED_OFF = "required=false"
 
 
 def _driver_overrides(
@@ -311,10 +315,17 @@ def _driver_overrides(
         name, _, program = rest.rpartition(".")
         if name and program.lower() in _DRIVER_PROGRAMS.get(section.lower(), {}):
             programs.add((section.lower(), name, program.lower()))
+        elif name and section.lower() == "filter" and program.lower() == "required":
+            programs.add(("filter", name, "required"))
     if len({(section, name) for section, name, _ in programs}) > MAX_CONTENT_DRIVERS:
         return None
+    filters = sorted({name for section, name, _ in programs if section == "filter"})
     for section, name, program in sorted(programs):
-        overrides += ["-c", f"{section}.{name}.{program}={_DRIVER_PROGRAMS[section][program]}"]
+        if program != "required":
+            value = _DRIVER_PROGRAMS[section][program]
+            overrides += ["-c", f"{section}.{name}.{program}={value}"]
+    for name in filters:
+        overrides += ["-c", f"filter.{name}.{_REQUIRED_OFF}"]
     return overrides
 
 

@@ -33,6 +33,7 @@ def git(repo: Path, *args: str, check: bool = True) -> str:
 
 
 def make_repo(root: Path, files: dict[str, str] | None = None, *, commit: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")
     for name, text in (files or {"a.txt": "a\n", "src/b.txt": "b\n"}).items():
         path = root / name

@@ -228,3 +228,18 @@ def test_a_config_git_cannot_read_is_no_answer_for_the_whole_batch(repo: Path) -
 def test_a_batch_is_bounded(repo: Path) -> None:
     with pytest.raises(ValueError, match="at most"):
         run_git_batch(repo, [["status"]] * (MAX_BATCH_COMMANDS + 1), os.environ)
+
+
+def test_a_required_filter_is_made_optional_once_its_programs_are_emptied(
+    repo: Path, tmp_path: Path
+) -> None:
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("*.txt filter=lfs\n")
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "lfs"]\n\tclean = "touch {canary}; cat"\n\trequired = true\n')
+    # git-lfs marks its filter required: emptied but still required, every add would fail.
+    done = run_git(repo, ["add", "-A"], os.environ)
+    assert done is not None and done.ok
+    listed = run_git(repo, ["ls-files", "-z"], os.environ)
+    assert listed is not None and listed.stdout.count(b"\0") == 51
+    assert not canary.exists()
