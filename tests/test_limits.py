@@ -325,10 +325,10 @@ def test_ax_log_checkpoint_limits() -> None:
     assert checkpoints.LABEL_MAX_CHARS == 200
     assert checkpoints.RESTORE_BLOB_MAX_BYTES == 256 * 1024 * 1024
     assert checkpoints.SECRETS_SHOWN == 10
-    assert checkpoints.DEPENDENCY_FOLDERS == {
+    assert {
         "node_modules", "bower_components", ".venv", "venv", "__pycache__", ".tox", ".nox",
         "target", ".gradle", ".terraform",
-    }  # fmt: skip
+    } == checkpoints.DEPENDENCY_FOLDERS  # fmt: skip
 
 
 def test_ax_report_limits() -> None:
