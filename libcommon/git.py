@@ -369,24 +369,81 @@ def run_git_batch(
     could not start or was still running at the deadline; all are None when git is
     missing or too old, or the repository's config cannot be read.
     """
+    _check_batch(commands, set_env)
+    if not commands:
+        return []
+    deadline = time.monotonic() + timeout_s
+    runner = GitRunner.open(directory, environ, timeout_s=timeout_s)
+    if runner is None:
+        return [None] * len(commands)
+    return runner.batch(
+        commands,
+        timeout_s=max(deadline - time.monotonic(), 0.01),
+        max_output_bytes=max_output_bytes,
+        set_env=set_env,
+    )
+
+
+def _check_batch(commands: Sequence[Sequence[str]], set_env: Mapping[str, str] | None) -> None:
     if len(commands) > MAX_BATCH_COMMANDS:
         raise ValueError(f"at most {MAX_BATCH_COMMANDS} git commands run at once")
     unknown = sorted(set(set_env or ()) - GIT_ENV_SETTABLE)
     if unknown:
         raise ValueError(f"the git runner does not set {', '.join(unknown)}")
-    none: list[GitOutput | None] = [None] * len(commands)
-    deadline = time.monotonic() + timeout_s
-    git = usable_git(environ, timeout_s)
-    if git is None or not commands:
-        return none
-    env = git_environment(environ)
-    env.update(set_env or {})
-    timeout_s = max(deadline - time.monotonic(), 0.01)
-    drivers = _driver_overrides(git, directory, env, timeout_s)
-    if drivers is None:
-        return none
-    prefix = [git, *_HARDENING, *drivers, "-C", str(directory)]
-    return _run_all([[*prefix, *args] for args in commands], env, deadline, max_output_bytes)
+
+
+@dataclass(frozen=True)
+class GitRunner:
+    """Several steps of one operation (a checkpoint: list, add, write-tree, commit-tree,
+    update-ref) under one read of the repository's drivers, each step hardened exactly
+    as ``run_git`` hardens a command. The read-then-run window is the operation's length
+    (tens of milliseconds), as a batch's is its own; a caller opens one per operation,
+    never keeps one."""
+
+    directory: Path
+    prefix: tuple[str, ...]
+    env: Mapping[str, str]
+
+    @classmethod
+    def open(
+        cls, directory: Path, environ: Mapping[str, str], *, timeout_s: float = GIT_TIMEOUT_S
+    ) -> GitRunner | None:
+        """None when git is missing or too old, or the config cannot be read."""
+        deadline = time.monotonic() + timeout_s
+        git = usable_git(environ, timeout_s)
+        if git is None:
+            return None
+        env = git_environment(environ)
+        drivers = _driver_overrides(git, directory, env, max(deadline - time.monotonic(), 0.01))
+        if drivers is None:
+            return None
+        return cls(directory, (git, *_HARDENING, *drivers, "-C", str(directory)), env)
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        timeout_s: float = GIT_TIMEOUT_S,
+        max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+        set_env: Mapping[str, str] | None = None,
+    ) -> GitOutput | None:
+        return self.batch(
+            [args], timeout_s=timeout_s, max_output_bytes=max_output_bytes, set_env=set_env
+        )[0]
+
+    def batch(
+        self,
+        commands: Sequence[Sequence[str]],
+        *,
+        timeout_s: float = GIT_TIMEOUT_S,
+        max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+        set_env: Mapping[str, str] | None = None,
+    ) -> list[GitOutput | None]:
+        _check_batch(commands, set_env)
+        env = {**self.env, **(set_env or {})}
+        deadline = time.monotonic() + timeout_s
+        argvs = [[*self.prefix, *args] for args in commands]
+        return _run_all(argvs, env, deadline, max_output_bytes)
 
 
 def _run_all(

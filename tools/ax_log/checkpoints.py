@@ -51,14 +51,12 @@ from libcommon import clock
 from libcommon.atomic import write_at
 from libcommon.errors import AxError, Fenced, OperationFailed, Unsupported, UsageError
 from libcommon.git import (
-    GIT_MAX_OUTPUT_BYTES,
     GIT_WRITE_TIMEOUT_S,
     MAX_BATCH_COMMANDS,
     MAX_CHECKPOINTS_PER_SESSION,
     GitOutput,
+    GitRunner,
     git_problem,
-    run_git,
-    run_git_batch,
     split_z,
 )
 from libcommon.locks import flock_lock
@@ -92,6 +90,8 @@ MAX_EXCLUDED_PATHS = 1000
 LABEL_MAX_CHARS = 200
 # The largest file a restore reads back from git; a larger one is refused by name.
 RESTORE_BLOB_MAX_BYTES = 256 * 1024 * 1024
+# Blobs one `git show` reads back for a restore (each an argument of 41 or 65 bytes).
+BLOBS_PER_READ = 500
 # Secret-named paths named in a refusal; the count says how many more there are.
 SECRETS_SHOWN = 10
 SESSION_SCOPED_KINDS = frozenset({"agent", "task-base", "pre-integration"})
@@ -222,53 +222,62 @@ class _Repository:
     branch: str | None
     # The workspace's path below the top of the work tree ("" or "sub/dir/").
     prefix: str
-    environ: Mapping[str, str]
+    # One read of the repository's drivers for the whole operation; every command runs
+    # in the workspace and names paths from the top (``:/``, ``--full-name``).
+    runner: GitRunner
     notes: tuple[str, ...] = field(default=())
 
     def git(self, args: Sequence[str], **options: Any) -> GitOutput | None:
-        return run_git(self.toplevel, args, self.environ, **options)
+        return self.runner.run(args, **options)
 
     def batch(self, commands: Sequence[Sequence[str]], **options: Any) -> list[GitOutput | None]:
-        return run_git_batch(self.toplevel, commands, self.environ, **options)
+        return self.runner.batch(commands, **options)
 
 
-def _repository(workspace: Path, environ: Mapping[str, str]) -> _Repository:
-    """The work tree holding ``workspace``; Unsupported (exit 5) when there is none."""
+def _repository(
+    workspace: Path, environ: Mapping[str, str], extra: Sequence[Sequence[str]] = ()
+) -> tuple[_Repository, list[GitOutput | None]]:
+    """The work tree holding ``workspace`` and the answers of ``extra`` commands, run in
+    the same batch; Unsupported (exit 5) when there is no work tree."""
     problem = git_problem(environ)
-    if problem is not None:
+    runner = None if problem is not None else GitRunner.open(workspace, environ)
+    if runner is None:
         raise Unsupported(
-            f"checkpoints need git: {problem}",
+            f"checkpoints need git: {problem or 'the repository config could not be read'}",
             reason="git-unavailable",
-            hint="install git 2.15 or newer; the rest of ax works without it",
+            hint="install git 2.15 or newer (the rest of ax works without it), or fix the "
+            "repository's config (`git config --list` shows the problem)",
         )
-    where, head, branch = run_git_batch(
-        workspace,
+    where, head, branch, *answers = runner.batch(
         [
-            ["rev-parse", "--is-bare-repository", "--is-inside-work-tree"],
+            [
+                "rev-parse",
+                "--is-bare-repository",
+                "--is-inside-work-tree",
+                "--show-toplevel",
+                "--absolute-git-dir",
+            ],
             ["rev-parse", "--verify", "-q", "HEAD^{commit}"],
             ["symbolic-ref", "-q", "--short", "HEAD"],
-        ],
-        environ,
+            *extra,
+        ]
     )
-    answer = where.text().split() if where is not None and where.ok else []
-    if answer[:1] == ["true"]:
+    # Outside a work tree rev-parse dies at --show-toplevel, after its first answers.
+    lines = where.text().splitlines() if where is not None else []
+    if lines[:1] == ["true"]:
         raise Unsupported(
             f"{workspace} is a bare repository: it has no working tree to checkpoint",
             reason="bare-repository",
             hint="run ax in a working tree (a clone or `git worktree add`)",
         )
-    if answer != ["false", "true"]:
+    if where is None or not where.ok or len(lines) != 4 or lines[:2] != ["false", "true"]:
         raise Unsupported(
             f"{workspace} is not inside a git working tree",
             reason="not-a-repository",
             hint="checkpoints are git commits under hidden refs; `git init` first, or use "
             "`ax-log undo` for the typed tools' changes",
         )
-    paths = run_git(workspace, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], environ)
-    lines = paths.text().splitlines() if paths is not None and paths.ok else []
-    if len(lines) != 2:
-        raise OperationFailed(f"git could not name the work tree and .git folder of {workspace}")
-    toplevel, git_dir = Path(os.path.realpath(lines[0])), Path(os.path.realpath(lines[1]))
+    toplevel, git_dir = Path(os.path.realpath(lines[2])), Path(os.path.realpath(lines[3]))
     relative = workspace.relative_to(toplevel).as_posix() if workspace != toplevel else ""
     head_oid = head.text().strip() if head is not None and head.ok else None
     branch_name = branch.text().strip() if branch is not None and branch.ok else None
@@ -290,15 +299,16 @@ def _repository(workspace: Path, environ: Mapping[str, str]) -> _Repository:
                 "working tree as it is (conflict markers included); the merge state is "
                 "not part of it"
             )
-    return _Repository(
+    repo = _Repository(
         toplevel=toplevel,
         git_dir=git_dir,
         head=head_oid,
         branch=branch_name,
         prefix=f"{relative}/" if relative else "",
-        environ=environ,
+        runner=runner,
         notes=tuple(notes),
     )
+    return repo, answers
 
 
 def _refuse_locked_index(repo: _Repository) -> None:
@@ -336,20 +346,23 @@ def list_checkpoints(
     """The live checkpoint refs (of one session, or all), oldest first: the truth."""
     if session_id is not None:
         _check_ref_safe(session_id)
-    repo = _repository(layout.workspace, _environ(environ))
-    return _live(repo, session_id)
-
-
-def _live(repo: _Repository, session_id: str | None) -> list[Checkpoint]:
-    where = CHECKPOINT_REF_ROOT + (f"/{session_id}/" if session_id else "/")
-    done = repo.git(
-        [
-            "for-each-ref",
-            "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(creatordate:iso-strict)"
-            "%00%(contents)%00",
-            where,
-        ]
+    _repo, (listing,) = _repository(
+        layout.workspace, _environ(environ), [_for_each_ref(session_id)]
     )
+    return _live(listing)
+
+
+def _for_each_ref(session_id: str | None) -> list[str]:
+    return [
+        "for-each-ref",
+        "--format=%(refname)%00%(objecttype)%00%(objectname)%00%(creatordate:iso-strict)"
+        "%00%(contents)%00",
+        CHECKPOINT_REF_ROOT + (f"/{session_id}/" if session_id else "/"),
+    ]
+
+
+def _live(done: GitOutput | None) -> list[Checkpoint]:
+    """The checkpoints a ``_for_each_ref`` listing names, oldest first."""
     if done is None or not done.ok:
         raise OperationFailed("git could not list the checkpoint refs")
     fields = done.stdout.split(b"\0")
@@ -426,12 +439,15 @@ def create_checkpoint(
         )
     if label is not None and (len(label) > LABEL_MAX_CHARS or not label.strip()):
         raise UsageError(f"a checkpoint label is 1 to {LABEL_MAX_CHARS} characters")
-    repo = _repository(layout.workspace, _environ(environ))
+    repo, _ = _repository(layout.workspace, _environ(environ))
     _refuse_locked_index(repo)
     layout.sessions_dir.mkdir(parents=True, exist_ok=True)
     lock = layout.sessions_dir / f".{session_id}.checkpoint.lock"
     with flock_lock(lock, what="checkpoint lock"):
-        live = _live(repo, session_id)
+        listing, untracked_out, staged_out = repo.batch(
+            [_for_each_ref(session_id), _UNTRACKED_LISTING, _STAGE_LISTING]
+        )
+        live = _live(listing)
         if len(live) >= MAX_CHECKPOINTS_PER_SESSION:
             raise OperationFailed(
                 f"session {session_id} already holds {len(live)} checkpoints, the most one "
@@ -439,7 +455,7 @@ def create_checkpoint(
                 hint=f"prune them (`ax-log checkpoint prune --session {session_id}`) first",
             )
         n = max((item.n for item in live), default=0) + 1
-        capture = _plan_capture(repo)
+        capture = _plan_capture(repo, untracked_out, staged_out)
         if capture.secrets:
             shown = ", ".join(repr(path) for path in capture.secrets[:SECRETS_SHOWN])
             more = len(capture.secrets) - SECRETS_SHOWN
@@ -513,23 +529,24 @@ def create_checkpoint(
     )
 
 
-def _plan_capture(repo: _Repository) -> _Capture:
+def _plan_capture(
+    repo: _Repository, untracked_out: GitOutput | None, staged_out: GitOutput | None
+) -> _Capture:
     """Which untracked paths to leave out, which submodules to report, which secrets refuse."""
-    untracked_out, folded_out, staged_out, modified_out = repo.batch(
-        [
-            ["ls-files", "-z", "--others", "--exclude-standard"],
-            ["ls-files", "-z", "--others", "--exclude-standard", "--directory"],
-            ["ls-files", "-z", "--stage"],
-            ["ls-files", "-z", "--modified"],
-        ]
-    )
-    for done in (untracked_out, folded_out, staged_out, modified_out):
-        if done is None or not done.ok:
-            raise OperationFailed("git could not list the working tree's files")
-    assert untracked_out and folded_out and staged_out and modified_out
-    untracked = split_z(untracked_out.stdout)
+    if untracked_out is None or not untracked_out.ok or staged_out is None or not staged_out.ok:
+        raise OperationFailed("git could not list the working tree's files")
+    listed = split_z(untracked_out.stdout)
+    staged = _staged(staged_out.stdout)
     capture = _Capture()
-    capture.submodules = sorted(_gitlinks(staged_out.stdout))
+    capture.submodules = sorted(path for path, (mode, _oid) in staged.items() if mode == "160000")
+    # A nested repository is listed as its folder ("vendored/"), never entered.
+    nested = [entry.rstrip("/") for entry in listed if entry.endswith("/")]
+    untracked = [entry for entry in listed if not entry.endswith("/")]
+    tracked_folders = {
+        "/".join(parts[:depth])
+        for parts in (path.split("/") for path in staged)
+        for depth in range(1, len(parts))
+    }
     taken: set[str] = set()
 
     def leave(path: str, reason: CheckpointSkipReason, files: int) -> None:
@@ -549,18 +566,21 @@ def _plan_capture(repo: _Repository) -> _Capture:
                 if not under_taken(folder):
                     leave(folder, "dependency-folder", _count_under(untracked, folder))
                 break
-    for entry in split_z(folded_out.stdout):
-        if not entry.endswith("/"):
-            continue
-        folder = entry.rstrip("/")
-        if under_taken(folder):
-            continue
-        if os.path.lexists(repo.toplevel / folder / ".git"):
+    for folder in nested:
+        if not under_taken(folder) and os.path.lexists(repo.toplevel / folder / ".git"):
             capture.submodules.append(folder)
             taken.add(folder)
-            continue
-        files = _count_under(untracked, folder)
-        if files >= UNTRACKED_FOLDER_MAX_FILES:
+    # The topmost folders holding no tracked file (what ``ls-files --directory`` folds).
+    untracked_folders: dict[str, int] = {}
+    for path in untracked:
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder not in tracked_folders:
+                untracked_folders[folder] = untracked_folders.get(folder, 0) + 1
+                break
+    for folder, files in sorted(untracked_folders.items()):
+        if files >= UNTRACKED_FOLDER_MAX_FILES and not under_taken(folder):
             leave(folder, "large-folder", files)
     for path in untracked:
         if under_taken(path):
@@ -574,10 +594,7 @@ def _plan_capture(repo: _Repository) -> _Capture:
             continue
         if _secret(path):
             capture.secrets.append(path)
-    submodules = set(capture.submodules)
-    for path in split_z(modified_out.stdout):
-        if path not in submodules and _secret(path):
-            capture.secrets.append(path)
+    capture.secrets += _changed_secrets(repo, staged)
     if len(capture.excluded()) > MAX_EXCLUDED_PATHS:
         raise OperationFailed(
             f"a checkpoint would leave out {len(capture.excluded())} paths by name, more "
@@ -588,14 +605,35 @@ def _plan_capture(repo: _Repository) -> _Capture:
     return capture
 
 
-def _gitlinks(staged: bytes) -> list[str]:
-    """Paths of ``ls-files --stage -z`` entries that are submodules (mode 160000)."""
-    found = []
-    for record in staged.split(b"\0")[:-1]:
+_UNTRACKED_LISTING = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--", ":/"]
+_STAGE_LISTING = ["ls-files", "-z", "--stage", "--full-name", "--", ":/"]
+# Tracked paths whose working bytes may differ from the index (paths are from the top).
+_CHANGED_LISTING = ["diff-files", "-z", "--name-only", "--ignore-submodules=all"]
+
+
+def _staged(listing: bytes) -> dict[str, tuple[str, str]]:
+    """``ls-files --stage -z``: each path's mode and object id (an unmerged path's last
+    stage; its worktree bytes are what a checkpoint takes anyway)."""
+    found: dict[str, tuple[str, str]] = {}
+    for record in listing.split(b"\0")[:-1]:
         info, _, path = record.partition(b"\t")
-        if info.startswith(b"160000 "):
-            found.append(os.fsdecode(path))
+        mode, oid, _stage = info.decode("ascii").split(" ")
+        found[os.fsdecode(path)] = (mode, oid)
     return found
+
+
+def _changed_secrets(repo: _Repository, staged: Mapping[str, tuple[str, str]]) -> list[str]:
+    """Tracked secret-named files whose working bytes differ from the index (a checkpoint
+    would store them as a new blob); asked of git only when there are such files."""
+    named = [path for path, (mode, _oid) in staged.items() if mode != "160000" and _secret(path)]
+    if not named:
+        return []
+    done = repo.git(
+        ["diff-files", "-z", "--name-only", "--", *(f":(top,literal){path}" for path in named)]
+    )
+    if done is None or not done.ok:
+        raise OperationFailed("git could not say whether the secret-named files changed")
+    return split_z(done.stdout)
 
 
 def _count_under(paths: Iterable[str], folder: str) -> int:
@@ -666,6 +704,8 @@ def _commit_tree(repo: _Repository, tree: str, title: str, meta: Mapping[str, An
 class _Entry:
     mode: str
     oid: str
+    # The blob's size as ls-tree -l reports it (only a checkpoint's entries carry one).
+    size: int | None = field(default=None, compare=False)
 
 
 def resolve_checkpoint(
@@ -676,11 +716,13 @@ def resolve_checkpoint(
 ) -> Checkpoint:
     """A live checkpoint named as ``refs/ax/checkpoints/S/N``, ``S/N`` or ``N`` (of
     ``session_id``); refused when no live ref has that name."""
-    repo = _repository(layout.workspace, _environ(environ))
-    return _resolve(repo, reference, session_id)
+    name, owner = _ref_name(reference, session_id)
+    _repo, (listing,) = _repository(layout.workspace, _environ(environ), [_for_each_ref(owner)])
+    return _find(_live(listing), name)
 
 
-def _resolve(repo: _Repository, reference: str, session_id: str | None) -> Checkpoint:
+def _ref_name(reference: str, session_id: str | None) -> tuple[str, str]:
+    """The full ref a checkpoint reference names, and its session."""
     name = reference
     if name.isdigit():
         if session_id is None:
@@ -694,7 +736,11 @@ def _resolve(repo: _Repository, reference: str, session_id: str | None) -> Check
             f"{reference!r} does not name a checkpoint",
             hint="give N (with --session), SESSION/N or refs/ax/checkpoints/SESSION/N",
         )
-    for item in _live(repo, match.group(1)):
+    return name, match.group(1)
+
+
+def _find(live: Sequence[Checkpoint], name: str) -> Checkpoint:
+    for item in live:
         if item.ref == name:
             return item
     raise OperationFailed(
@@ -712,9 +758,14 @@ def restore_checkpoint(
     """Put the workspace's files back as the checkpoint holds them, as one undo unit of
     ``session_id``; files changed since the session last recorded them are refused."""
     check_session_id(session_id)
-    repo = _repository(layout.workspace, _environ(environ))
-    checkpoint = _resolve(repo, reference, session_id)
-    target, current, left = _compare(repo, checkpoint)
+    name, owner = _ref_name(reference, session_id)
+    repo, (listing, *worktree) = _repository(
+        layout.workspace,
+        _environ(environ),
+        [_for_each_ref(owner), _STAGE_LISTING, _CHANGED_LISTING, _UNTRACKED_LISTING],
+    )
+    checkpoint = _find(_live(listing), name)
+    target, current, left = _compare(repo, checkpoint, worktree)
     expected = _session_left(layout, session_id)
     call_id = clock.new_id("restore")
     refused: list[tuple[str, str]] = []
@@ -747,7 +798,7 @@ def restore_checkpoint(
             stored[record["path"]] = record
     restored: list[str] = []
     removed: list[str] = []
-    wanted = [entry.oid for path, entry in plan.items() if entry is not None and path in stored]
+    wanted = [entry for path, entry in plan.items() if entry is not None and path in stored]
     blobs = _read_blobs(repo, wanted)
     for relative, want in plan.items():
         if relative not in stored:
@@ -782,18 +833,13 @@ def restore_checkpoint(
 
 
 def _compare(
-    repo: _Repository, checkpoint: Checkpoint
+    repo: _Repository, checkpoint: Checkpoint, worktree: Sequence[GitOutput | None]
 ) -> tuple[dict[str, _Entry], dict[str, _Entry], dict[str, str]]:
     """The checkpoint's files, the working tree's files now (as git would store them) and
-    the paths a restore leaves alone with why, all below the workspace."""
-    tree_out, staged_out, changed_out, untracked_out = repo.batch(
-        [
-            ["ls-tree", "-r", "-z", "--full-tree", checkpoint.commit],
-            ["ls-files", "-z", "--stage"],
-            ["diff-files", "-z", "--name-only", "--ignore-submodules=all"],
-            ["ls-files", "-z", "--others", "--exclude-standard"],
-        ]
-    )
+    the paths a restore leaves alone with why, all below the workspace. ``worktree``:
+    the answers of the stage, changed and untracked listings."""
+    tree_out = repo.git(["ls-tree", "-r", "-z", "-l", "--full-tree", checkpoint.commit])
+    staged_out, changed_out, untracked_out = worktree
     for done in (tree_out, staged_out, changed_out, untracked_out):
         if done is None or not done.ok:
             raise OperationFailed(f"git could not read {checkpoint.ref} or the working tree")
@@ -806,10 +852,10 @@ def _compare(
     target: dict[str, _Entry] = {}
     for record in tree_out.stdout.split(b"\0")[:-1]:
         info, _, path = record.partition(b"\t")
-        mode, _kind, oid = info.decode("ascii").split(" ")
+        mode, _kind, oid, size = info.decode("ascii").split()
         name = os.fsdecode(path)
         if mine(name):
-            target[name] = _Entry(mode, oid)
+            target[name] = _Entry(mode, oid, int(size) if size.isdigit() else None)
     left: dict[str, str] = {}
     protected = [item.path for item in checkpoint.skipped] + list(checkpoint.submodules)
     staged: dict[str, _Entry] = {}
@@ -824,7 +870,10 @@ def _compare(
             rehash.add(name)
         else:
             staged[name] = _Entry(mode, oid)
-    untracked = split_z(untracked_out.stdout)
+    untracked = [entry for entry in split_z(untracked_out.stdout) if not entry.endswith("/")]
+    protected += [
+        entry.rstrip("/") for entry in split_z(untracked_out.stdout) if entry.endswith("/")
+    ]
     capture = _untracked_rules(repo, untracked)
     protected += capture
     current: dict[str, _Entry] = {}
@@ -927,19 +976,49 @@ def _drift(layout: StateLayout, relative: str, expected: Mapping[str, str | None
     )
 
 
-def _read_blobs(repo: _Repository, oids: Sequence[str]) -> dict[str, bytes | None]:
-    """Each blob's bytes from git (``cat-file blob``, no filter or conversion)."""
+def _read_blobs(repo: _Repository, entries: Sequence[_Entry]) -> dict[str, bytes | None]:
+    """Each blob's bytes from git, no filter or conversion: ``show --no-textconv`` of many
+    blobs at once writes them back to back, cut apart by the sizes ls-tree gave and each
+    checked against its object id (a blob that does not hash to its id is not used)."""
     found: dict[str, bytes | None] = {}
-    unique = sorted(set(oids))
-    for start in range(0, len(unique), MAX_BATCH_COMMANDS):
-        chunk = unique[start : start + MAX_BATCH_COMMANDS]
-        answers = repo.batch(
-            [["cat-file", "blob", oid] for oid in chunk],
-            timeout_s=GIT_WRITE_TIMEOUT_S,
-            max_output_bytes=max(RESTORE_BLOB_MAX_BYTES, GIT_MAX_OUTPUT_BYTES),
-        )
-        for oid, done in zip(chunk, answers, strict=True):
-            found[oid] = done.stdout if done is not None and done.ok else None
+    sizes = {entry.oid: entry.size for entry in entries}
+    chunk: list[str] = []
+    total = 0
+    for oid in sorted(sizes):
+        size = sizes[oid]
+        if size is None or size > RESTORE_BLOB_MAX_BYTES:
+            found[oid] = None
+            continue
+        if chunk and (total + size > RESTORE_BLOB_MAX_BYTES or len(chunk) >= BLOBS_PER_READ):
+            found.update(_show_blobs(repo, chunk, sizes))
+            chunk, total = [], 0
+        chunk.append(oid)
+        total += size
+    if chunk:
+        found.update(_show_blobs(repo, chunk, sizes))
+    return found
+
+
+def _show_blobs(
+    repo: _Repository, oids: Sequence[str], sizes: Mapping[str, int | None]
+) -> dict[str, bytes | None]:
+    expected = sum(sizes[oid] or 0 for oid in oids)
+    done = repo.git(
+        ["show", "--no-textconv", *oids],
+        timeout_s=GIT_WRITE_TIMEOUT_S,
+        max_output_bytes=max(expected, 1),
+    )
+    if done is None or done.returncode != 0 or len(done.stdout) != expected:
+        return dict.fromkeys(oids)
+    found: dict[str, bytes | None] = {}
+    offset = 0
+    for oid in oids:
+        size = sizes[oid] or 0
+        data = done.stdout[offset : offset + size]
+        offset += size
+        algorithm = "sha256" if len(oid) == 64 else "sha1"
+        digest = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+        found[oid] = data if digest == oid else None
     return found
 
 
@@ -999,8 +1078,8 @@ def prune_session(
     """Delete the session's checkpoint refs but ``delivery`` ones (the audit anchor) and
     append ``checkpoint.pruned``. The objects stay until git's own gc; ax never runs it."""
     _check_ref_safe(session_id)
-    repo = _repository(layout.workspace, _environ(environ))
-    live = _live(repo, session_id)
+    repo, (listing,) = _repository(layout.workspace, _environ(environ), [_for_each_ref(session_id)])
+    live = _live(listing)
     doomed = [item for item in live if include_delivery or item.kind in SESSION_SCOPED_KINDS]
     kept = [item.ref for item in live if item not in doomed]
     deleted: list[str] = []
