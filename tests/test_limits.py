@@ -317,8 +317,10 @@ def test_ax_log_limits() -> None:
 
 
 def test_ax_log_checkpoint_limits() -> None:
+    from ax_agent.tools import git_checkpoint
     from ax_log import checkpoints
 
+    assert git_checkpoint.LABEL_MAX_CHARS == checkpoints.LABEL_MAX_CHARS
     assert checkpoints.UNTRACKED_FILE_MAX_BYTES == 10 * 1024 * 1024
     assert checkpoints.UNTRACKED_FOLDER_MAX_FILES == 200
     assert checkpoints.MAX_EXCLUDED_PATHS == 1000

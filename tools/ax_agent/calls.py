@@ -26,7 +26,9 @@ _CONTAINER_ERRORS = frozenset(
     {"dict_type", "list_type", "model_type", "model_attributes_type", "tuple_type", "set_type"}
 )
 FACT_ERROR_MAX_CHARS = 300
-FACT_KINDS = ("delegates", "check", "external", "command", "writes", "deletes", "reads")
+FACT_KINDS = (
+    "delegates", "check", "checkpoint", "external", "command", "writes", "deletes", "reads"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,12 @@ from .providers import (
     Usage,
 )
 from .seam import BeforeStored
-from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
+from .seam_models import (
+    CheckDetectRequest,
+    CheckpointListRequest,
+    PathsRequest,
+    SaveOutputRequest,
+)
 from .window.window import place_pinned
 
 if TYPE_CHECKING:
@@ -292,6 +297,7 @@ def _execute(
             outcome="loop-stopped",
         )
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
+    facts = _with_checkpoints_taken(session, facts)
     decision, decided = _decide(session, use, facts)
     if decision.verdict == "deny":
         why = f"Denied by policy ({decision.rule}): {decision.reason}"
@@ -395,6 +401,24 @@ def _with_replay_key(
         return facts
     check = facts.check.model_copy(update={"replay_key": key})
     return facts.model_copy(update={"check": check})
+
+
+def _with_checkpoints_taken(
+    session: Session, facts: DeclaredFacts | Decision
+) -> DeclaredFacts | Decision:
+    """The checkpoint fact with the session's live checkpoints counted (the refs are the
+    truth), so the cap is a fact-level deny; a listing that fails (no repository) leaves
+    the count for ax-log, which refuses past the cap itself."""
+    from ax_policy import Decision
+
+    if isinstance(facts, Decision) or facts.checkpoint is None:
+        return facts
+    try:
+        live = session.seam.call("log.checkpoint_list", CheckpointListRequest())
+    except AxError:
+        return facts
+    checkpoint = facts.checkpoint.model_copy(update={"taken": len(live)})
+    return facts.model_copy(update={"checkpoint": checkpoint})
 
 
 def _decide(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .models import (
         DURABLE_EXTERNAL_TOOLS,
         CheckFact,
+        CheckpointFact,
         CommandFact,
         CommandReview,
         ConfigSource,
@@ -66,6 +67,7 @@ _EXPORTS = {
     "revoke_durable_grant": "grants",
     "DURABLE_EXTERNAL_TOOLS": "models",
     "CheckFact": "models",
+    "CheckpointFact": "models",
     "CommandFact": "models",
     "CommandReview": "models",
     "ConfigSource": "models",
@@ -94,6 +96,7 @@ __all__ = [
     "GRANTABLE_CLASSES",
     "SYSTEM_BIN_DIRS",
     "CheckFact",
+    "CheckpointFact",
     "CommandFact",
     "CommandReview",
     "ConfigSource",

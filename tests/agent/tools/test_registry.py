@@ -24,6 +24,7 @@ NAMES = [
     "slate_trail",
     "history_search",
     "propose_lesson",
+    "git_checkpoint",
 ]
 
 

@@ -16,6 +16,7 @@ def all_tools() -> list[ModelTool]:
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
         edit_file,
+        git_checkpoint,
         glob,
         grep,
         history_search,
@@ -49,6 +50,8 @@ def _tools() -> tuple[ModelTool, ...]:
         history_search,
         # Project memory (issue 19): a durable lesson for later sessions.
         propose_lesson,
+        # Git (issue 20): a recovery point under a hidden ref.
+        git_checkpoint,
     )
     return tuple(module.TOOL for module in modules)
 
