@@ -110,3 +110,57 @@ def test_a_clean_end_prunes_the_session_checkpoints_but_delivery(
     pruned = of_type(events_of(session), "checkpoint.pruned")[0]
     assert pruned["refs"] == [f"refs/ax/checkpoints/{session.id}/1"]
     assert pruned["kept"] == [delivery.ref]
+
+
+def _commands(workspace: Path, tmp_path: Path, commands: list[str]):  # type: ignore[no-untyped-def]
+    from agenttest import ScriptedApprover
+
+    calls = [call("run_command", id=f"c{i}", command=text) for i, text in enumerate(commands)]
+    script = write_script(tmp_path / "s.json", [{"toolCalls": calls}, {"text": "done"}])
+    approver = ScriptedApprover(["once"] * len(commands))
+    session = open_session(workspace, script, tools=real_tools(), approver=approver)
+    run_turn(session, "go")
+    return session
+
+
+def test_a_checkpoint_precedes_each_command_that_may_write_after_one_that_may_have(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from ax_log import restore_checkpoint
+
+    repo = make_repo(workspace)
+    before = user_state(repo)
+    session = _commands(
+        workspace,
+        tmp_path,
+        ["ls", "sed -i s/a/A/ a.txt", "sed -i s/b/B/ src/b.txt", "echo new > new.txt"],
+    )
+    events = events_of(session)
+    created = of_type(events, "checkpoint.created")
+    assert [event["kind"] for event in created] == ["pre-integration"] * 3
+    # None before the proven read-only ls; one right before each command that may write.
+    started = [event["seq"] for event in of_type(events, "command.started")]
+    assert len(started) == 4
+    assert all(
+        earlier < c["seq"] < s
+        for earlier, c, s in zip(started[:3], created, started[1:], strict=True)
+    )
+    assert (repo / "a.txt").read_text() == "A\n" and (repo / "new.txt").exists()
+    assert user_state(repo)["index"] == before["index"]
+    # The first one holds the tree before any command: restoring it rewinds all three.
+    restored = restore_checkpoint(session.layout, session.id, "1")
+    assert restored.ok and restored.removed == ("new.txt",)
+    assert (repo / "a.txt").read_text() == "a\n" and (repo / "src" / "b.txt").read_text() == "b\n"
+
+
+def test_outside_a_repository_the_skip_is_recorded_once_and_commands_run(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    session = _commands(workspace, tmp_path, ["sed -i s/a/A/ a.txt", "echo x > b.txt"])
+    events = events_of(session)
+    skipped = of_type(events, "checkpoint.skipped")
+    assert len(skipped) == 1 and "not inside a git working tree" in skipped[0]["reason"]
+    assert skipped[0]["callId"] == "c0"
+    assert [event["ok"] for event in of_type(events, "tool.completed")] == [True, True]
+    assert (workspace / "a.txt").read_text() == "A\n"

@@ -127,6 +127,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "removed": ["new.txt"],
     },
     "checkpoint.pruned": {"refs": ["refs/ax/checkpoints/s1/1"]},
+    "checkpoint.skipped": {"kind": "pre-integration", "reason": "not inside a git working tree"},
 }
 
 

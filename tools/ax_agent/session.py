@@ -126,6 +126,10 @@ class Session:
     memory: Memory | None = None
     # The repository map the system prompt carries (issue 18).
     map: SessionMap | None = None
+    # Git checkpoints (issue 20): whether a command that may write has run (or the session
+    # just began) since the last automatic checkpoint, and why none can be taken here.
+    checkpoint_due: bool = True
+    checkpoints_unavailable: str | None = None
 
     @property
     def workspace(self) -> Path:

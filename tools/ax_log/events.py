@@ -363,6 +363,16 @@ class CheckpointRestored(EventBody):
 
 
 @register
+class CheckpointSkipped(EventBody):
+    """An automatic checkpoint that was not taken, and why; the call it preceded ran anyway."""
+
+    type: Literal["checkpoint.skipped"] = "checkpoint.skipped"
+    kind: CheckpointKind
+    reason: str
+    call_id: CallId | None = None
+
+
+@register
 class CheckpointPruned(EventBody):
     """Checkpoint refs deleted (``refs``) and kept (``kept``: delivery anchors)."""
 
