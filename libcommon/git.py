@@ -1,17 +1,24 @@
 """The one hardened way ax runs git: a repository's own config is untrusted bytes.
 
-Every call runs the git found on PATH by its real path, with ``core.fsmonitor``
+Every call runs the git found on PATH by its real path (absolute PATH entries
+only: an empty or relative entry names a folder relative to wherever ax runs,
+so a ``git`` planted in a workspace could answer), with ``core.fsmonitor``
 off (a configured fsmonitor is a program git would run), hooks pointed at
 /dev/null, no external diff (a configured ``diff.external`` is emptied, so a diff
 that would run it fails instead), no optional locks (a read never rewrites the
-index), no prompts, no system config, and the ``GIT_*`` variables that would
-point git at another repository or config removed. A repository's own content
-drivers are programs too: ``filter.<driver>.clean``/``smudge``/``process`` run
-whenever git hashes a worktree file (``status`` on a file whose stat changed),
+index), no prompts, no stdin, no system config, and every ``GIT_*`` variable
+removed but the few named in ``GIT_ENV_KEPT``: git reads dozens of them (where
+the repository, its index, objects, namespace and config are, where its own
+programs live, how pathspecs match), later versions add more, and only an
+allowlist stays complete. A git older than the features the runner relies on
+(``GIT_FEATURES``) is refused as if it were missing (``git_problem`` says why).
+A repository's own content drivers are programs too:
+``filter.<driver>.clean``/``smudge``/``process`` run whenever git hashes a
+worktree file (``status`` on a file whose stat changed),
 ``diff.<driver>.textconv``/``command`` on a diff. Every such driver the
 repository's config names (includes followed, as git reads them) is overridden
-for the run (``_DRIVER_PROGRAMS``), so no attribute can reach its program. Its output is
-read up to a cap and the run is bounded in time; stderr is discarded.
+for the run (``_DRIVER_PROGRAMS``), so no attribute can reach its program. Its
+output is read up to a cap and the run is bounded in time; stderr is discarded.
 Submodules are the caller's to keep out (``--ignore-submodules=all``): git
 runs in them with their own config.
 
@@ -32,26 +39,58 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GIT_TIMEOUT_S = 5.0
+# A command that writes objects for a whole tree (add -A into a temporary index) gets longer.
+GIT_WRITE_TIMEOUT_S = 60.0
+# Live checkpoint refs (refs/ax/checkpoints/<session>/) one session may hold: ax-log
+# refuses the next, and ax-policy denies the git_checkpoint fact at it.
+MAX_CHECKPOINTS_PER_SESSION = 20
 # At most this many content drivers are neutralised; a config naming more is refused.
 MAX_CONTENT_DRIVERS = 64
 GIT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 # The most commands one run_git_batch starts at once (each is a process and a pipe).
 MAX_BATCH_COMMANDS = 8
 _READ_CHUNK = 64 * 1024
-# Environment variables that would point git at another repository or config.
-GIT_ENV_DROPPED: tuple[str, ...] = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_SSH_COMMAND",
-    "GIT_PAGER",
+# The only GIT_* variables a child git sees from ax's environment: who a person's
+# commit is by, and where the user's own global config is (the same authority as
+# HOME, never the repository's). Every other GIT_* is dropped: GIT_DIR, GIT_WORK_TREE,
+# GIT_COMMON_DIR, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY and the alternates point git
+# at another repository; GIT_NAMESPACE, GIT_REPLACE_REF_BASE, GIT_SHALLOW_FILE and
+# GIT_ATTR_SOURCE change what a repository's refs, history and attributes read as;
+# GIT_CEILING_DIRECTORIES and GIT_DISCOVERY_ACROSS_FILESYSTEM change which
+# repository a folder finds; GIT_CONFIG*, GIT_EXEC_PATH, GIT_EXTERNAL_DIFF,
+# GIT_SSH*, GIT_PAGER and GIT_EDITOR name config or programs git would run;
+# GIT_*_PATHSPECS change what a path argument matches; GIT_TRACE* write files.
+GIT_ENV_KEPT: frozenset[str] = frozenset(
+    {
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_CONFIG_GLOBAL",
+    }
 )
+# What a caller may set for one run: a temporary index (checkpoints) and a fixed identity.
+GIT_ENV_SETTABLE: frozenset[str] = frozenset(
+    {
+        "GIT_INDEX_FILE",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+    }
+)
+# What the runner relies on, and the git release that brought it: an older git would
+# ignore the setting silently (run the hooks, let a read rewrite the index).
+GIT_FEATURES: tuple[tuple[str, tuple[int, int]], ...] = (
+    ("core.hooksPath, so no repository hook runs", (2, 9)),
+    ("GIT_OPTIONAL_LOCKS=0, so a read never rewrites the index", (2, 15)),
+    ("status --porcelain=v1 -z with rename pairs", (2, 11)),
+)
+MIN_GIT_VERSION: tuple[int, int] = max(version for _, version in GIT_FEATURES)
 _HARDENING: tuple[str, ...] = (
     "-c",
     "core.fsmonitor=false",
@@ -76,7 +115,11 @@ class GitOutput:
 
 
 def git_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    env = {key: value for key, value in environ.items() if key not in GIT_ENV_DROPPED}
+    env = {
+        key: value
+        for key, value in environ.items()
+        if not key.upper().startswith("GIT_") or key in GIT_ENV_KEPT
+    }
     env.update(
         GIT_OPTIONAL_LOCKS="0",
         GIT_TERMINAL_PROMPT="0",
@@ -89,8 +132,133 @@ def git_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def find_git(environ: Mapping[str, str]) -> str | None:
-    found = shutil.which("git", path=environ.get("PATH", os.defpath))
-    return os.path.realpath(found) if found is not None else None
+    """The real path of the first executable ``git`` in an absolute folder of PATH.
+
+    Not ``shutil.which``: it joins an empty or relative entry to the current
+    folder, so ``PATH=:/usr/bin`` or ``PATH=bin:/usr/bin`` run in a workspace
+    would run the workspace's own ``git``.
+    """
+    for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+        if not folder or not os.path.isabs(folder):
+            continue
+        candidate = os.path.join(folder, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.realpath(candidate)
+    return None
+
+
+# Versions already asked, by (real path, inode, mtime): one `git version` per binary.
+_VERSIONS: dict[tuple[str, int, int], tuple[int, ...] | None] = {}
+
+
+def parse_git_version(text: str) -> tuple[int, ...] | None:
+    """``git version 2.39.5`` (or ``2.37.1 (Apple Git-137.1)``, ``2.41.0.windows.1``)."""
+    words = text.split()
+    if len(words) < 3 or words[:2] != ["git", "version"]:
+        return None
+    numbers: list[int] = []
+    for part in words[2].split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers) if len(numbers) >= 2 else None
+
+
+def git_version(git: str, env: Mapping[str, str], timeout_s: float) -> tuple[int, ...] | None:
+    """The version of the git at ``git`` (asked once per binary), None when it cannot say."""
+    try:
+        info = os.stat(git)
+    except OSError:
+        return None
+    key = (git, info.st_ino, info.st_mtime_ns)
+    if key not in _VERSIONS:
+        try:
+            done = subprocess.run(
+                [git, "version"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=dict(env),
+                timeout=timeout_s,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        _VERSIONS[key] = parse_git_version(done.stdout.decode("utf-8", "replace"))
+    return _VERSIONS[key]
+
+
+def _version_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def git_problem(environ: Mapping[str, str], timeout_s: float = GIT_TIMEOUT_S) -> str | None:
+    """Why ax will not run git here (missing, silent, too old), or None when it will."""
+    git = find_git(environ)
+    if git is None:
+        return "git is not installed (no executable git in an absolute folder of PATH)"
+    version = git_version(git, git_environment(environ), timeout_s)
+    if version is None:
+        return f"{git} did not say its version (`git version`)"
+    if version < MIN_GIT_VERSION:
+        needs = "; ".join(
+            f"{feature} ({_version_text(since)})"
+            for feature, since in GIT_FEATURES
+            if version < since
+        )
+        return (
+            f"git {_version_text(version)} at {git} is older than "
+            f"{_version_text(MIN_GIT_VERSION)}, the oldest ax runs: it lacks {needs}"
+        )
+    return None
+
+
+def usable_git(environ: Mapping[str, str], timeout_s: float = GIT_TIMEOUT_S) -> str | None:
+    """The git to run: found on PATH and new enough (``git_problem`` says why not)."""
+    git = find_git(environ)
+    if git is None:
+        return None
+    version = git_version(git, git_environment(environ), timeout_s)
+    return git if version is not None and version >= MIN_GIT_VERSION else None
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """One record of ``git status --porcelain=v1 -z``: ``xy`` is the two status letters
+    (index, worktree), ``orig_path`` the source of a rename or copy."""
+
+    xy: str
+    path: str
+    orig_path: str | None = None
+
+
+def split_z(data: bytes) -> list[str]:
+    """The NUL-terminated names of ``ls-files -z`` and kin, as file-system strings
+    (``os.fsdecode``: a name that is not UTF-8 survives the round trip)."""
+    return [os.fsdecode(item) for item in data.split(b"\0")[:-1]] if data else []
+
+
+def parse_status_z(data: bytes) -> list[StatusEntry]:
+    """``git status --porcelain=v1 -z``: ``XY PATH\\0``, a rename or copy followed by its
+    source path as one more NUL-terminated field. Refuses what is not that shape."""
+    fields = data.split(b"\0")
+    if fields[-1] != b"":
+        raise ValueError("status output does not end with a NUL")
+    entries: list[StatusEntry] = []
+    index = 0
+    while index < len(fields) - 1:
+        field = fields[index]
+        if len(field) < 4 or field[2:3] != b" ":
+            raise ValueError(f"status record {field[:40]!r} is not 'XY PATH'")
+        xy = field[:2].decode("ascii", "replace")
+        orig: str | None = None
+        if "R" in xy or "C" in xy:
+            index += 1
+            if index >= len(fields) - 1:
+                raise ValueError(f"rename record {field[:40]!r} has no source path")
+            orig = os.fsdecode(fields[index])
+        entries.append(StatusEntry(xy, os.fsdecode(field[3:]), orig))
+        index += 1
+    return entries
 
 
 # What each configured driver's programs become for the run. An empty filter runs
@@ -102,6 +270,10 @@ _DRIVER_PROGRAMS: dict[str, dict[str, str]] = {
     "filter": {"clean": "", "smudge": "", "process": ""},
     "diff": {"textconv": _SYSTEM_CAT, "command": ""},
 }
+# A filter marked required fails the command once its programs are emptied (git-lfs sets
+# ``filter.lfs.required`` in every user's global config): it is made optional, so the
+# file's own bytes pass through unfiltered, which is what git does for a filter it lacks.
+_REQUIRED_OFF = "required=false"
 
 
 def _driver_overrides(
@@ -143,10 +315,17 @@ def _driver_overrides(
         name, _, program = rest.rpartition(".")
         if name and program.lower() in _DRIVER_PROGRAMS.get(section.lower(), {}):
             programs.add((section.lower(), name, program.lower()))
+        elif name and section.lower() == "filter" and program.lower() == "required":
+            programs.add(("filter", name, "required"))
     if len({(section, name) for section, name, _ in programs}) > MAX_CONTENT_DRIVERS:
         return None
+    filters = sorted({name for section, name, _ in programs if section == "filter"})
     for section, name, program in sorted(programs):
-        overrides += ["-c", f"{section}.{name}.{program}={_DRIVER_PROGRAMS[section][program]}"]
+        if program != "required":
+            value = _DRIVER_PROGRAMS[section][program]
+            overrides += ["-c", f"{section}.{name}.{program}={value}"]
+    for name in filters:
+        overrides += ["-c", f"filter.{name}.{_REQUIRED_OFF}"]
     return overrides
 
 
@@ -157,11 +336,18 @@ def run_git(
     *,
     timeout_s: float = GIT_TIMEOUT_S,
     max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+    set_env: Mapping[str, str] | None = None,
 ) -> GitOutput | None:
-    """``git -C directory ARGS`` hardened; None when git is missing, cannot start or times
-    out, or when the repository's config cannot be read for the drivers to neutralise."""
+    """``git -C directory ARGS`` hardened; None when git is missing, too old, cannot start
+    or times out, or when the repository's config cannot be read for the drivers to
+    neutralise. ``set_env`` sets variables of ``GIT_ENV_SETTABLE`` for this run."""
     return run_git_batch(
-        directory, [args], environ, timeout_s=timeout_s, max_output_bytes=max_output_bytes
+        directory,
+        [args],
+        environ,
+        timeout_s=timeout_s,
+        max_output_bytes=max_output_bytes,
+        set_env=set_env,
     )[0]
 
 
@@ -172,6 +358,7 @@ def run_git_batch(
     *,
     timeout_s: float = GIT_TIMEOUT_S,
     max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+    set_env: Mapping[str, str] | None = None,
 ) -> list[GitOutput | None]:
     """Each of ``commands`` as ``run_git`` runs it, all at once, in one answer per command.
 
@@ -180,21 +367,83 @@ def run_git_batch(
     instead of one per command. ``timeout_s`` bounds the whole batch, probe included;
     ``max_output_bytes`` caps each command's output. An answer is None when its command
     could not start or was still running at the deadline; all are None when git is
-    missing or the repository's config cannot be read.
+    missing or too old, or the repository's config cannot be read.
     """
+    _check_batch(commands, set_env)
+    if not commands:
+        return []
+    deadline = time.monotonic() + timeout_s
+    runner = GitRunner.open(directory, environ, timeout_s=timeout_s)
+    if runner is None:
+        return [None] * len(commands)
+    return runner.batch(
+        commands,
+        timeout_s=max(deadline - time.monotonic(), 0.01),
+        max_output_bytes=max_output_bytes,
+        set_env=set_env,
+    )
+
+
+def _check_batch(commands: Sequence[Sequence[str]], set_env: Mapping[str, str] | None) -> None:
     if len(commands) > MAX_BATCH_COMMANDS:
         raise ValueError(f"at most {MAX_BATCH_COMMANDS} git commands run at once")
-    none: list[GitOutput | None] = [None] * len(commands)
-    git = find_git(environ)
-    if git is None or not commands:
-        return none
-    env = git_environment(environ)
-    deadline = time.monotonic() + timeout_s
-    drivers = _driver_overrides(git, directory, env, timeout_s)
-    if drivers is None:
-        return none
-    prefix = [git, *_HARDENING, *drivers, "-C", str(directory)]
-    return _run_all([[*prefix, *args] for args in commands], env, deadline, max_output_bytes)
+    unknown = sorted(set(set_env or ()) - GIT_ENV_SETTABLE)
+    if unknown:
+        raise ValueError(f"the git runner does not set {', '.join(unknown)}")
+
+
+@dataclass(frozen=True)
+class GitRunner:
+    """Several steps of one operation (a checkpoint: list, add, write-tree, commit-tree,
+    update-ref) under one read of the repository's drivers, each step hardened exactly
+    as ``run_git`` hardens a command. The read-then-run window is the operation's length
+    (tens of milliseconds), as a batch's is its own; a caller opens one per operation,
+    never keeps one."""
+
+    directory: Path
+    prefix: tuple[str, ...]
+    env: Mapping[str, str]
+
+    @classmethod
+    def open(
+        cls, directory: Path, environ: Mapping[str, str], *, timeout_s: float = GIT_TIMEOUT_S
+    ) -> GitRunner | None:
+        """None when git is missing or too old, or the config cannot be read."""
+        deadline = time.monotonic() + timeout_s
+        git = usable_git(environ, timeout_s)
+        if git is None:
+            return None
+        env = git_environment(environ)
+        drivers = _driver_overrides(git, directory, env, max(deadline - time.monotonic(), 0.01))
+        if drivers is None:
+            return None
+        return cls(directory, (git, *_HARDENING, *drivers, "-C", str(directory)), env)
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        timeout_s: float = GIT_TIMEOUT_S,
+        max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+        set_env: Mapping[str, str] | None = None,
+    ) -> GitOutput | None:
+        return self.batch(
+            [args], timeout_s=timeout_s, max_output_bytes=max_output_bytes, set_env=set_env
+        )[0]
+
+    def batch(
+        self,
+        commands: Sequence[Sequence[str]],
+        *,
+        timeout_s: float = GIT_TIMEOUT_S,
+        max_output_bytes: int = GIT_MAX_OUTPUT_BYTES,
+        set_env: Mapping[str, str] | None = None,
+    ) -> list[GitOutput | None]:
+        _check_batch(commands, set_env)
+        env = {**self.env, **(set_env or {})}
+        deadline = time.monotonic() + timeout_s
+        argvs = [[*self.prefix, *args] for args in commands]
+        return _run_all(argvs, env, deadline, max_output_bytes)
 
 
 def _run_all(

@@ -123,6 +123,9 @@ def test_libcommon_git_limits() -> None:
     assert git.GIT_MAX_OUTPUT_BYTES == 16 * 1024 * 1024
     assert git.MAX_CONTENT_DRIVERS == 64
     assert git.MAX_BATCH_COMMANDS == 8
+    assert git.GIT_WRITE_TIMEOUT_S == 60.0
+    assert git.MAX_CHECKPOINTS_PER_SESSION == 20
+    assert git.MIN_GIT_VERSION == (2, 15)
 
 
 def test_exec_limits() -> None:
@@ -319,6 +322,23 @@ def test_ax_log_limits() -> None:
     assert intake.INPUT_MAX_BYTES == 16 * 1024 * 1024
     assert snapshots.COPY_CHUNK_BYTES == 1024 * 1024
     assert revert.RESTORED_FILE_MODE == 0o644
+
+
+def test_ax_log_checkpoint_limits() -> None:
+    from ax_agent.tools import git_checkpoint
+    from ax_log import checkpoints
+
+    assert git_checkpoint.LABEL_MAX_CHARS == checkpoints.LABEL_MAX_CHARS
+    assert checkpoints.UNTRACKED_FILE_MAX_BYTES == 10 * 1024 * 1024
+    assert checkpoints.UNTRACKED_FOLDER_MAX_FILES == 200
+    assert checkpoints.MAX_EXCLUDED_PATHS == 1000
+    assert checkpoints.LABEL_MAX_CHARS == 200
+    assert checkpoints.RESTORE_BLOB_MAX_BYTES == 256 * 1024 * 1024
+    assert checkpoints.SECRETS_SHOWN == 10
+    assert {
+        "node_modules", "bower_components", ".venv", "venv", "__pycache__", ".tox", ".nox",
+        "target", ".gradle", ".terraform",
+    } == checkpoints.DEPENDENCY_FOLDERS  # fmt: skip
 
 
 def test_ax_report_limits() -> None:

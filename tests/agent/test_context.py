@@ -42,6 +42,25 @@ def test_the_git_probe_reads_branch_head_and_changes(workspace: Path) -> None:
     assert not (workspace / ".git" / "index.lock").exists()
 
 
+def test_the_git_probe_counts_a_rename_once_and_says_why_git_is_unusable(
+    workspace: Path, tmp_path: Path
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _git(workspace, "init", "-q", "-b", "main")
+    (workspace / "a.txt").write_text("a rename keeps its content\n" * 10)
+    _git(workspace, "add", "a.txt")
+    _git(workspace, "commit", "-q", "-m", "one")
+    _git(workspace, "mv", "a.txt", "b.txt")
+    assert probe_git(workspace, os.environ).dirty == 1
+    old = tmp_path / "old-git"
+    old.mkdir()
+    (old / "git").write_text("#!/bin/sh\necho 'git version 2.1.0'\n")
+    (old / "git").chmod(0o755)
+    facts = probe_git(workspace, {**os.environ, "PATH": str(old)})
+    assert facts.repo is False and facts.reason is not None and "older than" in facts.reason
+
+
 def test_the_git_probe_runs_no_program_of_the_repository_or_its_submodules(
     workspace: Path, tmp_path: Path
 ) -> None:

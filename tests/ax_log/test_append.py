@@ -44,6 +44,10 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
         "provider": None,
         "model": None,
         "resumed": False,
+        "keyVar": None,
+        "keySet": None,
+        "apiHost": None,
+        "keyCheck": None,
     }
     assert [r["seq"] for r in more] == [2, 3, 4]
     stored = lines(layout.session_log("s1"))

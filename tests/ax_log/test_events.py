@@ -151,6 +151,23 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.cancelled": {"group": "g1", "taskId": "parse", "reason": "user"},
     "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
+    "checkpoint.created": {
+        "ref": "refs/ax/checkpoints/s1/1",
+        "n": 1,
+        "kind": "agent",
+        "commit": "a" * 40,
+        "tree": "b" * 40,
+        "parent": None,
+    },
+    "checkpoint.restored": {
+        "ref": "refs/ax/checkpoints/s1/1",
+        "commit": "a" * 40,
+        "callId": "restore-1",
+        "restored": ["a.txt"],
+        "removed": ["new.txt"],
+    },
+    "checkpoint.pruned": {"refs": ["refs/ax/checkpoints/s1/1"]},
+    "checkpoint.skipped": {"kind": "pre-integration", "reason": "not inside a git working tree"},
 }
 
 

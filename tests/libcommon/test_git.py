@@ -137,7 +137,7 @@ def _logging_git(tmp_path: Path, started_before_any_runs: int = 0) -> tuple[Path
     stand_in.write_text(
         "#!/bin/sh\n"
         f'echo "$*" >> {log}\n'
-        'case "$*" in *--get-regexp*) exec ' + real + ' "$@";; esac\n'
+        'case "$*" in *--get-regexp*|version) exec ' + real + ' "$@";; esac\n'
         f"touch {started}/$$\n"
         "tries=0\n"
         f"while [ $(ls {started} | wc -l) -lt {started_before_any_runs} ]; do\n"
@@ -171,7 +171,7 @@ def test_a_batch_probes_the_drivers_once_and_runs_its_commands_at_once(
     commands = [["ls-files", "-z"], ["ls-files", "-z", "--others"], ["status", "--porcelain"]]
     batch = run_git_batch(repo, commands, environ, timeout_s=30)
     assert [done is not None and done.ok for done in batch] == [True, True, True]
-    lines = log.read_text().splitlines()
+    lines = [line for line in log.read_text().splitlines() if line != "version"]
     assert sum("--get-regexp" in line for line in lines) == 1
     assert len(lines) == 4
     # Every command carries the hardening the probe computed.
@@ -228,3 +228,18 @@ def test_a_config_git_cannot_read_is_no_answer_for_the_whole_batch(repo: Path) -
 def test_a_batch_is_bounded(repo: Path) -> None:
     with pytest.raises(ValueError, match="at most"):
         run_git_batch(repo, [["status"]] * (MAX_BATCH_COMMANDS + 1), os.environ)
+
+
+def test_a_required_filter_is_made_optional_once_its_programs_are_emptied(
+    repo: Path, tmp_path: Path
+) -> None:
+    canary = tmp_path / "canary"
+    (repo / ".gitattributes").write_text("*.txt filter=lfs\n")
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(f'[filter "lfs"]\n\tclean = "touch {canary}; cat"\n\trequired = true\n')
+    # git-lfs marks its filter required: emptied but still required, every add would fail.
+    done = run_git(repo, ["add", "-A"], os.environ)
+    assert done is not None and done.ok
+    listed = run_git(repo, ["ls-files", "-z"], os.environ)
+    assert listed is not None and listed.stdout.count(b"\0") == 51
+    assert not canary.exists()

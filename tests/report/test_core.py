@@ -203,6 +203,7 @@ def test_the_registry_renders_every_section_in_order() -> None:
         "checks",
         "approvals",
         "undo",
+        "checkpoints",
         "previews",
         "custom",
         "problems",
@@ -321,3 +322,30 @@ def test_a_recovered_partial_line_is_remarked_on() -> None:
     document, markdown = build_report([started(1), recovered])
     assert document["problems"]["remarks"] == 1
     assert "seq 2: the log moved a partial line (17 bytes) aside to s.jsonl.partial" in markdown
+
+
+def test_checkpoints_created_restored_skipped_and_pruned_are_listed() -> None:
+    ref = "refs/ax/checkpoints/s1/1"
+    events = [
+        started(1),
+        {"seq": 2, "type": "checkpoint.created", "ref": ref, "n": 1, "kind": "agent",
+         "commit": "a" * 40, "tree": "b" * 40, "parent": None, "label": "before fmt",
+         "skipped": [{"path": "big.bin", "reason": "large-file", "files": 1}]},
+        {"seq": 3, "type": "checkpoint.skipped", "kind": "pre-integration",
+         "reason": "session s1 already holds 20 checkpoints", "callId": "c1"},
+        {"seq": 4, "type": "checkpoint.restored", "ref": ref, "commit": "a" * 40,
+         "callId": "restore-1", "restored": ["a.txt"], "removed": ["new.txt"],
+         "refused": [{"path": "b.txt", "reason": "drifted"}]},
+        {"seq": 5, "type": "checkpoint.pruned", "refs": [ref], "kept": []},
+    ]  # fmt: skip
+    document, markdown = build_report(events)
+    assert [entry["event"] for entry in document["checkpoints"]] == [
+        "created",
+        "skipped",
+        "restored",
+        "pruned",
+    ]
+    assert document["checkpoints"][2]["refused"] == ["b.txt"]
+    assert "## Checkpoints (4)" in markdown
+    assert "1 file(s) written, 1 removed (one undo: call restore-1)" in markdown
+    assert "refused `b.txt`" in markdown and "1 path(s) left out" in markdown

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from libcommon.git import find_git, run_git, run_git_batch
+from libcommon.git import git_problem, parse_status_z, run_git, run_git_batch
 
 if TYPE_CHECKING:
     from ax_policy import SandboxStatus
@@ -107,8 +107,9 @@ class GitFacts:
 
 def probe_git(workspace: Path, environ: Mapping[str, str]) -> GitFacts:
     """Branch, HEAD and the count of changed files, read-only; never raises."""
-    if find_git(environ) is None:
-        return GitFacts(repo=False, reason="git is not installed")
+    problem = git_problem(environ)
+    if problem is not None:
+        return GitFacts(repo=False, reason=problem)
 
     # One read of the repository's drivers and the four commands at once; outside a work
     # tree the last three fail and are not looked at.
@@ -141,10 +142,20 @@ def probe_git(workspace: Path, environ: Mapping[str, str]) -> GitFacts:
         repo=True,
         branch=branch.strip() if branch else None,
         head=head.strip() if head else None,
-        dirty=len([entry for entry in status.split("\0") if entry]) if status else 0,
+        dirty=_changed_files(status),
         reason=None if head else "no commit yet",
         toplevel=Path(os.path.realpath(answer[1])),
     )
+
+
+def _changed_files(status: str | None) -> int:
+    """Changed paths in ``status -z`` output: a rename is one change in two fields."""
+    if not status:
+        return 0
+    try:
+        return len(parse_status_z(status.encode("utf-8", "surrogateescape")))
+    except ValueError:
+        return 0
 
 
 def git_toplevel(folder: Path, environ: Mapping[str, str]) -> Path | None:

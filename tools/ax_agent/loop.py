@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from libcommon.errors import AxError
+from libcommon.errors import AxError, Unsupported
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Choice
 from .calls import call_key, declared_facts, parse_input
@@ -35,7 +35,13 @@ from .providers import (
     Usage,
 )
 from .seam import BeforeStored
-from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
+from .seam_models import (
+    CheckDetectRequest,
+    CheckpointCreateRequest,
+    CheckpointListRequest,
+    PathsRequest,
+    SaveOutputRequest,
+)
 from .window.window import place_pinned
 
 if TYPE_CHECKING:
@@ -306,6 +312,7 @@ def _execute(
             outcome="loop-stopped",
         )
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
+    facts = _with_checkpoints_taken(session, facts)
     decision, decided = _decide(session, use, facts)
     if decision.verdict == "deny":
         why = f"Denied by policy ({decision.rule}): {decision.reason}"
@@ -323,8 +330,13 @@ def _execute(
                 f" ({answer.detail})" if answer.detail else ""
             )
             return _complete(session, use, why, ok=False, summary=why, outcome="declined")
+    writer = _may_write_uncovered(facts, decision)
+    if writer:
+        _pre_command_checkpoint(session, use)
     touched: list[Path] = []
     result = _run_tool(session, tool, use, value, decision, abort, session.trail_step + 1, touched)
+    if writer:
+        session.checkpoint_due = True
     content = result.content
     if state.repeats >= LOOP_WARN_AT:
         content += (
@@ -409,6 +421,57 @@ def _with_replay_key(
         return facts
     check = facts.check.model_copy(update={"replay_key": key})
     return facts.model_copy(update={"check": check})
+
+
+def _may_write_uncovered(facts: DeclaredFacts | Decision, decision: Decision) -> bool:
+    """A shell command not proven read-only: what it changes no snapshot covers."""
+    from ax_policy import Decision
+
+    if isinstance(facts, Decision) or facts.command is None:
+        return False
+    return decision.review is None or decision.review.verdict != "read-only"
+
+
+def _pre_command_checkpoint(session: Session, use: ToolUseBlock) -> None:
+    """A ``pre-integration`` checkpoint before a command that may write, when one may have
+    written since the last (the covered-change rule: typed writes are snapshotted and
+    need none). A failure is recorded as ``checkpoint.skipped`` and never stops the call;
+    outside a repository that is said once."""
+    if not session.checkpoint_due or session.checkpoints_unavailable is not None:
+        return
+    try:
+        session.seam.call("log.checkpoint_create", CheckpointCreateRequest(kind="pre-integration"))
+    except Unsupported as exc:
+        session.checkpoints_unavailable = exc.message
+        reason = exc.message
+    except AxError as exc:
+        reason = exc.message
+    else:
+        session.checkpoint_due = False
+        session.show_new()
+        return
+    session.record(
+        {"type": "checkpoint.skipped", "kind": "pre-integration", "reason": reason,
+         "callId": use.id}
+    )  # fmt: skip
+
+
+def _with_checkpoints_taken(
+    session: Session, facts: DeclaredFacts | Decision
+) -> DeclaredFacts | Decision:
+    """The checkpoint fact with the session's live checkpoints counted (the refs are the
+    truth), so the cap is a fact-level deny; a listing that fails (no repository) leaves
+    the count for ax-log, which refuses past the cap itself."""
+    from ax_policy import Decision
+
+    if isinstance(facts, Decision) or facts.checkpoint is None:
+        return facts
+    try:
+        live = session.seam.call("log.checkpoint_list", CheckpointListRequest())
+    except AxError:
+        return facts
+    checkpoint = facts.checkpoint.model_copy(update={"taken": len(live)})
+    return facts.model_copy(update={"checkpoint": checkpoint})
 
 
 def _decide(

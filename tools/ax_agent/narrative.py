@@ -178,7 +178,28 @@ def finish(
     try:
         return write_memory(session, abort=abort, narrate=narrate, say=say)
     finally:
+        prune_checkpoints(session, say)
         session.end(reason)
+
+
+def prune_checkpoints(session: Session, say: Callable[[str], None] | None = None) -> None:
+    """A clean end drops the session's checkpoint refs but ``delivery`` ones (ax-log appends
+    ``checkpoint.pruned``); outside a repository there are none, and a failure only says so:
+    the refs stay listed by ``ax-log checkpoint list`` for a person to prune."""
+    from libcommon.errors import Unsupported
+
+    from .seam_models import CheckpointPruneRequest
+
+    try:
+        pruned = session.seam.call("log.checkpoint_prune", CheckpointPruneRequest())
+    except Unsupported:
+        return
+    except AxError as exc:
+        if say is not None:
+            say(f"checkpoints were not pruned: {exc.message}")
+        return
+    if pruned.failed and say is not None:
+        say(f"checkpoints not pruned: {', '.join(pruned.failed)}")
 
 
 def write_memory(

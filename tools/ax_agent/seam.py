@@ -31,6 +31,9 @@ same session can be run both ways and compared.
 | ``map.build`` | ``MapBuildRequest`` | ``ax_map.BuildSummary`` |
 | ``map.show`` | ``MapShowRequest`` | ``MapShown`` |
 | ``map.retrieve`` | ``MapRetrieveRequest`` | ``Retrieved`` |
+| ``log.checkpoint_create`` | ``CheckpointCreateRequest`` | ``ax_log.CreatedView`` |
+| ``log.checkpoint_list`` | ``CheckpointListRequest`` | a list of ``ax_log.CheckpointView`` |
+| ``log.checkpoint_prune`` | ``CheckpointPruneRequest`` | ``ax_log.PruneView`` |
 
 (request and answer models without a package are in ``ax_agent.seam_models``.)
 
@@ -77,6 +80,10 @@ VERBS = (
     "map.build",
     "map.show",
     "map.retrieve",
+    # Git checkpoints (issue 20): git_checkpoint and the pruning at a clean end.
+    "log.checkpoint_create",
+    "log.checkpoint_list",
+    "log.checkpoint_prune",
 )
 
 

@@ -21,6 +21,9 @@ from .seam_models import (
     AppendRequest,
     ArchiveRequest,
     CheckDetectRequest,
+    CheckpointCreateRequest,
+    CheckpointListRequest,
+    CheckpointPruneRequest,
     CheckRunRequest,
     FrameRequest,
     MapBuildRequest,
@@ -78,6 +81,9 @@ class LocalSeam:
             "map.build": self._map_build,
             "map.show": self._map_show,
             "map.retrieve": self._map_retrieve,
+            "log.checkpoint_create": self._checkpoint_create,
+            "log.checkpoint_list": self._checkpoint_list,
+            "log.checkpoint_prune": self._checkpoint_prune,
         }
 
     def call(
@@ -118,6 +124,36 @@ class LocalSeam:
         from ax_log import append_events
 
         return append_events(self.layout, self.session_id, request.events)
+
+    def _checkpoint_create(
+        self, request: CheckpointCreateRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import CreatedView, create_checkpoint
+
+        result = create_checkpoint(
+            self.layout,
+            self.session_id,
+            kind=request.kind,
+            label=request.label,
+            environ=self.environ,
+        )
+        return CreatedView.model_validate(result.to_json())
+
+    def _checkpoint_list(
+        self, request: CheckpointListRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import CheckpointView, list_checkpoints
+
+        found = list_checkpoints(self.layout, self.session_id, self.environ)
+        return [CheckpointView.model_validate(item.to_json()) for item in found]
+
+    def _checkpoint_prune(
+        self, request: CheckpointPruneRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import PruneView, prune_session
+
+        result = prune_session(self.layout, self.session_id, self.environ)
+        return PruneView.model_validate(result.to_json())
 
     def _snapshot(self, request: PathsRequest, abort: threading.Event | None) -> Any:
         from ax_log import snapshot_events

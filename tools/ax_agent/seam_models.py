@@ -136,3 +136,18 @@ class MapRetrieveRequest(Contract):
 
     query: str
     limit: int
+
+
+class CheckpointCreateRequest(Contract):
+    """log.checkpoint_create: a checkpoint of this session (answer: ``ax_log.CreatedView``)."""
+
+    kind: str = "agent"
+    label: str | None = None
+
+
+class CheckpointListRequest(Contract):
+    """log.checkpoint_list: this session's live checkpoints (a list of ``CheckpointView``)."""
+
+
+class CheckpointPruneRequest(Contract):
+    """log.checkpoint_prune: this session's checkpoints but delivery ones (``PruneView``)."""

@@ -41,6 +41,9 @@ from .seam_models import (
     AppendRequest,
     ArchiveRequest,
     CheckDetectRequest,
+    CheckpointCreateRequest,
+    CheckpointListRequest,
+    CheckpointPruneRequest,
     CheckRunRequest,
     FrameRequest,
     MapBuildRequest,
@@ -212,6 +215,31 @@ class ProcessSeam:
 
     def _log_mutated(self, request: PathsRequest, abort: threading.Event | None) -> Any:
         return self._paths_verb("mutated", request)
+
+    def _log_checkpoint_create(
+        self, request: CheckpointCreateRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import CreatedView
+
+        label = ["--label", request.label] if request.label is not None else []
+        args = ["checkpoint", "create", *self._session_args(), "--kind", request.kind, *label]
+        return CreatedView.model_validate_json(self._run("log", args).stdout)
+
+    def _log_checkpoint_list(
+        self, request: CheckpointListRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import CheckpointView
+
+        child = self._run("log", ["checkpoint", "list", "--json", *self._session_args()])
+        return [CheckpointView.model_validate(item) for item in jsonio.loads(child.stdout)]
+
+    def _log_checkpoint_prune(
+        self, request: CheckpointPruneRequest, abort: threading.Event | None
+    ) -> Any:
+        from ax_log import PruneView
+
+        child = self._run("log", ["checkpoint", "prune", *self._session_args()], ok=(0, 1))
+        return PruneView.model_validate_json(child.stdout)
 
     def _paths_verb(self, verb: str, request: PathsRequest) -> Any:
         # The CLI verb takes no extra events: before and after are appends of their own.

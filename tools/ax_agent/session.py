@@ -134,6 +134,10 @@ class Session:
     plan_shown: tuple[str, int] | None = None
     # The session's MCP servers (issue 23); None when none is declared.
     mcp: McpServers | None = None
+    # Git checkpoints (issue 20): whether a command that may write has run (or the session
+    # just began) since the last automatic checkpoint, and why none can be taken here.
+    checkpoint_due: bool = True
+    checkpoints_unavailable: str | None = None
 
     @property
     def workspace(self) -> Path:

@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING
 from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ax_log.checkpoints import (
+        Checkpoint,
+        CreateResult,
+        PruneResult,
+        RestoreResult,
+        create_checkpoint,
+        list_checkpoints,
+        prune_session,
+        restore_checkpoint,
+    )
     from ax_log.envelope import SCHEMA_VERSION
     from ax_log.events import (
         REGISTRY,
@@ -46,7 +56,15 @@ if TYPE_CHECKING:
         register,
     )
     from ax_log.locate import latest_session, require_log, session_logs
-    from ax_log.models import SessionRow, VerifyProblem, VerifyResult
+    from ax_log.models import (
+        CheckpointView,
+        CreatedView,
+        PruneView,
+        RestoreView,
+        SessionRow,
+        VerifyProblem,
+        VerifyResult,
+    )
     from ax_log.reader import (
         Overlong,
         Problem,
@@ -74,6 +92,16 @@ if TYPE_CHECKING:
     from ax_log.writer import append_events, log_path
 
 _EXPORTS = {
+    "ax_log.checkpoints": [
+        "Checkpoint",
+        "CreateResult",
+        "PruneResult",
+        "RestoreResult",
+        "create_checkpoint",
+        "list_checkpoints",
+        "prune_session",
+        "restore_checkpoint",
+    ],
     "ax_log.envelope": ["SCHEMA_VERSION"],
     "ax_log.events": [
         "REGISTRY",
@@ -106,7 +134,15 @@ _EXPORTS = {
         "parse_stored",
         "register",
     ],
-    "ax_log.models": ["SessionRow", "VerifyProblem", "VerifyResult"],
+    "ax_log.models": [
+        "CheckpointView",
+        "CreatedView",
+        "PruneView",
+        "RestoreView",
+        "SessionRow",
+        "VerifyProblem",
+        "VerifyResult",
+    ],
     "ax_log.reader": [
         "Overlong",
         "Problem",
@@ -143,8 +179,12 @@ __all__ = [
     "AssistantMessage",
     "CheckCompleted",
     "CheckStarted",
+    "Checkpoint",
+    "CheckpointView",
     "CommandEnded",
     "CommandStarted",
+    "CreateResult",
+    "CreatedView",
     "Custom",
     "EventBody",
     "FileMutated",
@@ -156,7 +196,11 @@ __all__ = [
     "PreviewStarted",
     "PreviewStopped",
     "Problem",
+    "PruneResult",
+    "PruneView",
     "Record",
+    "RestoreResult",
+    "RestoreView",
     "SessionEnded",
     "SessionRow",
     "SessionStarted",
@@ -173,10 +217,12 @@ __all__ = [
     "append_events",
     "body_fields",
     "capped_lines",
+    "create_checkpoint",
     "follow_events",
     "hash_recorded",
     "latest_session",
     "latest_snapshots",
+    "list_checkpoints",
     "list_sessions",
     "load_object",
     "log_path",
@@ -185,10 +231,12 @@ __all__ = [
     "parse_body",
     "parse_stored",
     "pending_mutations",
+    "prune_session",
     "read_events",
     "record_mutations",
     "register",
     "require_log",
+    "restore_checkpoint",
     "session_logs",
     "snapshot_events",
     "snapshot_paths",

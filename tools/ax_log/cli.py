@@ -235,6 +235,102 @@ def undo(
     return 0 if outcome.ok else 1
 
 
+checkpoint_app = typer.Typer(
+    help="Recovery points as commits under hidden refs (refs/ax/checkpoints/SESSION/N).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(checkpoint_app, name="checkpoint")
+
+
+@checkpoint_app.command("create")
+def checkpoint_create(
+    session: SessionOption,
+    label: Annotated[str | None, typer.Option("--label", help="A short note.")] = None,
+    kind: Annotated[
+        str, typer.Option("--kind", help="agent, task-base, pre-integration or delivery.")
+    ] = "agent",
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Capture the working tree as a checkpoint; the user's index, HEAD and refs stay as
+    they are."""
+    from ax_log.checkpoints import create_checkpoint
+    from libcommon.paths import state_layout
+
+    result = create_checkpoint(
+        state_layout(workspace), session, kind=kind, label=label, environ=env().environ
+    )
+    emit_json(result.to_json())
+
+
+@checkpoint_app.command("list")
+def checkpoint_list(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session's checkpoints.")
+    ] = None,
+    json: JsonOption = False,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """The live checkpoints, oldest first (the refs are the truth, not the log)."""
+    from ax_log.checkpoints import list_checkpoints
+    from libcommon.paths import state_layout
+
+    found = list_checkpoints(state_layout(workspace), session, env().environ)
+    if json:
+        emit_json([item.to_json() for item in found])
+        return
+    out = env().stdout
+    for item in found:
+        label = f"  {item.label}" if item.label else ""
+        out.write(
+            f"{item.session}/{item.n:<4} {item.kind:<16} {item.commit[:12]}  "
+            f"{item.created or '-'}{label}\n"
+        )
+
+
+@checkpoint_app.command("restore")
+def checkpoint_restore(
+    reference: Annotated[
+        str, typer.Argument(metavar="REF", help="N (with --session), SESSION/N or the full ref.")
+    ],
+    session: SessionOption,
+    json: JsonOption = False,
+    workspace: WorkspaceOption = None,
+) -> int:
+    """Put the working tree's files back as the checkpoint holds them, as one undo unit of
+    --session; the index is never touched; exit 1 when a file was refused."""
+    from ax_log.checkpoints import restore_checkpoint
+    from libcommon.paths import state_layout
+
+    result = restore_checkpoint(state_layout(workspace), session, reference, env().environ)
+    if json:
+        emit_json(result.to_json())
+    else:
+        out = env().stdout
+        for path in result.restored:
+            out.write(f"restored  {path}\n")
+        for path in result.removed:
+            out.write(f"removed   {path}\n")
+        for path, reason in result.refused:
+            out.write(f"refused   {path}: {reason}\n")
+        if not (result.restored or result.removed or result.refused):
+            out.write(f"nothing to restore: the working tree matches {result.ref}\n")
+        else:
+            out.write(f"undo it with: ax-log undo --session {session} --last\n")
+    return 0 if result.ok else 1
+
+
+@checkpoint_app.command("prune")
+def checkpoint_prune(session: SessionOption, workspace: WorkspaceOption = None) -> int:
+    """Delete the session's checkpoint refs except delivery ones; never runs git gc."""
+    from ax_log.checkpoints import prune_session
+    from libcommon.paths import state_layout
+
+    result = prune_session(state_layout(workspace), session, env().environ)
+    emit_json(result.to_json())
+    return 0 if result.ok else 1
+
+
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     return run_main(app, argv, env)
 

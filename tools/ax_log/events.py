@@ -355,6 +355,78 @@ class UndoApplied(EventBody):
     refused: list[UndoRefusal]
 
 
+# --- git checkpoints (ax-log checkpoint) ----------------------------------------
+
+GitOid = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+CheckpointKind = Literal["agent", "task-base", "pre-integration", "delivery"]
+CheckpointSkipReason = Literal["large-file", "large-folder", "dependency-folder"]
+
+
+class CheckpointSkip(Contract):
+    """A path a checkpoint left out: ``reason`` is ``large-file``, ``large-folder`` or
+    ``dependency-folder``; ``files`` counts the untracked files under a folder."""
+
+    path: str
+    reason: CheckpointSkipReason
+    files: Annotated[int, Field(ge=1)] = 1
+
+
+@register
+class CheckpointCreated(EventBody):
+    """A commit under a hidden ref, appended after ``commit-tree`` and before ``update-ref``:
+    a crash between the two leaves an event whose ref does not exist, so readers go by
+    the live refs. ``parent`` is null in a repository with no commit yet."""
+
+    type: Literal["checkpoint.created"] = "checkpoint.created"
+    ref: str
+    n: Annotated[int, Field(ge=1)]
+    kind: CheckpointKind
+    commit: GitOid
+    tree: GitOid
+    parent: GitOid | None
+    label: str | None = None
+    skipped: list[CheckpointSkip] = Field(default_factory=list)
+    submodules: list[str] = Field(default_factory=list)
+
+
+class CheckpointRefusal(Contract):
+    path: str
+    reason: str
+
+
+@register
+class CheckpointRestored(EventBody):
+    """A checkpoint's files put back in the working tree under one synthetic ``callId``
+    (its ``file.mutated`` events share it, so one undo reverts the whole restore)."""
+
+    type: Literal["checkpoint.restored"] = "checkpoint.restored"
+    ref: str
+    commit: GitOid
+    call_id: CallId
+    restored: list[str]
+    removed: list[str]
+    refused: list[CheckpointRefusal] = Field(default_factory=list)
+
+
+@register
+class CheckpointSkipped(EventBody):
+    """An automatic checkpoint that was not taken, and why; the call it preceded ran anyway."""
+
+    type: Literal["checkpoint.skipped"] = "checkpoint.skipped"
+    kind: CheckpointKind
+    reason: str
+    call_id: CallId | None = None
+
+
+@register
+class CheckpointPruned(EventBody):
+    """Checkpoint refs deleted (``refs``) and kept (``kept``: delivery anchors)."""
+
+    type: Literal["checkpoint.pruned"] = "checkpoint.pruned"
+    refs: list[str]
+    kept: list[str] = Field(default_factory=list)
+
+
 # --- commands and checks -----------------------------------------------------
 
 

@@ -9,6 +9,7 @@ the grants. It is deny-first and first-match-wins, in this order:
 1. a fact that throws, a tool declaring no facts, or conflicting facts: deny
 2. delegation
 3. a typed check (it spawns the project's own code, so before commands)
+3a. a git checkpoint (denied at the per-session cap)
 4. external access
 5. a shell command
 6. a read of the repository through git commands the harness composed
@@ -39,6 +40,7 @@ from .grants import Grants, SessionGrants
 from .models import (
     MAX_FACT_PATHS,
     CheckFact,
+    CheckpointFact,
     CommandFact,
     Decision,
     DecisionRequest,
@@ -67,6 +69,7 @@ DELEGATE_ROLES = {
 FACT_KINDS = (
     "delegates",
     "check",
+    "checkpoint",
     "external",
     "command",
     "git_read",
@@ -89,6 +92,7 @@ class ToolFacts:
     deletes: FactFn | None = None
     command: FactFn | None = None
     check: FactFn | None = None
+    checkpoint: FactFn | None = None
     external: FactFn | None = None
     delegates: FactFn | None = None
     git_read: FactFn | None = None
@@ -176,6 +180,8 @@ def _decide(tool: ToolFacts, tool_input: Any, ctx: DecisionContext, grants: Gran
         return _delegation(tool.name, values["delegates"])
     if "check" in values:
         return _check(values["check"], ctx, grants)
+    if "checkpoint" in values:
+        return _checkpoint(tool.name, values["checkpoint"])
     if "external" in values:
         return _external(tool.name, values["external"], ctx, grants)
     if "command" in values:
@@ -241,6 +247,7 @@ def _checked(kind: str, value: Any) -> Any:
     models: dict[str, type[BaseModel]] = {
         "command": CommandFact,
         "check": CheckFact,
+        "checkpoint": CheckpointFact,
         "external": ExternalFact,
         "git_read": GitReadFact,
     }
@@ -288,6 +295,27 @@ def _delegation(name: str, roles: list[str]) -> Decision:
         decision_class="observe",
         rule="delegate-read-only",
         reason=f"{name} delegates to read-only role(s) {', '.join(roles)}",
+    )
+
+
+def _checkpoint(name: str, fact: CheckpointFact) -> Decision:
+    """A hidden-ref commit from a temporary index is the most reversible write there is;
+    the per-session cap is the bound that stands in for a question."""
+    from libcommon.git import MAX_CHECKPOINTS_PER_SESSION
+
+    if fact.taken >= MAX_CHECKPOINTS_PER_SESSION:
+        return _deny(
+            "checkpoint-cap",
+            f"{name}: the session already holds {fact.taken} checkpoints, the most one session "
+            f"keeps ({MAX_CHECKPOINTS_PER_SESSION}); a person can prune them",
+        )
+    return Decision(
+        verdict="allow",
+        decision_class="reversible",
+        rule="checkpoint",
+        reason=f"{name} writes a commit under a hidden ref (refs/ax/checkpoints/) from a "
+        "temporary index: nothing git status, log or branch shows changes "
+        f"({fact.taken} of {MAX_CHECKPOINTS_PER_SESSION} taken)",
     )
 
 

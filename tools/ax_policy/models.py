@@ -259,6 +259,13 @@ class GitReadFact(_Model):
     ]
 
 
+class CheckpointFact(_Model):
+    """The call writes a git checkpoint (a commit under a hidden ref, from a temporary
+    index); ``taken`` is how many live checkpoints the session already holds."""
+
+    taken: Annotated[int, Field(ge=0)]
+
+
 class DeclaredFacts(_Model):
     """Facts as plain values, the shape a decision request carries over JSON."""
 
@@ -268,6 +275,7 @@ class DeclaredFacts(_Model):
     command: CommandFact | None = None
     check: CheckFact | None = None
     external: ExternalFact | None = None
+    checkpoint: CheckpointFact | None = None
     delegates: Annotated[list[ToolName], Field(max_length=16)] | None = None
     git_read: GitReadFact | None = None
     internal: bool = False

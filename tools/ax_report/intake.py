@@ -97,6 +97,10 @@ REQUIRED: dict[str, dict[str, Rule]] = {
         "reason": OPTIONAL_STRING,
     },
     "custom": {"kind": STRING, "data": OBJECT},
+    "checkpoint.created": {"ref": STRING, "kind": STRING, "commit": STRING},
+    "checkpoint.restored": {"ref": STRING, "callId": STRING, "restored": LIST, "removed": LIST},
+    "checkpoint.skipped": {"kind": STRING, "reason": STRING},
+    "checkpoint.pruned": {"refs": LIST},
 }
 # Fields whose list form must hold only strings, and numbers that may not be negative.
 _STRING_LISTS = ("command", "scope")

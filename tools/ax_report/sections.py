@@ -725,6 +725,74 @@ class Undo(Section):
         return lines + _none(body)
 
 
+# --- git checkpoints ---------------------------------------------------------
+
+
+class Checkpoints(Section):
+    """Git checkpoints the session created, restored, skipped and pruned, as its events
+    record them. Whether a ref still exists is git's to say (``ax-log checkpoint list``):
+    an event is what was done, not what is there now."""
+
+    name = "checkpoints"
+    title = "Checkpoints"
+    handles = ("checkpoint.*",)
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        kind = event["type"].removeprefix("checkpoint.")
+        entry: dict[str, Any] = {"seq": ctx.event_seq, "event": kind}
+        if kind == "created":
+            entry.update(ref=event["ref"], kind=event["kind"], commit=event["commit"])
+            entry.update(label=event.get("label"), skipped=len(event.get("skipped") or []))
+        elif kind == "restored":
+            refused = event.get("refused") or []
+            entry.update(ref=event["ref"], callId=event["callId"])
+            entry.update(restored=len(event["restored"]), removed=len(event["removed"]))
+            entry.update(refused=[item.get("path") for item in refused if isinstance(item, dict)])
+        elif kind == "skipped":
+            entry.update(kind=event["kind"], reason=event["reason"])
+        elif kind == "pruned":
+            entry.update(refs=list(event["refs"]), kept=list(event.get("kept") or []))
+        else:
+            return
+        self.entries.append(entry)
+
+    def to_json(self, ctx: Context) -> Any:
+        return self.entries
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.entries)})", ""]
+        body = []
+        for entry in self.entries:
+            event = entry["event"]
+            if event == "created":
+                label = f" {shown(entry['label'])}" if entry["label"] else ""
+                body.append(
+                    f"- created {code(entry['ref'])} ({entry['kind']}, "
+                    f"{str(entry['commit'])[:12]}){label}, seq {entry['seq']}"
+                    + (f"; {entry['skipped']} path(s) left out" if entry["skipped"] else "")
+                )
+            elif event == "restored":
+                refused = ", ".join(code(str(path)) for path in entry["refused"])
+                body.append(
+                    f"- restored {code(entry['ref'])}: {entry['restored']} file(s) written, "
+                    f"{entry['removed']} removed (one undo: call {entry['callId']}), seq "
+                    f"{entry['seq']}" + (f"; refused {refused}" if refused else "")
+                )
+            elif event == "skipped":
+                body.append(
+                    f"- not taken ({entry['kind']}): {shown(entry['reason'])}, seq {entry['seq']}"
+                )
+            else:
+                body.append(
+                    f"- pruned {len(entry['refs'])} ref(s), kept {len(entry['kept'])}, "
+                    f"seq {entry['seq']}"
+                )
+        return lines + _none(body)
+
+
 # --- previews ----------------------------------------------------------------
 
 
@@ -852,6 +920,7 @@ SECTIONS: list[type[Section]] = [
     Checks,
     Approvals,
     Undo,
+    Checkpoints,
     Previews,
     Custom,
     Problems,

@@ -25,6 +25,7 @@ NAMES = [
     "history_search",
     "propose_lesson",
     "git_status",
+    "git_checkpoint",
     "plan_write",
 ]
 

@@ -138,6 +138,43 @@ def _undo(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _checkpoints(context: Context, args: list[str]) -> Action:
+    from ax_log import list_checkpoints
+
+    _no_args(args, "/checkpoints")
+    session = context.session
+    found = list_checkpoints(session.layout, session.id, session.environ)
+    for item in found:
+        label = f"  {redact(item.label)}" if item.label else ""
+        _say(context, f"  {item.n:>3}  {item.kind:<16} {item.commit[:12]}  {item.created}{label}")
+    if not found:
+        _say(context, "no checkpoints in this session")
+    return None
+
+
+def _restore(context: Context, args: list[str]) -> Action:
+    from ax_log import restore_checkpoint
+
+    if len(args) != 1 or not args[0].isdigit():
+        raise UsageError("/restore takes one checkpoint number (see /checkpoints)")
+    session = context.session
+    question = (
+        f"Put the working tree back as checkpoint {args[0]} holds it? Files changed since "
+        "are rewritten and files created since removed; /undo reverts the whole restore."
+    )
+    if context.confirm is not None and not context.confirm(question):
+        _say(context, "not restored")
+        return None
+    result = restore_checkpoint(session.layout, session.id, args[0], session.environ)
+    lines = [f"restored  {path}" for path in result.restored]
+    lines += [f"removed   {path}" for path in result.removed]
+    lines += [f"refused   {path}: {reason}" for path, reason in result.refused]
+    _say(
+        context, "\n".join(lines) if lines else f"nothing to restore: the tree matches {result.ref}"
+    )
+    return None
+
+
 def _diff(context: Context, args: list[str]) -> Action:
     from ax_report import session_diff
 
@@ -478,6 +515,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("help", "", "this list", _help),
     Command("status", "", "session, model, sandbox, tokens and cost, owner", _status),
     Command("undo", "[all]", "revert the last change (or every change) of this session", _undo),
+    Command("checkpoints", "", "this session's git checkpoints", _checkpoints),
+    Command("restore", "N", "put the working tree back as checkpoint N holds it", _restore),
     Command("diff", "", "what this session changed, as a diff", _diff),
     Command("report", "[section]", "the session report (or one section)", _report),
     Command("trail", "[count] [tool=NAME] [file=TEXT]", "the steps executed so far", _trail),

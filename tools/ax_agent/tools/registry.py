@@ -16,6 +16,7 @@ def all_tools() -> list[ModelTool]:
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
         edit_file,
+        git_checkpoint,
         git_status,
         glob,
         grep,
@@ -51,8 +52,10 @@ def _tools() -> tuple[ModelTool, ...]:
         history_search,
         # Project memory (issue 19): a durable lesson for later sessions.
         propose_lesson,
-        # Git (issue 20): the repository's state, through harness-named read commands.
+        # Git (issue 20): the repository's state, through harness-named read commands,
+        # and a recovery point under a hidden ref.
         git_status,
+        git_checkpoint,
         # Plans (issue 21): the session's structured plan, approved by a person.
         plan_write,
     )
