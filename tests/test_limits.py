@@ -423,7 +423,8 @@ def test_agent_tool_limits() -> None:
 
 
 def test_agent_core_limits() -> None:
-    from ax_agent import approvals, calls, cli, context, demo, loop, seam_process, session
+    from ax_agent import approvals, calls, cli, context, demo, loop, session
+    from ax_agent.seam import process as seam_process
 
     assert session.DEFAULT_MAX_STEPS == 50
     assert session.DEFAULT_PROVIDER == "anthropic"
@@ -660,7 +661,7 @@ def test_map_ranking_limits() -> None:
 
 def test_git_person_limits() -> None:
     """Issue 20: git_status's bounded views, the policy's gitRead fact, deliberate git."""
-    from ax_agent import gitrepo
+    from ax_agent.git import repo as gitrepo
     from ax_agent.tools import git_status
     from ax_policy import models
 
@@ -669,12 +670,12 @@ def test_git_person_limits() -> None:
     assert gitrepo.GIT_READ_TIMEOUT_S == 10.0
     assert models.MAX_GIT_READ_COMMANDS == 8
     assert models.MAX_GIT_READ_WORDS == 32
-    from ax_agent import gitcommit
+    from ax_agent.git import commit as gitcommit
     from libcommon import git
 
     assert gitcommit.COMMIT_MESSAGE_MAX_CHARS == 10_000
     assert gitcommit.COMMIT_PREVIEW_MAX_ROWS == 200
-    from ax_agent import gitpush
+    from ax_agent.git import push as gitpush
 
     assert gitpush.PUSH_LOOK_TIMEOUT_S == 60.0
     assert gitpush.PUSH_TIMEOUT_S == 300.0

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from agenttest import ScriptedApprover, call, events_of, open_session, real_tools, write_script
 
-from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
 from ax_agent.seam import BeforeStored
-from ax_agent.seam_models import PathsRequest
+from ax_agent.seam.compose import make_seam
+from ax_agent.seam.models import PathsRequest
 from ax_log import read_events
 from ax_policy import load_config
 from libcommon.errors import UsageError

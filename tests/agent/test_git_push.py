@@ -11,7 +11,7 @@ from agenttest import events_of, open_session, write_script
 from gittest import git, git_env, init_repo, need_git
 
 from ax_agent.cli import main
-from ax_agent.gitpush import PUSH_TOOL, prepare_push, push, push_decision
+from ax_agent.git.push import PUSH_TOOL, prepare_push, push, push_decision
 from ax_agent.terminal import commands
 from ax_log import append_events, read_events
 from ax_policy import DurableGrant, Grants, SessionGrants, grant_trust

@@ -237,7 +237,7 @@ def test_the_worst_case_total_injection_is_one_ceiling(workspace: Path, state_di
     for number in range(30):
         loaded.touch([workspace / f"d{number:02d}" / "a.py"])
     from ax_agent.memory import load_memory
-    from ax_agent.seam_local import LocalSeam
+    from ax_agent.seam.local import LocalSeam
 
     memory = load_memory(LocalSeam(layout, "s-x", {}, None), layout)
     assert all(row["truncated"] for row in memory.rows)

@@ -13,7 +13,6 @@ from agenttest import RecordingProvider, call, events_of, first, open_session, w
 from pydantic import BaseModel
 
 import ax_map
-from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
 from ax_agent.memory import codebase_digests
 from ax_agent.providers import ProviderRequest
@@ -25,8 +24,9 @@ from ax_agent.repo_map import (
     load_map,
     section,
 )
-from ax_agent.seam_local import LocalSeam
-from ax_agent.seam_models import MapRetrieveRequest, MapShowRequest
+from ax_agent.seam.compose import make_seam
+from ax_agent.seam.local import LocalSeam
+from ax_agent.seam.models import MapRetrieveRequest, MapShowRequest
 from ax_agent.terminal.init import map_summary, starter
 from ax_policy import load_config
 from ax_slate import estimate_tokens

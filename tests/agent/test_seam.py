@@ -20,11 +20,11 @@ from agenttest import (
 )
 
 from ax_agent.approvals import AnnouncingApprover
-from ax_agent.compose import make_seam
 from ax_agent.loop import run_turn
 from ax_agent.memory import describe
 from ax_agent.narrative import finish
-from ax_agent.seam_models import AppendRequest, NoteKeyRequest, PathsRequest, RecallRequest
+from ax_agent.seam.compose import make_seam
+from ax_agent.seam.models import AppendRequest, NoteKeyRequest, PathsRequest, RecallRequest
 from ax_exec import ExecSpec
 from ax_policy import DecisionRequest, DeclaredFacts, load_config
 from libcommon.errors import OperationFailed, UsageError

@@ -24,7 +24,7 @@ from libcommon.cliapp import (
 if TYPE_CHECKING:
     from libcommon.paths import StateLayout
 
-    from .delivery import Confirm
+    from .git.delivery import Confirm
 
 PROMPT_MAX_CHARS = 1024 * 1024
 
@@ -265,7 +265,7 @@ def commit(
     committed (or declined), 1 blocked or refused, 2 no --yes off a terminal, 3 the
     workspace is not trusted.
     """
-    from .delivery import commit_flow
+    from .git.delivery import commit_flow
 
     layout, session_id, confirm = _person_command(workspace, session, trust_this_workspace)
     environment = env()
@@ -310,7 +310,7 @@ def push(
     and verified (or declined), 1 blocked, refused or not verified, 2 no --yes off a
     terminal, 3 the workspace is not trusted.
     """
-    from .delivery import push_flow
+    from .git.delivery import push_flow
 
     layout, session_id, confirm = _person_command(workspace, session, trust_this_workspace)
     push_flow(

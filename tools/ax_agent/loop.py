@@ -23,7 +23,6 @@ from libcommon.errors import AxError, Unsupported
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Choice
 from .calls import call_key, declared_facts, parse_input
-from .callseam import CallSeam
 from .plans.note import plan_note
 from .providers import (
     Message,
@@ -35,7 +34,8 @@ from .providers import (
     Usage,
 )
 from .seam import BeforeStored
-from .seam_models import (
+from .seam.callseam import CallSeam
+from .seam.models import (
     CheckDetectRequest,
     CheckpointCreateRequest,
     CheckpointListRequest,

@@ -29,7 +29,7 @@ from ax_slate import MEMORY_INJECTION_MAX_BYTES
 from libcommon.errors import AxError
 
 from .instructions import PROJECT_MAX_BYTES, USER_MAX_BYTES
-from .seam_models import MemoryRequest
+from .seam.models import MemoryRequest
 
 if TYPE_CHECKING:
     from ax_slate import CodebaseDigests, MemoryDocInfo

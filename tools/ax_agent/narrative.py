@@ -188,7 +188,7 @@ def prune_checkpoints(session: Session, say: Callable[[str], None] | None = None
     the refs stay listed by ``ax-log checkpoint list`` for a person to prune."""
     from libcommon.errors import Unsupported
 
-    from .seam_models import CheckpointPruneRequest
+    from .seam.models import CheckpointPruneRequest
 
     try:
         pruned = session.seam.call("log.checkpoint_prune", CheckpointPruneRequest())

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from libcommon import delimiters
 from libcommon.errors import AxError
 
-from .seam_models import MapBuildRequest, MapShowRequest
+from .seam.models import MapBuildRequest, MapShowRequest
 
 if TYPE_CHECKING:
     from ax_map import BuildSummary, MapShown

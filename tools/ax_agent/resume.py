@@ -12,13 +12,11 @@ the log and the conversation agree from here on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .providers import Message, TextBlock, ToolResultBlock, ToolUseBlock
-
-if TYPE_CHECKING:
-    from .session import Session
 
 Record = dict[str, Any]
 
@@ -61,8 +59,14 @@ def _user_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def rebuild(session: Session, events: list[Record]) -> list[Message]:
-    """The conversation in ``events``; dangling calls are answered and the answers recorded."""
+# Appends events to the session's log (``Session.record``): the one thing a rebuild
+# needs of the session, so this module does not import it.
+Recorder = Callable[..., Any]
+
+
+def rebuild(record: Recorder, events: list[Record]) -> list[Message]:
+    """The conversation in ``events``; dangling calls are answered and the answers recorded
+    through ``record``."""
     messages: list[Message] = []
     pending: dict[str, _Call] = {}
     # The call a check belongs to: checks carry no call id, so the last call requested.
@@ -75,7 +79,7 @@ def rebuild(session: Session, events: list[Record]) -> list[Message]:
         results = []
         for call in pending.values():
             if call.result is None:
-                call.result = _repair(session, call)
+                call.result = _repair(record, call)
             results.append(call.result)
         messages.append(Message("user", list(results)))
         pending = {}
@@ -116,7 +120,7 @@ def rebuild(session: Session, events: list[Record]) -> list[Message]:
     return messages
 
 
-def _repair(session: Session, call: _Call) -> ToolResultBlock:
+def _repair(record: Recorder, call: _Call) -> ToolResultBlock:
     text = _what_happened(call)
     records: list[Record] = []
     if not call.requested:
@@ -138,7 +142,7 @@ def _repair(session: Session, call: _Call) -> ToolResultBlock:
             "outcome": "interrupted",
         }
     )
-    session.record(*records)
+    record(*records)
     return ToolResultBlock(call.use.id, text, is_error=True)
 
 

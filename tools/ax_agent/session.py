@@ -36,7 +36,6 @@ from libcommon.locks import OwnerLease
 from libcommon.paths import StateLayout, check_session_id, state_layout
 
 from .approvals import Approver, DenyingApprover
-from .compose import make_seam
 from .context import GitFacts, SandboxFacts, git_toplevel, probe_git, probe_sandbox, system_prompt
 from .instructions import (
     Instructions,
@@ -48,7 +47,8 @@ from .memory import Memory, load_memory
 from .providers import Message, Provider, make_provider
 from .repo_map import SessionMap, load_map
 from .seam import Seam
-from .seam_models import AppendRequest, SlateStartRequest
+from .seam.compose import make_seam
+from .seam.models import AppendRequest, SlateStartRequest
 from .window.window import SYSTEM_NOTE, ContextWindow
 
 if TYPE_CHECKING:
@@ -294,7 +294,7 @@ def start_session(options: StartOptions) -> Session:
         if history is not None:
             from .resume import rebuild
 
-            session.messages = rebuild(session, history)
+            session.messages = rebuild(session.record, history)
     except BaseException:
         if servers is not None:
             servers.close()

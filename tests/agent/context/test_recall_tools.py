@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ax_agent.seam_local import LocalSeam
+from ax_agent.seam.local import LocalSeam
 from ax_agent.tools import history_search, slate_trail
 from ax_agent.tools.base import ModelTool, ToolContext, ToolResult
 from ax_agent.window.window import ContextWindow

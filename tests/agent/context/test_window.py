@@ -8,7 +8,7 @@ from typing import Any
 
 from ax_agent.providers import Message, ProviderRequest, TextBlock, ToolResultBlock, ToolUseBlock
 from ax_agent.providers.base import ToolSchema
-from ax_agent.seam_local import LocalSeam
+from ax_agent.seam.local import LocalSeam
 from ax_agent.window.budget import budget_for
 from ax_agent.window.elide import pairing_problems
 from ax_agent.window.tokens import estimate_request

@@ -30,7 +30,7 @@ from ax_policy import (
 from ax_policy.grants import Grants
 
 # Modules whose import means "this code runs git".
-GIT_RUNNERS = {"libcommon.git", "ax_agent.gitrepo"}
+GIT_RUNNERS = {"libcommon.git", "ax_agent.git.repo"}
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from agent.tools.toolkit import Harness
 
-from ax_agent.seam_models import CheckRunRequest
+from ax_agent.seam.models import CheckRunRequest
 from ax_agent.tools import run_check
 
 TOOL = run_check.TOOL

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ax_agent.seam_local import LocalSeam
+from ax_agent.seam.local import LocalSeam
 from ax_agent.tools.base import ModelTool, ToolContext, ToolResult
 from ax_policy import Decision, DecisionContext, SandboxStatus, decide
 from ax_slate import open_session

@@ -429,7 +429,7 @@ def _record(context: Context) -> Callable[[dict[str, Any]], None]:
 
 
 def _commit(context: Context, args: list[str]) -> Action:
-    from ..delivery import commit_flow
+    from ..git.delivery import commit_flow
 
     session = context.session
     commit_flow(
@@ -446,7 +446,7 @@ def _commit(context: Context, args: list[str]) -> Action:
 
 
 def _push(context: Context, args: list[str]) -> Action:
-    from ..delivery import push_flow
+    from ..git.delivery import push_flow
 
     force = "--force" in args
     names = [arg for arg in args if arg != "--force"]

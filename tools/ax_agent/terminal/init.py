@@ -30,7 +30,7 @@ from libcommon.errors import AxError, OperationFailed
 from libcommon.paths import is_within
 
 from ..instructions import instruction_names
-from ..seam_models import CheckDetectRequest, PathsRequest
+from ..seam.models import CheckDetectRequest, PathsRequest
 
 if TYPE_CHECKING:
     from ax_check import DetectReport, UnitReport

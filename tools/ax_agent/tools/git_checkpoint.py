@@ -15,7 +15,7 @@ from pydantic import Field
 from ax_log import CreatedView
 from ax_policy import CheckpointFact, ToolFacts
 
-from ..seam_models import CheckpointCreateRequest
+from ..seam.models import CheckpointCreateRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, guarded
 

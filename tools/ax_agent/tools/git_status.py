@@ -28,7 +28,7 @@ from ax_policy import GitReadFact, ToolFacts
 from libcommon import delimiters
 from libcommon.git import GitOutput
 
-from ..gitrepo import (
+from ..git.repo import (
     PROBE_COMMANDS,
     STATUS_COMMAND,
     NotARepository,

@@ -16,7 +16,7 @@ from ax_slate import SearchResult
 from libcommon import jsonio
 from libcommon.errors import AxError
 
-from ..seam_models import SearchRequest
+from ..seam.models import SearchRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import Refused, ToolInput, guarded
 

@@ -19,7 +19,7 @@ from ax_policy import ToolFacts
 
 from ..plans.model import Plan, ReviewMode, Risk, Role, TaskStatus
 from ..plans.store import APPROVE_COMMAND, PlanRefused, plan_path, write_plan
-from ..seam_models import AppendRequest
+from ..seam.models import AppendRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, error, guarded
 

@@ -7,7 +7,7 @@ from pydantic import Field
 from ax_policy import ToolFacts
 from ax_slate import RecallPage
 
-from ..seam_models import RecallRequest
+from ..seam.models import RecallRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, guarded
 

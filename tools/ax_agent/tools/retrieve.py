@@ -18,7 +18,7 @@ from pydantic import Field
 from ax_policy import ToolFacts
 from libcommon.errors import AxError, UsageError
 
-from ..seam_models import MapRetrieveRequest
+from ..seam.models import MapRetrieveRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, count, guarded
 

@@ -12,7 +12,7 @@ from pydantic import Field
 from ax_check import KINDS, CheckResult, Kind
 from ax_policy import CheckFact, ToolFacts
 
-from ..seam_models import CheckRunRequest
+from ..seam.models import CheckRunRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, clip_line, guarded, one_line, read_capped
 

@@ -13,7 +13,7 @@ from pydantic import Field
 from ax_policy import ToolFacts
 from ax_slate import Note
 
-from ..seam_models import NoteKeyRequest, NoteSetRequest
+from ..seam.models import NoteKeyRequest, NoteSetRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import Refused, ToolInput, guarded
 

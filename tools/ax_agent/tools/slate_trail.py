@@ -12,7 +12,7 @@ from pydantic import Field
 from ax_policy import ToolFacts
 from ax_slate import TrailEntry
 
-from ..seam_models import TrailRequest
+from ..seam.models import TrailRequest
 from .base import ModelTool, ToolContext, ToolResult
 from .common import Refused, ToolInput, guarded
 

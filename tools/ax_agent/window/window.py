@@ -24,7 +24,7 @@ from libcommon.errors import AxError
 
 from ..providers.base import Message, ProviderRequest, TextBlock, ToolResultBlock
 from ..seam import Seam
-from ..seam_models import ArchiveRequest, FrameRequest
+from ..seam.models import ArchiveRequest, FrameRequest
 from .budget import Budget, budget_for
 from .elide import (
     ANTHROPIC_CACHE,

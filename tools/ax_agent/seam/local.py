@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from libcommon.errors import AxError
 from libcommon.paths import StateLayout
 
-from .seam import BeforeStored, OutputHook, unknown_verb
-from .seam_models import (
+from . import BeforeStored, OutputHook, unknown_verb
+from .models import (
     AppendRequest,
     ArchiveRequest,
     CheckDetectRequest,

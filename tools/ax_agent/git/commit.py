@@ -32,7 +32,7 @@ from libcommon.errors import OperationFailed, UsageError
 from libcommon.git import DeliberateOutput, GitOutput, run_git_deliberate
 from libcommon.paths import StateLayout
 
-from .gitrepo import (
+from .repo import (
     PROBE_COMMANDS,
     STATUS_COMMAND,
     Change,
@@ -67,7 +67,7 @@ class CommitPlan:
         return [row.path for row in self.rows]
 
     def preview(self) -> list[str]:
-        from .tools.git_status import scrub
+        from ..tools.git_status import scrub
 
         where = f"branch {scrub(self.branch)}" if self.branch else "a detached HEAD"
         lines = [f"Commit on {where} in {scrub(str(self.repo.toplevel))}"]

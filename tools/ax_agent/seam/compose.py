@@ -8,7 +8,7 @@ from typing import Any
 from libcommon.errors import UsageError
 from libcommon.paths import StateLayout
 
-from .seam import Seam
+from . import Seam
 
 COMPOSE_VAR = "AX_COMPOSE"
 # What every command and check the agent runs sees on top of the user's environment.
@@ -25,11 +25,11 @@ def make_seam(
     mode = environ.get(COMPOSE_VAR, "inprocess") or "inprocess"
     environ = {**environ, **CHILD_ENVIRONMENT}
     if mode == "process":
-        from .seam_process import ProcessSeam
+        from .process import ProcessSeam
 
         return ProcessSeam(layout, session_id, environ)
     if mode == "inprocess":
-        from .seam_local import LocalSeam
+        from .local import LocalSeam
 
         return LocalSeam(layout, session_id, environ, policy_config)
     raise UsageError(

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .seam_models import CheckRunRequest
+from .models import CheckRunRequest
 
 if TYPE_CHECKING:
     from ax_policy import Decision
 
-    from .seam import OutputHook, Seam
-    from .session import Session
+    from ..session import Session
+    from . import OutputHook, Seam
 
 
 @dataclass

@@ -36,8 +36,8 @@ from libcommon.errors import (
 )
 from libcommon.paths import StateLayout
 
-from .seam import VERBS, BeforeStored, OutputHook, unknown_verb
-from .seam_models import (
+from . import VERBS, BeforeStored, OutputHook, unknown_verb
+from .models import (
     AppendRequest,
     ArchiveRequest,
     CheckDetectRequest,

@@ -35,7 +35,7 @@ same session can be run both ways and compared.
 | ``log.checkpoint_list`` | ``CheckpointListRequest`` | a list of ``ax_log.CheckpointView`` |
 | ``log.checkpoint_prune`` | ``CheckpointPruneRequest`` | ``ax_log.PruneView`` |
 
-(request and answer models without a package are in ``ax_agent.seam_models``.)
+(request and answer models without a package are in ``ax_agent.seam.models``.)
 
 Both implementations raise the same ``libcommon.errors`` types for the same
 failures, so a caller never needs to know which one it holds.

@@ -32,7 +32,7 @@ def commit_flow(
     record: Record,
 ) -> str | None:
     """Preview, ask, commit: the new commit's oid, or None when the person said no."""
-    from .gitcommit import check_message, commit, default_message, prepare_commit
+    from .commit import check_message, commit, default_message, prepare_commit
 
     plan = prepare_commit(layout, session_id, environ)
     for line in plan.preview():
@@ -71,7 +71,7 @@ def push_flow(
 ) -> bool:
     """Look, preview, ask, push, look again. True when the remote verifiably holds the commit;
     OperationFailed when git refused or nothing could be verified."""
-    from .gitpush import prepare_push, push, started_event
+    from .push import prepare_push, push, started_event
 
     plan = prepare_push(layout, environ, remote=remote, branch=branch, force=force)
     for line in plan.preview():

@@ -35,7 +35,7 @@ from libcommon.errors import OperationFailed, UsageError
 from libcommon.git import DELIBERATE_ENV_DROPPED, GitOutput, run_git
 from libcommon.redact import redact
 
-from .gitrepo import GIT_READ_TIMEOUT_S, PROBE_COMMANDS, Repo, probe_from, run_many
+from .repo import GIT_READ_TIMEOUT_S, PROBE_COMMANDS, Repo, probe_from, run_many
 
 if TYPE_CHECKING:
     from ax_policy import Decision, Grants
@@ -80,7 +80,7 @@ class PushPlan:
         return redact(self.url)
 
     def preview(self) -> list[str]:
-        from .tools.git_status import scrub
+        from ..tools.git_status import scrub
 
         was = self.remote_oid[:12] if self.remote_oid else "nothing (a new branch)"
         lines = [
