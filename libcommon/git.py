@@ -555,13 +555,14 @@ def run_git_deliberate(
     git, fsmonitor off, every filter and diff driver overridden, no optional locks, no
     prompts, no system config, the retargeting ``GIT_*`` variables removed, and also
     ``GH_TOKEN``/``GITHUB_TOKEN``. The run is bounded; at the deadline the whole process
-    group (git and its hooks) is killed. None when git is missing, cannot start, runs
-    out of time, or the repository's config cannot be read.
+    group (git and its hooks) is killed. None when git is missing or older than the
+    version gate (``git_problem`` says which), cannot start, runs out of time, or the
+    repository's config cannot be read.
     """
     import signal
     import tempfile
 
-    git = find_git(environ)
+    git = usable_git(environ, min(timeout_s, GIT_TIMEOUT_S))
     if git is None:
         return None
     env = git_environment(

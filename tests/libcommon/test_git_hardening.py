@@ -19,6 +19,7 @@ from libcommon.git import (
     parse_git_version,
     parse_status_z,
     run_git,
+    run_git_deliberate,
     split_z,
 )
 
@@ -167,6 +168,8 @@ def test_a_git_older_than_the_features_used_is_refused_with_what_it_lacks(
     assert "git 2.12.0" in problem and "older than 2.15" in problem
     assert "GIT_OPTIONAL_LOCKS" in problem and "core.hooksPath" not in problem
     assert MIN_GIT_VERSION == (2, 15)
+    # A person's deliberate run is gated too: it runs hooks, so it needs the same git.
+    assert run_git_deliberate(repo, ["status", "--porcelain"], environ) is None
 
 
 def test_a_new_enough_git_runs(repo: Path, tmp_path: Path) -> None:
