@@ -31,7 +31,7 @@ from .base import (
     Usage,
 )
 
-PROVIDER_NAMES = ("anthropic", "openai-compatible", "script")
+PROVIDER_NAMES = ("anthropic", "openai", "openai-compatible", "script")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -87,6 +87,16 @@ def make_provider(
                 hint=f"export {BASE_URL_VAR}=URL",
             )
         return AnthropicProvider(model=model, environ=environ)
+    if name == "openai":
+        from .openai_responses import BASE_URL_VAR as OPENAI_BASE_URL_VAR
+        from .openai_responses import OpenAIResponsesProvider
+
+        if base_url is not None:
+            raise UsageError(
+                "the openai provider takes its base URL from the environment only",
+                hint=f"export {OPENAI_BASE_URL_VAR}=URL",
+            )
+        return OpenAIResponsesProvider(model=model, environ=environ)
     if name == "openai-compatible":
         from .openai_compat import OpenAICompatProvider
 

@@ -1,0 +1,421 @@
+"""OpenAI through the Responses API, streamed over httpx (imported lazily).
+
+Not Chat Completions: reasoning items can be handed back to the model only
+through the Responses API. Every request is ``store: false``, so OpenAI keeps
+no conversation and the harness stays stateless; each request carries the
+whole conversation as input items (messages, ``function_call`` and
+``function_call_output`` items).
+
+The stream's deltas are shown as they arrive, but the answer is the terminal
+event's payload (``response.completed`` or ``response.incomplete``): its
+``output`` is authoritative over whatever the deltas added up to. A stream that
+reports ``response.failed`` or an ``error`` event, or that ends without a
+terminal event, is an error; nothing of it becomes a turn.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from libcommon import clock
+from libcommon.errors import UsageError
+from libcommon.redact import redact
+
+from .base import (
+    Message,
+    ProviderError,
+    ProviderRequest,
+    ProviderResponse,
+    StopReason,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    effective_model,
+)
+
+# The one SSE parser (see the Chat Completions adapter) serves this wire too.
+from .openai_compat import _sse_data
+from .streaming import (
+    CONNECT_TIMEOUT_S,
+    READ_TIMEOUT_S,
+    WRITE_TIMEOUT_S,
+    Failure,
+    closer,
+    parse_retry_after,
+    stream_events,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_OPENAI_MODEL = "gpt-5"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+API_KEY_VAR = "OPENAI_API_KEY"
+BASE_URL_VAR = "OPENAI_BASE_URL"
+# How much of an error body or an error event goes into the error message.
+ERROR_DETAIL_MAX_CHARS = 500
+# Prefixed to a failed tool result: function_call_output has no error flag.
+TOOL_ERROR_PREFIX = "ERROR: "
+
+# Why a response stopped early (response.incomplete), as the contract says it.
+_INCOMPLETE_REASONS: dict[str, StopReason] = {
+    "max_output_tokens": "max_tokens",
+    "content_filter": "refusal",
+}
+_TERMINAL = ("response.completed", "response.incomplete")
+
+
+class _HTTPStatus(Exception):
+    def __init__(self, status: int, body: str, headers: Mapping[str, str]) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+
+class OpenAIResponsesProvider:
+    name = "openai"
+
+    def __init__(self, *, model: str | None, environ: Mapping[str, str]) -> None:
+        key = environ.get(API_KEY_VAR, "").strip()
+        if not key:
+            raise ProviderError(
+                f"the openai provider needs an API key and {API_KEY_VAR} is not set",
+                hint=f"export {API_KEY_VAR}=… (keys are read from the environment only)",
+            )
+        base_url = environ.get(BASE_URL_VAR, "").strip() or DEFAULT_OPENAI_BASE_URL
+        if not base_url.startswith(("http://", "https://")):
+            raise UsageError(
+                f"{BASE_URL_VAR} must start with http:// or https://: {redact(base_url)!r}"
+            )
+        self.model = model or DEFAULT_OPENAI_MODEL
+        self.url = f"{base_url.rstrip('/')}/responses"
+        # A base URL may carry credentials (user:password@host); messages show it redacted.
+        self.shown_url = redact(self.url)
+        self._key = key
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def complete(
+        self,
+        request: ProviderRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        abort: threading.Event | None = None,
+    ) -> ProviderResponse:
+        body = build_body(request, self.model)
+        headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {self._key}"}
+        client = self._get_client()
+
+        def start() -> tuple[Iterator[dict[str, Any]], Callable[[], None]]:
+            response = client.send(
+                client.build_request("POST", self.url, json=body, headers=headers), stream=True
+            )
+            if response.status_code >= 400:
+                try:
+                    text = response.read().decode("utf-8", "replace")
+                finally:
+                    response.close()
+                raise _HTTPStatus(response.status_code, text, dict(response.headers))
+            return _events(response.iter_lines()), closer(response)
+
+        builder = _ResponseBuilder(model=body["model"])
+        for event in stream_events(start, self._classify, abort):
+            text = builder.feed(event, self._scrub)
+            if text and on_text is not None:
+                on_text(text)
+        return builder.finish()
+
+    def _get_client(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                import httpx
+
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(
+                        READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S, write=WRITE_TIMEOUT_S
+                    )
+                )
+            return self._client
+
+    def _scrub(self, text: str) -> str:
+        return redact(text.replace(self._key, "[REDACTED]"))
+
+    def _classify(self, exc: BaseException, mid_stream: bool) -> Failure:
+        import httpx
+
+        if isinstance(exc, ProviderError):  # raised while reading events: already worded
+            exc.message = self._scrub(exc.message)
+            exc.args = (exc.message,)
+            return Failure(exc)
+        if isinstance(exc, _HTTPStatus):
+            detail = self._scrub(_error_detail(exc.body))
+            return Failure(
+                ProviderError(
+                    f"the OpenAI Responses API answered HTTP {exc.status}: {detail}",
+                    hint=_status_hint(exc.status),
+                    retryable=exc.status == 429 or exc.status >= 500,
+                ),
+                retry_after=parse_retry_after(exc.headers),
+            )
+        if isinstance(exc, httpx.TransportError) and not mid_stream:
+            # A read timeout already waited READ_TIMEOUT_S; repeating it helps no one.
+            return Failure(
+                ProviderError(
+                    f"cannot reach {self.shown_url}: {type(exc).__name__}: {self._scrub(str(exc))}",
+                    hint=f"check the network and {BASE_URL_VAR}",
+                    retryable=not isinstance(exc, httpx.ReadTimeout),
+                )
+            )
+        return Failure(
+            ProviderError(
+                f"the stream from {self.shown_url} was interrupted before the response was "
+                f"complete: {type(exc).__name__}: {self._scrub(str(exc))}",
+                hint="nothing of the partial answer was kept; send the request again",
+            )
+        )
+
+
+def _error_detail(body: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            code = error.get("code") or error.get("type")
+            text = f"{code}: {error['message']}" if isinstance(code, str) else error["message"]
+            return text[:ERROR_DETAIL_MAX_CHARS]
+    return body.strip()[:ERROR_DETAIL_MAX_CHARS] or "(empty body)"
+
+
+def _status_hint(status: int) -> str:
+    if status in (401, 403):
+        return f"check {API_KEY_VAR}"
+    if status == 404:
+        return f"check the model name (--model) and {BASE_URL_VAR}"
+    if status == 429 or status >= 500:
+        return "the API is busy or failing: try again shortly"
+    return "the API refused the request; the message says why"
+
+
+def _events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON events of a Responses stream (each carries its own ``type``)."""
+    for payload in _sse_data(lines):
+        if payload.strip() == "[DONE]":
+            return
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise ProviderError(
+                f"the OpenAI stream sent an event that is not JSON: {redact(payload[:200])!r}",
+                hint=f"is {BASE_URL_VAR} an OpenAI Responses endpoint?",
+            ) from None
+        if isinstance(event, dict):
+            yield event
+
+
+def build_body(request: ProviderRequest, default_model: str) -> dict[str, Any]:
+    """The JSON body of ``POST /responses``."""
+    body: dict[str, Any] = {
+        "model": effective_model(request, default_model),
+        "input": wire_input(request.messages),
+        "max_output_tokens": request.max_tokens,
+        "stream": True,
+        # Stateless: OpenAI keeps nothing, so reasoning must come back encrypted.
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    if request.system:
+        body["instructions"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.input_schema,
+                # Strict mode (the default here) rejects schemas with optional fields.
+                "strict": False,
+            }
+            for tool in request.tools
+        ]
+    return body
+
+
+def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation as Responses input items, in order.
+
+    A user message's tool results come first, each its own ``function_call_output``,
+    then its text; an assistant message is its text, then its calls.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text]
+        if message.role == "assistant":
+            if texts:
+                items.append({"type": "message", "role": "assistant", "content": "".join(texts)})
+            items.extend(_wire_call(b) for b in message.content if isinstance(b, ToolUseBlock))
+            continue
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                output = TOOL_ERROR_PREFIX + block.content if block.is_error else block.content
+                items.append(
+                    {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
+                )
+        if texts:
+            items.append({"type": "message", "role": "user", "content": "\n\n".join(texts)})
+    return items
+
+
+def _wire_call(block: ToolUseBlock) -> dict[str, Any]:
+    arguments = block.input if isinstance(block.input, str) else json.dumps(block.input)
+    return {
+        "type": "function_call",
+        "call_id": block.id,
+        "name": block.name,
+        "arguments": arguments,
+    }
+
+
+@dataclass
+class _ResponseBuilder:
+    """Shows the deltas; keeps the finished items and the terminal payload."""
+
+    model: str
+    # Output items by output_index: as added and grown by deltas, then as done.
+    items: dict[int, dict[str, Any]] = field(default_factory=dict)
+    terminal: dict[str, Any] | None = None
+    terminal_kind: str = ""
+
+    def feed(self, event: dict[str, Any], scrub: Callable[[str], str]) -> str:
+        """Take one event; return the text it adds (may be empty)."""
+        kind = event.get("type")
+        index = event.get("output_index")
+        delta = event.get("delta")
+        if kind == "response.output_text.delta" and isinstance(delta, str):
+            return delta
+        if kind == "response.function_call_arguments.delta" and isinstance(delta, str):
+            item = self.items.get(index) if isinstance(index, int) else None
+            if item is not None and item.get("type") == "function_call":
+                item["arguments"] = str(item.get("arguments") or "") + delta
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = event.get("item")
+            if isinstance(item, dict) and isinstance(index, int):
+                self.items[index] = dict(item)
+        elif kind in _TERMINAL:
+            response = event.get("response")
+            if not isinstance(response, dict):
+                raise ProviderError(
+                    f"the OpenAI stream's {kind} event carries no response",
+                    hint="send the request again",
+                )
+            self.terminal, self.terminal_kind = response, str(kind)
+        elif kind == "response.failed":
+            response = event.get("response")
+            error = response.get("error") if isinstance(response, dict) else None
+            raise ProviderError(
+                f"the OpenAI response failed: {scrub(_event_error(error))}",
+                hint="nothing of the partial answer was kept; send the request again",
+            )
+        elif kind == "error":
+            raise ProviderError(
+                f"the OpenAI stream reported an error: {scrub(_event_error(event))}",
+                hint="nothing of the partial answer was kept; send the request again",
+            )
+        return ""
+
+    def finish(self) -> ProviderResponse:
+        if self.terminal is None:
+            raise ProviderError(
+                "the OpenAI stream ended without response.completed; "
+                "the partial answer was dropped",
+                hint="the server or a proxy closed the connection early; send the request again",
+            )
+        response = self.terminal
+        output = response.get("output")
+        items = (
+            [item for item in output if isinstance(item, dict)]
+            if isinstance(output, list)
+            else [self.items[index] for index in sorted(self.items)]
+        )
+        content: list[TextBlock | ToolUseBlock] = []
+        refused = False
+        for item in items:
+            kind = item.get("type")
+            if kind == "message":
+                for part in item.get("content") or []:
+                    if not isinstance(part, dict):
+                        continue
+                    if part.get("type") == "output_text" and isinstance(part.get("text"), str):
+                        content.append(TextBlock(part["text"]))
+                    elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+                        content.append(TextBlock(part["refusal"]))
+                        refused = True
+            elif kind == "function_call":
+                # Ids must be unique across the conversation, so a missing one gets a fresh id.
+                call_id = str(item.get("call_id") or clock.new_id("call"))
+                content.append(ToolUseBlock(call_id, str(item.get("name", "")), _arguments(item)))
+        content = [
+            block for block in content if not (isinstance(block, TextBlock) and not block.text)
+        ]
+        model = response.get("model")
+        return ProviderResponse(
+            content=content,
+            stop_reason=self._stop_reason(response, content, refused),
+            usage=_usage(response.get("usage")),
+            model=model if isinstance(model, str) and model else self.model,
+        )
+
+    def _stop_reason(
+        self, response: dict[str, Any], content: list[TextBlock | ToolUseBlock], refused: bool
+    ) -> StopReason:
+        if self.terminal_kind == "response.incomplete":
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            return _INCOMPLETE_REASONS.get(str(reason), "max_tokens")
+        if refused:
+            return "refusal"
+        return "tool_use" if any(isinstance(b, ToolUseBlock) for b in content) else "end_turn"
+
+
+def _event_error(error: object) -> str:
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code")
+        text = str(message) if message else "(no message)"
+        return (f"{code}: {text}" if code else text)[:ERROR_DETAIL_MAX_CHARS]
+    return "(no detail)"
+
+
+def _arguments(item: dict[str, Any]) -> Any:
+    arguments = item.get("arguments")
+    if not isinstance(arguments, str) or not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        # Kept verbatim: the loop reports unparseable input back to the model.
+        return arguments
+
+
+def _usage(raw: object) -> Usage:
+    usage = Usage()
+    if not isinstance(raw, dict):
+        return usage
+    details = raw.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached = cached if isinstance(cached, int) else 0
+    if isinstance(raw.get("input_tokens"), int):
+        # The API counts cached input inside input_tokens; the contract counts it apart.
+        usage.input_tokens = max(0, raw["input_tokens"] - cached)
+        usage.cache_read_input_tokens = cached
+    if isinstance(raw.get("output_tokens"), int):
+        usage.output_tokens = raw["output_tokens"]
+    return usage
