@@ -25,6 +25,7 @@ from .approvals import ApprovalAnswer, ApprovalRequest, Choice
 from .calls import call_key, declared_facts, parse_input
 from .callseam import CallSeam
 from .providers import (
+    ContentBlock,
     Message,
     ProviderAborted,
     ProviderRequest,
@@ -32,7 +33,9 @@ from .providers import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    reasoning,
 )
+from .providers.base import ReasoningBlock
 from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
 from .window.window import place_pinned
@@ -85,7 +88,9 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
 
 
-def block_json(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, Any]:
+def block_json(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, ReasoningBlock):
+        return reasoning.to_json(block)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):

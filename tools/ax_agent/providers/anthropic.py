@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from libcommon.redact import redact
 
 from .base import (
+    AnswerBlock,
     Message,
     ProviderError,
     ProviderRequest,
     ProviderResponse,
+    ReasoningBlock,
     StopReason,
     TextBlock,
     ToolResultBlock,
@@ -29,6 +31,7 @@ from .base import (
     Usage,
     effective_model,
 )
+from .reasoning import replayable
 from .streaming import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,
@@ -53,10 +56,13 @@ CACHE_CONTROL = {"type": "ephemeral"}
 _STOP_ALIASES: dict[str, StopReason] = {"model_context_window_exceeded": "max_tokens"}
 _RETRYABLE_TYPES = {"overloaded_error", "rate_limit_error", "api_error"}
 _KNOWN_STOPS = {"end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"}
+# Reasoning block types, and the field of each that is the API's own ciphertext.
+_REASONING_OPAQUE = {"thinking": "signature", "redacted_thinking": "data"}
+PROVIDER_NAME = "anthropic"
 
 
 class AnthropicProvider:
-    name = "anthropic"
+    name = PROVIDER_NAME
 
     def __init__(self, *, model: str | None, environ: Mapping[str, str]) -> None:
         key = environ.get(API_KEY_VAR, "").strip()
@@ -87,7 +93,7 @@ class AnthropicProvider:
             stream = client.messages.create(**params, stream=True)
             return iter(stream), closer(stream.response)
 
-        builder = _ResponseBuilder(model=params["model"])
+        builder = _ResponseBuilder(model=params["model"], requested=params["model"])
         for event in stream_events(start, self._classify, abort):
             text = builder.feed(event)
             if text and on_text is not None:
@@ -196,11 +202,15 @@ def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]
         system[-1]["cache_control"] = dict(CACHE_CONTROL)
     elif tools:
         tools[-1]["cache_control"] = dict(CACHE_CONTROL)
-    messages = wire_messages(request.messages)
-    if messages and messages[-1]["content"]:
-        messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
+    model = effective_model(request, default_model)
+    messages = wire_messages(request.messages, model)
+    if messages:
+        # Never on a replayed reasoning block: its bytes must not change.
+        marked = [b for b in messages[-1]["content"] if b["type"] not in _REASONING_OPAQUE]
+        if marked:
+            marked[-1]["cache_control"] = dict(CACHE_CONTROL)
     params: dict[str, Any] = {
-        "model": effective_model(request, default_model),
+        "model": model,
         "max_tokens": request.max_tokens,
         "messages": messages,
     }
@@ -211,11 +221,17 @@ def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]
     return params
 
 
-def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Messages as the API takes them, consecutive same-role messages coalesced."""
+def wire_messages(messages: list[Message], model: str) -> list[dict[str, Any]]:
+    """Messages as the API takes them, consecutive same-role messages coalesced.
+
+    Reasoning blocks this provider made for ``model`` go back verbatim, at the head
+    of their message; any other reasoning block stays out of the request.
+    """
     wire: list[dict[str, Any]] = []
     for message in messages:
-        blocks = [_wire_block(block) for block in message.content]
+        own = [dict(b.data) for b in message.content if replayable(b, PROVIDER_NAME, model)]
+        rest = [b for b in message.content if not isinstance(b, ReasoningBlock)]
+        blocks = own + [_wire_block(block) for block in rest]
         blocks = [b for b in blocks if not (b["type"] == "text" and not b["text"])]
         if not blocks:
             continue
@@ -262,8 +278,10 @@ def _as_object(block: ToolUseBlock) -> dict[str, Any]:
 
 @dataclass
 class _Block:
-    kind: str  # "text", "tool_use", or another type we do not keep
+    kind: str  # "text", "tool_use", a reasoning type, or another type we do not keep
     text: str = ""
+    # A reasoning block's fields as they arrived (thinking and signature grow by deltas).
+    native: dict[str, Any] = field(default_factory=dict)
     tool_id: str = ""
     tool_name: str = ""
     initial_input: Any = None
@@ -275,6 +293,8 @@ class _ResponseBuilder:
     """Folds the raw stream events into one ProviderResponse."""
 
     model: str
+    # The model the request named: reasoning goes back only to it.
+    requested: str = ""
     blocks: dict[int, _Block] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
@@ -297,6 +317,8 @@ class _ResponseBuilder:
                 self.blocks[event.index] = _Block(
                     "tool_use", tool_id=block.id, tool_name=block.name, initial_input=block.input
                 )
+            elif block.type in _REASONING_OPAQUE:
+                self.blocks[event.index] = _Block(block.type, native=block.to_dict())
             else:
                 self.blocks[event.index] = _Block(block.type)
         elif kind == "content_block_delta":
@@ -309,6 +331,10 @@ class _ResponseBuilder:
                 return str(delta.text)
             if delta.type == "input_json_delta" and target.kind == "tool_use":
                 target.partial_json += delta.partial_json
+            if delta.type == "thinking_delta" and target.kind == "thinking":
+                target.native["thinking"] = target.native.get("thinking", "") + delta.thinking
+            if delta.type == "signature_delta" and target.kind == "thinking":
+                target.native["signature"] = target.native.get("signature", "") + delta.signature
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._take_usage(event.usage)
@@ -337,10 +363,13 @@ class _ResponseBuilder:
                 f"the Anthropic stream ended without {missing}; the partial answer was dropped",
                 hint="send the request again",
             )
-        content: list[TextBlock | ToolUseBlock] = []
+        content: list[AnswerBlock] = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
-            if block.kind == "text" and block.text:
+            if block.kind in _REASONING_OPAQUE:
+                opaque = (_REASONING_OPAQUE[block.kind],)
+                content.append(ReasoningBlock(PROVIDER_NAME, self.requested, block.native, opaque))
+            elif block.kind == "text" and block.text:
                 content.append(TextBlock(block.text))
             elif block.kind == "tool_use":
                 content.append(ToolUseBlock(block.tool_id, block.tool_name, _tool_input(block)))

@@ -26,10 +26,12 @@ from libcommon.errors import UsageError
 from libcommon.redact import redact
 
 from .base import (
+    AnswerBlock,
     Message,
     ProviderError,
     ProviderRequest,
     ProviderResponse,
+    ReasoningBlock,
     StopReason,
     TextBlock,
     ToolResultBlock,
@@ -40,6 +42,7 @@ from .base import (
 
 # The one SSE parser (see the Chat Completions adapter) serves this wire too.
 from .openai_compat import _sse_data
+from .reasoning import replayable
 from .streaming import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,
@@ -53,6 +56,7 @@ from .streaming import (
 if TYPE_CHECKING:
     import httpx
 
+PROVIDER_NAME = "openai"
 DEFAULT_OPENAI_MODEL = "gpt-5"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 API_KEY_VAR = "OPENAI_API_KEY"
@@ -61,6 +65,8 @@ BASE_URL_VAR = "OPENAI_BASE_URL"
 ERROR_DETAIL_MAX_CHARS = 500
 # Prefixed to a failed tool result: function_call_output has no error flag.
 TOOL_ERROR_PREFIX = "ERROR: "
+# A reasoning item's ciphertext: without it a stateless request cannot send the item back.
+ENCRYPTED_FIELD = "encrypted_content"
 
 # Why a response stopped early (response.incomplete), as the contract says it.
 _INCOMPLETE_REASONS: dict[str, StopReason] = {
@@ -79,7 +85,7 @@ class _HTTPStatus(Exception):
 
 
 class OpenAIResponsesProvider:
-    name = "openai"
+    name = PROVIDER_NAME
 
     def __init__(self, *, model: str | None, environ: Mapping[str, str]) -> None:
         key = environ.get(API_KEY_VAR, "").strip()
@@ -124,7 +130,7 @@ class OpenAIResponsesProvider:
                 raise _HTTPStatus(response.status_code, text, dict(response.headers))
             return _events(response.iter_lines()), closer(response)
 
-        builder = _ResponseBuilder(model=body["model"])
+        builder = _ResponseBuilder(model=body["model"], requested=body["model"])
         for event in stream_events(start, self._classify, abort):
             text = builder.feed(event, self._scrub)
             if text and on_text is not None:
@@ -225,7 +231,7 @@ def build_body(request: ProviderRequest, default_model: str) -> dict[str, Any]:
     """The JSON body of ``POST /responses``."""
     body: dict[str, Any] = {
         "model": effective_model(request, default_model),
-        "input": wire_input(request.messages),
+        "input": wire_input(request.messages, effective_model(request, default_model)),
         "max_output_tokens": request.max_tokens,
         "stream": True,
         # Stateless: OpenAI keeps nothing, so reasoning must come back encrypted.
@@ -249,19 +255,20 @@ def build_body(request: ProviderRequest, default_model: str) -> dict[str, Any]:
     return body
 
 
-def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
+def wire_input(messages: list[Message], model: str) -> list[dict[str, Any]]:
     """The conversation as Responses input items, in order.
 
     A user message's tool results come first, each its own ``function_call_output``,
-    then its text; an assistant message is its text, then its calls.
+    then its text. An assistant message's blocks keep the order the model gave
+    them, which puts its reasoning at the head: a reasoning item must come just
+    before the item it led to. Only reasoning this provider made for ``model``
+    goes back, verbatim; other reasoning stays out of the request.
     """
     items: list[dict[str, Any]] = []
     for message in messages:
         texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text]
         if message.role == "assistant":
-            if texts:
-                items.append({"type": "message", "role": "assistant", "content": "".join(texts)})
-            items.extend(_wire_call(b) for b in message.content if isinstance(b, ToolUseBlock))
+            items.extend(_assistant_items(message, model))
             continue
         for block in message.content:
             if isinstance(block, ToolResultBlock):
@@ -271,6 +278,23 @@ def wire_input(messages: list[Message]) -> list[dict[str, Any]]:
                 )
         if texts:
             items.append({"type": "message", "role": "user", "content": "\n\n".join(texts)})
+    return items
+
+
+def _assistant_items(message: Message, model: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for block in message.content:
+        if replayable(block, PROVIDER_NAME, model):
+            if isinstance(block.data.get(ENCRYPTED_FIELD), str):
+                items.append(dict(block.data))
+        elif isinstance(block, TextBlock) and block.text:
+            last = items[-1] if items else None
+            if last is not None and last.get("type") == "message":
+                last["content"] += block.text
+            else:
+                items.append({"type": "message", "role": "assistant", "content": block.text})
+        elif isinstance(block, ToolUseBlock):
+            items.append(_wire_call(block))
     return items
 
 
@@ -289,6 +313,8 @@ class _ResponseBuilder:
     """Shows the deltas; keeps the finished items and the terminal payload."""
 
     model: str
+    # The model the request named: reasoning goes back only to it.
+    requested: str = ""
     # Output items by output_index: as added and grown by deltas, then as done.
     items: dict[int, dict[str, Any]] = field(default_factory=dict)
     terminal: dict[str, Any] | None = None
@@ -345,11 +371,15 @@ class _ResponseBuilder:
             if isinstance(output, list)
             else [self.items[index] for index in sorted(self.items)]
         )
-        content: list[TextBlock | ToolUseBlock] = []
+        content: list[AnswerBlock] = []
         refused = False
         for item in items:
             kind = item.get("type")
-            if kind == "message":
+            if kind == "reasoning":
+                content.append(
+                    ReasoningBlock(PROVIDER_NAME, self.requested, item, (ENCRYPTED_FIELD,))
+                )
+            elif kind == "message":
                 for part in item.get("content") or []:
                     if not isinstance(part, dict):
                         continue
@@ -374,7 +404,7 @@ class _ResponseBuilder:
         )
 
     def _stop_reason(
-        self, response: dict[str, Any], content: list[TextBlock | ToolUseBlock], refused: bool
+        self, response: dict[str, Any], content: list[AnswerBlock], refused: bool
     ) -> StopReason:
         if self.terminal_kind == "response.incomplete":
             details = response.get("incomplete_details")

@@ -14,7 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from ..providers.base import ContentBlock, Message, ProviderRequest, TextBlock, ToolUseBlock
+from ..providers.base import (
+    ContentBlock,
+    Message,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolUseBlock,
+)
 
 # The same calibration ax-slate budgets its frame with (ax_slate.CHARS_PER_TOKEN).
 CHARS_PER_TOKEN = 4
@@ -37,6 +44,9 @@ def block_tokens(block: ContentBlock) -> int:
         return BLOCK_OVERHEAD_TOKENS + text_tokens(block.text)
     if isinstance(block, ToolUseBlock):
         return BLOCK_OVERHEAD_TOKENS + text_tokens(block.id + block.name + _input_text(block))
+    if isinstance(block, ReasoningBlock):
+        # Weighed as sent (ciphertext included): an estimate on the safe side.
+        return BLOCK_OVERHEAD_TOKENS + text_tokens(_reasoning_text(block))
     return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content)
 
 
@@ -49,6 +59,12 @@ def _input_text(block: ToolUseBlock) -> str:
         return jsonio.dumps(block.input).decode()
     except TypeError:
         return repr(block.input)
+
+
+def _reasoning_text(block: ReasoningBlock) -> str:
+    from ..providers.reasoning import canonical
+
+    return canonical(block.data).decode("utf-8", "surrogatepass")
 
 
 def message_tokens(message: Message) -> int:
