@@ -628,3 +628,11 @@ def test_map_ranking_limits() -> None:
     assert retrieve.EXCERPT_READ_MAX_BYTES == 1024 * 1024
     assert (views.MAP_CHARS_MIN, views.MAP_CHARS_MAX) == (200, 160_000)
     assert views.FOCUS_PATHS_MAX == 64
+
+
+def test_agent_provider_catalog_limits() -> None:
+    from ax_agent.providers import openai_responses
+    from ax_agent.window import budget
+
+    assert budget.MIN_OUTPUT_TOKENS == 1024
+    assert openai_responses.ERROR_DETAIL_MAX_CHARS == 500

@@ -111,6 +111,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "previousModel": "m1",
     },
     "session.accepted": {"unfinished": ["the last turn did not finish (aborted)"]},
+    "model.uncatalogued": {
+        "model": "my-local-model",
+        "provider": "openai-compatible",
+        "contextWindow": 128000,
+        "maxOutput": 8192,
+        "note": "not in ax's catalog",
+    },
 }
 
 

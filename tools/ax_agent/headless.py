@@ -123,6 +123,8 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
         elif kind == "tool.completed":
             mark = "ok" if record.get("ok") else "failed"
             chrome(f"ax-agent: [{mark}] {record.get('summary')}")
+        elif kind == "model.uncatalogued":
+            chrome(f"ax-agent: model {record.get('model')}: {record.get('note')}")
         elif kind == "approval.resolved":
             chrome(
                 f"ax-agent: approval {record.get('answer')} ({record.get('scope')}, "

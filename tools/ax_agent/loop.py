@@ -38,6 +38,7 @@ from .providers import (
 from .providers.base import ReasoningBlock
 from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
+from .window.catalog import model_limits
 from .window.window import place_pinned
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
             request = session.window.bound(request, pinned)
         elif pinned:
             request = replace(request, messages=place_pinned(request.messages, pinned))
+        _note_uncatalogued(session, request.model)
         try:
             response = session.provider.complete(request, on_text=session.on_text, abort=abort)
         except ProviderAborted:
@@ -188,6 +190,25 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
                 final_text,
                 "the model's answer ended with unanswered tool calls; they were not run",
             )
+
+
+def _note_uncatalogued(session: Session, model: str) -> None:
+    """Say once per model that the catalog does not know it, and what is assumed instead."""
+    limits = model_limits(model)
+    offline = not getattr(session.provider, "calls_model", True)
+    if offline or limits.known or model in session.models_noted:
+        return
+    session.models_noted.add(model)
+    session.record(
+        {
+            "type": "model.uncatalogued",
+            "model": model,
+            "provider": session.provider.name,
+            "contextWindow": limits.context_window,
+            "maxOutput": limits.max_output,
+            "note": limits.notes,
+        }
+    )
 
 
 def _answer_calls(

@@ -126,6 +126,8 @@ class Session:
     memory: Memory | None = None
     # The repository map the system prompt carries (issue 18).
     map: SessionMap | None = None
+    # Uncatalogued models this process has already said it runs on defaults for.
+    models_noted: set[str] = field(default_factory=set)
 
     @property
     def workspace(self) -> Path:

@@ -515,6 +515,19 @@ class ProviderChanged(EventBody):
 
 
 @register
+class ModelUncatalogued(EventBody):
+    """The model a request went to is not in ax-agent's catalog: it runs on the
+    catalog's conservative defaults (``contextWindow``, ``maxOutput``), said once."""
+
+    type: Literal["model.uncatalogued"] = "model.uncatalogued"
+    model: str
+    provider: str
+    context_window: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    note: str
+
+
+@register
 class SessionAccepted(EventBody):
     """A person accepted the session's work (``/accept``); ``unfinished`` is what was
     still open when they did (empty when nothing was)."""

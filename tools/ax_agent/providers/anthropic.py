@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from libcommon.redact import redact
 
+from ..window.budget import output_cap
+from ..window.tokens import estimate_request
 from .base import (
     AnswerBlock,
     Message,
@@ -211,7 +213,7 @@ def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]
             marked[-1]["cache_control"] = dict(CACHE_CONTROL)
     params: dict[str, Any] = {
         "model": model,
-        "max_tokens": request.max_tokens,
+        "max_tokens": output_cap(model, request.max_tokens, estimate_request(request)),
         "messages": messages,
     }
     if system:

@@ -25,6 +25,9 @@ from libcommon import clock
 from libcommon.errors import UsageError
 from libcommon.redact import redact
 
+from ..window.budget import output_cap
+from ..window.catalog import model_limits
+from ..window.tokens import estimate_request
 from .base import (
     AnswerBlock,
     Message,
@@ -229,15 +232,19 @@ def _events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
 
 def build_body(request: ProviderRequest, default_model: str) -> dict[str, Any]:
     """The JSON body of ``POST /responses``."""
+    model = effective_model(request, default_model)
     body: dict[str, Any] = {
-        "model": effective_model(request, default_model),
-        "input": wire_input(request.messages, effective_model(request, default_model)),
-        "max_output_tokens": request.max_tokens,
+        "model": model,
+        "input": wire_input(request.messages, model),
+        "max_output_tokens": output_cap(model, request.max_tokens, estimate_request(request)),
         "stream": True,
-        # Stateless: OpenAI keeps nothing, so reasoning must come back encrypted.
+        # Stateless: OpenAI keeps nothing.
         "store": False,
-        "include": ["reasoning.encrypted_content"],
     }
+    if model_limits(model).reasoning != "none":
+        # Reasoning comes back encrypted, so it can be sent back. Asked only of the
+        # models the catalog says reason: an uncatalogued model is not assumed to.
+        body["include"] = ["reasoning.encrypted_content"]
     if request.system:
         body["instructions"] = request.system
     if request.tools:
