@@ -636,3 +636,12 @@ def test_agent_provider_catalog_limits() -> None:
 
     assert budget.MIN_OUTPUT_TOKENS == 1024
     assert openai_responses.ERROR_DETAIL_MAX_CHARS == 500
+
+
+def test_agent_view_image_limits() -> None:
+    from ax_agent.tools import view_image
+    from ax_agent.window import tokens
+
+    assert view_image.VIEW_IMAGE_MAX_BYTES == 5 * 1024 * 1024
+    assert view_image.MAGIC_BYTES == 12
+    assert tokens.IMAGE_TOKENS == 1_600

@@ -35,7 +35,7 @@ from .providers import (
     Usage,
     reasoning,
 )
-from .providers.base import ReasoningBlock
+from .providers.base import ImagePart, ReasoningBlock
 from .seam import BeforeStored
 from .seam_models import CheckDetectRequest, PathsRequest, SaveOutputRequest
 from .window.catalog import model_limits
@@ -258,6 +258,15 @@ def _skip(
     return ToolResultBlock(use.id, why, is_error=True)
 
 
+def _image_json(image: ImagePart) -> dict[str, Any]:
+    return {
+        "source": image.source,
+        "mediaType": image.media_type,
+        "bytes": len(image.data),
+        "sha256": image.sha256,
+    }
+
+
 def _completed(
     use: ToolUseBlock, content: str, *, ok: bool, summary: str, outcome: str
 ) -> dict[str, Any]:
@@ -345,6 +354,9 @@ def _execute(
         )
     summary = result.summary or ("error" if result.is_error else "done")
     completed = _completed(use, content, ok=not result.is_error, summary=summary, outcome="ran")
+    if result.images:
+        # What was shown, not the bytes: a resume says the image is not sent again.
+        completed["images"] = [_image_json(image) for image in result.images]
     recorded = False
     if snapshots:
         # The call has run; when no output is saved in between, its mutations and its
@@ -362,6 +374,8 @@ def _execute(
                 use, content, ok=not result.is_error, summary=summary, outcome="ran"
             )
             completed["unrecorded"] = unrecorded
+            if result.images:
+                completed["images"] = [_image_json(image) for image in result.images]
             result = replace(result, summary=summary)
     if abort.is_set():
         state.abort_phase = "tool"
@@ -378,7 +392,7 @@ def _execute(
         loaded = session.instructions.touch(touched)
         if loaded is not None:
             session.record(loaded)
-    return ToolResultBlock(use.id, content, is_error=result.is_error)
+    return ToolResultBlock(use.id, content, is_error=result.is_error, images=result.images)
 
 
 def _refused_input(
@@ -634,6 +648,7 @@ def _run_tool(
         abort=abort,
         environ=session.environ,
         touched=touched,
+        model=session.model,
     )
     try:
         return tool.run(value, context)

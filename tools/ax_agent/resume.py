@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from .session import Session
 
 Record = dict[str, Any]
+# Images are not kept in the log: after a resume the model is told, not shown.
+RESUMED_IMAGE_NOTE = (
+    "\n[ax: the image shown here was not sent again after the session resumed; "
+    "call view_image again to see it.]"
+)
 
 
 @dataclass
@@ -105,6 +110,8 @@ def rebuild(session: Session, events: list[Record]) -> list[Message]:
         elif kind == "tool.completed" and call is not None:
             content = event.get("content")
             text = content if isinstance(content, str) else str(event.get("summary", ""))
+            if event.get("images"):
+                text += RESUMED_IMAGE_NOTE
             call.result = ToolResultBlock(call.use.id, text, is_error=not event.get("ok"))
         elif kind == "command.started" and call is not None:
             call.command_started = event

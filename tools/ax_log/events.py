@@ -254,9 +254,19 @@ class Unrecorded(Contract):
     reason: str
 
 
+class ImageShown(Contract):
+    """An image a tool result showed the model (view_image); the bytes are not logged."""
+
+    source: str
+    media_type: str
+    bytes: int = Field(ge=0)
+    sha256: Sha256
+
+
 @register
 class ToolCompleted(EventBody):
-    """``content`` is the result the model was given, so a resume can replay it."""
+    """``content`` is the result the model was given, so a resume can replay it;
+    ``images`` names the images shown beside it."""
 
     type: Literal["tool.completed"] = "tool.completed"
     call_id: CallId
@@ -266,6 +276,7 @@ class ToolCompleted(EventBody):
     # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
     outcome: str | None = None
     unrecorded: Unrecorded | None = None
+    images: list[ImageShown] | None = None
 
 
 # --- snapshots, mutations, undo ----------------------------------------------

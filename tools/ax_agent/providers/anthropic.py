@@ -33,6 +33,7 @@ from .base import (
     Usage,
     effective_model,
 )
+from .images import base64_data, pointer, takes_images
 from .reasoning import replayable
 from .streaming import (
     CONNECT_TIMEOUT_S,
@@ -233,7 +234,7 @@ def wire_messages(messages: list[Message], model: str) -> list[dict[str, Any]]:
     for message in messages:
         own = [dict(b.data) for b in message.content if replayable(b, PROVIDER_NAME, model)]
         rest = [b for b in message.content if not isinstance(b, ReasoningBlock)]
-        blocks = own + [_wire_block(block) for block in rest]
+        blocks = own + [_wire_block(block, model) for block in rest]
         blocks = [b for b in blocks if not (b["type"] == "text" and not b["text"])]
         if not blocks:
             continue
@@ -249,7 +250,7 @@ def wire_messages(messages: list[Message], model: str) -> list[dict[str, Any]]:
     return wire
 
 
-def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, Any]:
+def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock, model: str) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
@@ -257,11 +258,23 @@ def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, 
     result: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
-        "content": block.content,
+        "content": _result_content(block, model),
     }
     if block.is_error:
         result["is_error"] = True
     return result
+
+
+def _result_content(block: ToolResultBlock, model: str) -> str | list[dict[str, Any]]:
+    if not block.images:
+        return block.content
+    if not takes_images(model):
+        return "\n".join([block.content, *(pointer(image, model) for image in block.images)])
+    parts: list[dict[str, Any]] = [{"type": "text", "text": block.content}]
+    for image in block.images:
+        source = {"type": "base64", "media_type": image.media_type, "data": base64_data(image)}
+        parts.append({"type": "image", "source": source})
+    return parts
 
 
 def _as_object(block: ToolUseBlock) -> dict[str, Any]:

@@ -40,11 +40,26 @@ class ToolUseBlock:
     input: Any
 
 
+@dataclass(frozen=True)
+class ImagePart:
+    """An image a tool result shows the model (view_image): its bytes and where they are from.
+
+    ``source`` is the workspace path or ``artifact <sha256>``; adapters send the
+    bytes only to a model the catalog says takes images, a pointer otherwise.
+    """
+
+    media_type: str
+    data: bytes
+    sha256: str
+    source: str
+
+
 @dataclass
 class ToolResultBlock:
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass

@@ -42,6 +42,7 @@ from .base import (
     Usage,
     effective_model,
 )
+from .images import base64_data, pointer, takes_images
 
 # The one SSE parser (see the Chat Completions adapter) serves this wire too.
 from .openai_compat import _sse_data
@@ -279,13 +280,29 @@ def wire_input(messages: list[Message], model: str) -> list[dict[str, Any]]:
             continue
         for block in message.content:
             if isinstance(block, ToolResultBlock):
-                output = TOOL_ERROR_PREFIX + block.content if block.is_error else block.content
                 items.append(
-                    {"type": "function_call_output", "call_id": block.tool_use_id, "output": output}
+                    {
+                        "type": "function_call_output",
+                        "call_id": block.tool_use_id,
+                        "output": _result_output(block, model),
+                    }
                 )
         if texts:
             items.append({"type": "message", "role": "user", "content": "\n\n".join(texts)})
     return items
+
+
+def _result_output(block: ToolResultBlock, model: str) -> str | list[dict[str, Any]]:
+    text = TOOL_ERROR_PREFIX + block.content if block.is_error else block.content
+    if not block.images:
+        return text
+    if not takes_images(model):
+        return "\n".join([text, *(pointer(image, model) for image in block.images)])
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": text}]
+    for image in block.images:
+        url = f"data:{image.media_type};base64,{base64_data(image)}"
+        parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+    return parts
 
 
 def _assistant_items(message: Message, model: str) -> list[dict[str, Any]]:

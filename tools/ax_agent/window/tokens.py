@@ -30,6 +30,9 @@ MESSAGE_OVERHEAD_TOKENS = 4
 BLOCK_OVERHEAD_TOKENS = 8
 # A tool schema's JSON is sent once per request, with its own framing.
 TOOL_OVERHEAD_TOKENS = 12
+# What one image in a tool result is counted as: providers scale an image down to
+# about this many tokens' worth (Anthropic: width x height / 750 at most 1568 px a side).
+IMAGE_TOKENS = 1_600
 
 # A provider's own count of a whole request; it may raise to say it cannot.
 TokenCounter = Callable[[ProviderRequest], int]
@@ -47,7 +50,8 @@ def block_tokens(block: ContentBlock) -> int:
     if isinstance(block, ReasoningBlock):
         # Weighed as sent (ciphertext included): an estimate on the safe side.
         return BLOCK_OVERHEAD_TOKENS + text_tokens(_reasoning_text(block))
-    return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content)
+    images = IMAGE_TOKENS * len(block.images)
+    return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content) + images
 
 
 def _input_text(block: ToolUseBlock) -> str:
