@@ -229,7 +229,6 @@ def _wait_for(condition: Any, what: str) -> None:
     pytest.fail(f"{what} did not happen within {WAIT_S}s")
 
 
-@pytest.mark.slow
 def test_encrypted_reasoning_is_replayed_byte_for_byte_after_a_kill_and_resume(
     server: FakeServer, workspace: Path, state_dir: Path
 ) -> None:
