@@ -151,6 +151,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.cancelled": {"group": "g1", "taskId": "parse", "reason": "user"},
     "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
+    "model.uncatalogued": {
+        "model": "my-local-model",
+        "provider": "openai-compatible",
+        "contextWindow": 128000,
+        "maxOutput": 8192,
+        "note": "not in ax's catalog",
+    },
 }
 
 

@@ -134,6 +134,8 @@ class Session:
     plan_shown: tuple[str, int] | None = None
     # The session's MCP servers (issue 23); None when none is declared.
     mcp: McpServers | None = None
+    # Uncatalogued models this process has already said it runs on defaults for.
+    models_noted: set[str] = field(default_factory=set)
 
     @property
     def workspace(self) -> Path:

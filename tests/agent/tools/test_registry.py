@@ -11,6 +11,7 @@ from ax_agent.tools.registry import all_tools, get_tool
 
 NAMES = [
     "read_file",
+    "view_image",
     "list_dir",
     "glob",
     "grep",

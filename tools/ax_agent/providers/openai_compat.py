@@ -36,7 +36,7 @@ from .base import (
     Usage,
     effective_model,
 )
-from .errors import ErrorKind, hint_for, kind_for_status
+from .errors import ErrorKind, hint_for, kind_for_status, read_envelope, value_at
 from .profiles import GENERIC, ChatProfile
 from .streaming import (
     CONNECT_TIMEOUT_S,
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
 
 # Kept for callers that name the generic profile's key variable.
 API_KEY_VAR = GENERIC.key_var
-# How much of an error response body goes into the error message.
-ERROR_BODY_MAX_CHARS = 500
 # Prefixed to a failed tool result: Chat Completions has no is_error flag.
 TOOL_ERROR_PREFIX = "ERROR: "
 
@@ -198,33 +196,18 @@ class OpenAICompatProvider:
         )
 
 
-def _at(data: object, path: tuple[str, ...]) -> object:
-    for name in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(name)
-    return data
-
-
 def error_envelope(body: str, profile: ChatProfile) -> tuple[str, str | None]:
     """The message and the type or code of an error body, read where ``profile`` says."""
     try:
         data = json.loads(body)
     except ValueError:
         data = None
-    message = next(
-        (str(v) for p in profile.error_message_paths if isinstance(v := _at(data, p), str) and v),
+    return read_envelope(
+        data,
+        profile.error_message_paths,
+        profile.error_code_paths,
         body.strip() or "(empty body)",
     )
-    code = next(
-        (
-            str(v)
-            for p in profile.error_code_paths
-            if isinstance(v := _at(data, p), str | int) and not isinstance(v, bool)
-        ),
-        None,
-    )
-    return message[:ERROR_BODY_MAX_CHARS], code
 
 
 def _chunks(body: Iterable[bytes], profile: ChatProfile) -> Iterator[dict[str, Any]]:
@@ -410,7 +393,11 @@ class _ResponseBuilder:
         prompt = usage.get("prompt_tokens")
         completion = usage.get("completion_tokens")
         cached = next(
-            (v for p in self.profile.cached_tokens_paths if isinstance(v := _at(usage, p), int)),
+            (
+                v
+                for p in self.profile.cached_tokens_paths
+                if isinstance(v := value_at(usage, p), int)
+            ),
             0,
         )
         if isinstance(prompt, int):
