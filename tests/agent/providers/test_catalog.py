@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from agent.providers.fakes import FakeServer, anthropic_text_reply
+from agent.providers.fakes import FakeServer, anthropic_text_reply, openai_text_reply
 from agent.providers.responses_fakes import text_reply
 from agenttest import open_session, write_script
 
@@ -105,6 +105,21 @@ def test_the_providers_ask_for_the_output_that_fits(server: FakeServer) -> None:
     assert "include" not in body
     openai.complete(ProviderRequest("", [Message("user", [TextBlock("hi")])], [], "gpt-5"))
     assert server.requests[1].body["include"] == ["reasoning.encrypted_content"]
+
+
+def test_the_chat_profiles_ask_for_the_output_that_fits(server: FakeServer) -> None:
+    request = _big_request("gpt-4o")
+    expected = output_cap("gpt-4o", request.max_tokens, estimate_request(request))
+    assert expected < request.max_tokens
+    server.plan(openai_text_reply(["ok"]), openai_text_reply(["ok"]))
+    for name in ("openai-compatible", "vllm"):
+        chosen = make_provider(
+            name, model="m", base_url=f"{server.url}/v1", script=None, environ={}
+        )
+        chosen.complete(request)
+    # Each profile's own field carries it.
+    assert server.requests[0].body["max_tokens"] == expected
+    assert server.requests[1].body["max_completion_tokens"] == expected
 
 
 def test_anthropic_request_uses_the_clamp_on_the_wire(server: FakeServer) -> None:

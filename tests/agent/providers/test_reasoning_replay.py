@@ -77,6 +77,14 @@ def test_a_block_whose_readable_part_was_redacted_is_not_rebuilt() -> None:
     assert reasoning.from_json(redact_value(reasoning.to_json(clean))) == clean
 
 
+def test_a_chat_profiles_plain_reasoning_is_stored_and_rebuilt_as_it_was() -> None:
+    # Kimi's reasoning_content is text, not ciphertext: nothing is sealed, all is redacted.
+    block = ReasoningBlock("kimi", "kimi-k2-thinking", {"reasoning_content": "Let me look."})
+    stored = redact_value(reasoning.to_json(block))
+    assert stored["opaque"] == {}
+    assert reasoning.from_json(jsonio.loads(jsonio.dumps(stored))) == block
+
+
 def _openai(server: FakeServer) -> Any:
     return make_provider(
         "openai",

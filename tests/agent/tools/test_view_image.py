@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import struct
 import threading
@@ -22,6 +23,7 @@ from ax_agent.loop import run_turn
 from ax_agent.providers import Message, ProviderRequest, TextBlock, ToolResultBlock, ToolUseBlock
 from ax_agent.providers.anthropic import build_params
 from ax_agent.providers.base import ImagePart
+from ax_agent.providers.openai_compat import wire_messages as chat_wire
 from ax_agent.providers.openai_responses import wire_input
 from ax_agent.session import StartOptions, start_session
 from ax_agent.tools import view_image
@@ -189,6 +191,31 @@ def test_a_model_that_does_not_see_gets_a_pointer_instead() -> None:
     request = ProviderRequest("", _history(), [], "my-local-model")
     content = build_params(request, "unused")["messages"][-1]["content"][0]["content"]
     assert isinstance(content, str) and "not in ax's catalog" in content
+
+
+def test_the_chat_wire_shows_the_image_after_the_tool_messages() -> None:
+    # A tool message carries text only: the image follows in one user message, before
+    # the same turn's user text, which joins that message.
+    history = [*_history()[:2], Message("user", [*_history()[2].content, TextBlock("and?")])]
+    wire = chat_wire("", history, "gpt-4o")
+    encoded = base64.b64encode(IMAGE.data).decode()
+    assert wire[-2] == {
+        "role": "tool",
+        "tool_call_id": "call_v",
+        "content": "Image a.png: image/png.",
+    }
+    assert wire[-1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[ax: a.png, from tool call call_v]"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{encoded}"}},
+            {"type": "text", "text": "and?"},
+        ],
+    }
+    blind = chat_wire("", _history(), "qwen2.5-coder")
+    assert [m["role"] for m in blind] == ["user", "assistant", "tool"]
+    assert "the catalog says qwen2.5-coder takes no images" in blind[-1]["content"]
+    assert "image_url" not in json.dumps(blind)
 
 
 def test_an_image_is_weighed() -> None:
