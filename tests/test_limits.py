@@ -280,7 +280,7 @@ def test_mcp_limits() -> None:
 
 
 def test_agent_provider_limits() -> None:
-    from ax_agent.providers import anthropic, base, openai_compat, script, streaming
+    from ax_agent.providers import anthropic, base, script, streaming
 
     assert base.DEFAULT_MAX_TOKENS == 8192
     assert streaming.MAX_ATTEMPTS == 3
@@ -292,14 +292,15 @@ def test_agent_provider_limits() -> None:
     assert streaming.READ_TIMEOUT_S == 300.0
     assert streaming.WRITE_TIMEOUT_S == 60.0
     assert anthropic.DEFAULT_ANTHROPIC_MODEL == "claude-sonnet-4-5"
-    assert openai_compat.ERROR_BODY_MAX_CHARS == 500
     assert script.SCRIPT_MAX_BYTES == 4 * 1024 * 1024
     assert script.EXPECT_QUOTE_CHARS == 300
 
 
 def test_agent_provider_network_limits() -> None:
-    from ax_agent.providers import registry, streaming
+    from ax_agent.providers import errors, registry, streaming
 
+    # A server's own error message, quoted in ours (every provider).
+    assert errors.ERROR_MESSAGE_MAX_CHARS == 500
     assert streaming.RATE_LIMIT_MAX_ATTEMPTS == 6
     assert registry.PROBE_TIMEOUT_S == 5.0
     assert streaming.SSE_EVENT_MAX_BYTES == 16 * 1024 * 1024
@@ -799,3 +800,18 @@ def test_mcp_client_limits() -> None:
     assert service.STDERR_READ_BYTES == 64 * 1024
     assert models.MAX_MCP_SERVERS == 32
     assert models.MAX_MCP_SERVER_NAME_CHARS == 32
+
+
+def test_agent_provider_catalog_limits() -> None:
+    from ax_agent.window import budget
+
+    assert budget.MIN_OUTPUT_TOKENS == 1024
+
+
+def test_agent_view_image_limits() -> None:
+    from ax_agent.tools import view_image
+    from ax_agent.window import tokens
+
+    assert view_image.VIEW_IMAGE_MAX_BYTES == 5 * 1024 * 1024
+    assert view_image.MAGIC_BYTES == 12
+    assert tokens.IMAGE_TOKENS == 1_600

@@ -168,6 +168,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "checkpoint.pruned": {"refs": ["refs/ax/checkpoints/s1/1"]},
     "checkpoint.skipped": {"kind": "pre-integration", "reason": "not inside a git working tree"},
+    "model.uncatalogued": {
+        "model": "my-local-model",
+        "provider": "openai-compatible",
+        "contextWindow": 128000,
+        "maxOutput": 8192,
+        "note": "not in ax's catalog",
+    },
 }
 
 

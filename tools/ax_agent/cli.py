@@ -45,8 +45,8 @@ def agent(
         str | None,
         typer.Option(
             "--provider",
-            help="anthropic, deepseek, kimi, glm, llama.cpp, vllm, ollama, openai-compatible ,"
-            "script or mesh-fake (default: the config's, else anthropic).",
+            help="anthropic, openai, deepseek, kimi, glm, llama.cpp, vllm, ollama, "
+            "openai-compatible, script or mesh-fake (default: the config's, else anthropic).",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model to ask.")] = None,

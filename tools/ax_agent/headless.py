@@ -140,6 +140,8 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
                 f"ax-agent: MCP server {record.get('server') or '(workspace file)'} "
                 f"{record.get('state')}: {record.get('reason')}"
             )
+        elif kind == "model.uncatalogued":
+            chrome(f"ax-agent: model {record.get('model')}: {record.get('note')}")
         elif kind == "approval.resolved":
             chrome(
                 f"ax-agent: approval {record.get('answer')} ({record.get('scope')}, "

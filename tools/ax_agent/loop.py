@@ -25,6 +25,7 @@ from .approvals import ApprovalAnswer, ApprovalRequest, Choice
 from .calls import call_key, declared_facts, parse_input
 from .plans.note import plan_note
 from .providers import (
+    ContentBlock,
     Message,
     ProviderAborted,
     ProviderRequest,
@@ -32,7 +33,9 @@ from .providers import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    reasoning,
 )
+from .providers.base import ImagePart, ReasoningBlock
 from .seam import BeforeStored
 from .seam.callseam import CallSeam
 from .seam.models import (
@@ -42,6 +45,7 @@ from .seam.models import (
     PathsRequest,
     SaveOutputRequest,
 )
+from .window.catalog import model_limits
 from .window.window import place_pinned
 
 if TYPE_CHECKING:
@@ -92,7 +96,9 @@ class _TurnState:
     usage: Usage = field(default_factory=Usage)
 
 
-def block_json(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, Any]:
+def block_json(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, ReasoningBlock):
+        return reasoning.to_json(block)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
@@ -131,7 +137,7 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         session.mcp.wait_started()
         sync_tools(session.tools, session.mcp)
     session.record({"type": "user.message", "content": text})
-    blocks: list[TextBlock | ToolUseBlock | ToolResultBlock] = [TextBlock(text)]
+    blocks: list[ContentBlock] = [TextBlock(text)]
     # The plan (issue 21): its per-turn note rides on the message, so it leaves with it.
     note = plan_note(session, len(session.messages))
     if note is not None:
@@ -165,6 +171,7 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
             request = session.window.bound(request, pinned)
         elif pinned:
             request = replace(request, messages=place_pinned(request.messages, pinned))
+        _note_uncatalogued(session, request.model)
         try:
             response = session.provider.complete(request, on_text=session.on_text, abort=abort)
         except ProviderAborted:
@@ -203,6 +210,25 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
                 final_text,
                 "the model's answer ended with unanswered tool calls; they were not run",
             )
+
+
+def _note_uncatalogued(session: Session, model: str) -> None:
+    """Say once per model that the catalog does not know it, and what is assumed instead."""
+    limits = model_limits(model)
+    offline = not getattr(session.provider, "calls_model", True)
+    if offline or limits.known or model in session.models_noted:
+        return
+    session.models_noted.add(model)
+    session.record(
+        {
+            "type": "model.uncatalogued",
+            "model": model,
+            "provider": session.provider.name,
+            "contextWindow": limits.context_window,
+            "maxOutput": limits.max_output,
+            "note": limits.notes,
+        }
+    )
 
 
 def _answer_calls(
@@ -250,6 +276,15 @@ def _skip(
         },
     )
     return ToolResultBlock(use.id, why, is_error=True)
+
+
+def _image_json(image: ImagePart) -> dict[str, Any]:
+    return {
+        "source": image.source,
+        "mediaType": image.media_type,
+        "bytes": len(image.data),
+        "sha256": image.sha256,
+    }
 
 
 def _completed(
@@ -345,6 +380,9 @@ def _execute(
         )
     summary = result.summary or ("error" if result.is_error else "done")
     completed = _completed(use, content, ok=not result.is_error, summary=summary, outcome="ran")
+    if result.images:
+        # What was shown, not the bytes: a resume says the image is not sent again.
+        completed["images"] = [_image_json(image) for image in result.images]
     recorded = False
     if snapshots:
         # The call has run; when no output is saved in between, its mutations and its
@@ -362,6 +400,8 @@ def _execute(
                 use, content, ok=not result.is_error, summary=summary, outcome="ran"
             )
             completed["unrecorded"] = unrecorded
+            if result.images:
+                completed["images"] = [_image_json(image) for image in result.images]
             result = replace(result, summary=summary)
     if abort.is_set():
         state.abort_phase = "tool"
@@ -378,7 +418,7 @@ def _execute(
         loaded = session.instructions.touch(touched)
         if loaded is not None:
             session.record(loaded)
-    return ToolResultBlock(use.id, content, is_error=result.is_error)
+    return ToolResultBlock(use.id, content, is_error=result.is_error, images=result.images)
 
 
 def _refused_input(
@@ -685,6 +725,7 @@ def _run_tool(
         abort=abort,
         environ=session.environ,
         touched=touched,
+        model=session.model,
     )
     try:
         return tool.run(value, context)

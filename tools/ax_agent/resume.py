@@ -1,8 +1,8 @@
 """Resume: the conversation rebuilt from the session's log alone.
 
-User messages, assistant messages (text and every tool_use, as recorded) and
-tool results (``tool.completed`` carries what the model was given) are read
-back in order. A tool_use with no recorded completion is dangling: the
+User messages, assistant messages (reasoning, text and every tool_use, as
+recorded) and tool results (``tool.completed`` carries what the model was
+given) are read back in order. A tool_use with no recorded completion is dangling: the
 process died while it ran. It is answered from the evidence the log holds —
 a command or check that ended is reported with its verdict, one that started
 and never ended has unknown effects, an edit whose change was recorded is
@@ -16,9 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .providers import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from .providers import Message, TextBlock, ToolResultBlock, ToolUseBlock, reasoning
+from .providers.base import AnswerBlock
 
 Record = dict[str, Any]
+# Images are not kept in the log: after a resume the model is told, not shown.
+RESUMED_IMAGE_NOTE = (
+    "\n[ax: the image shown here was not sent again after the session resumed; "
+    "call view_image again to see it.]"
+)
 
 
 @dataclass
@@ -34,12 +40,17 @@ class _Call:
     snapshotted: list[str] = field(default_factory=list)
 
 
-def _blocks(content: Any) -> list[TextBlock | ToolUseBlock]:
-    blocks: list[TextBlock | ToolUseBlock] = []
+def _blocks(content: Any) -> list[AnswerBlock]:
+    blocks: list[AnswerBlock] = []
     for item in content if isinstance(content, list) else []:
         if not isinstance(item, dict):
             continue
-        if item.get("type") == "text" and isinstance(item.get("text"), str):
+        if item.get("type") == reasoning.BLOCK_TYPE:
+            # One that no longer hashes to its item stays in the log, out of the conversation.
+            block = reasoning.from_json(item)
+            if block is not None:
+                blocks.append(block)
+        elif item.get("type") == "text" and isinstance(item.get("text"), str):
             blocks.append(TextBlock(item["text"]))
         elif item.get("type") == "tool_use":
             blocks.append(
@@ -103,6 +114,8 @@ def rebuild(record: Recorder, events: list[Record]) -> list[Message]:
         elif kind == "tool.completed" and call is not None:
             content = event.get("content")
             text = content if isinstance(content, str) else str(event.get("summary", ""))
+            if event.get("images"):
+                text += RESUMED_IMAGE_NOTE
             call.result = ToolResultBlock(call.use.id, text, is_error=not event.get("ok"))
         elif kind == "command.started" and call is not None:
             call.command_started = event

@@ -138,6 +138,8 @@ class Session:
     # just began) since the last automatic checkpoint, and why none can be taken here.
     checkpoint_due: bool = True
     checkpoints_unavailable: str | None = None
+    # Uncatalogued models this process has already said it runs on defaults for.
+    models_noted: set[str] = field(default_factory=set)
 
     @property
     def workspace(self) -> Path:

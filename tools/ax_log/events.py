@@ -300,9 +300,19 @@ class Unrecorded(Contract):
     reason: str
 
 
+class ImageShown(Contract):
+    """An image a tool result showed the model (view_image); the bytes are not logged."""
+
+    source: str
+    media_type: str
+    bytes: int = Field(ge=0)
+    sha256: Sha256
+
+
 @register
 class ToolCompleted(EventBody):
-    """``content`` is the result the model was given, so a resume can replay it."""
+    """``content`` is the result the model was given, so a resume can replay it;
+    ``images`` names the images shown beside it."""
 
     type: Literal["tool.completed"] = "tool.completed"
     call_id: CallId
@@ -312,6 +322,7 @@ class ToolCompleted(EventBody):
     # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
     outcome: str | None = None
     unrecorded: Unrecorded | None = None
+    images: list[ImageShown] | None = None
 
 
 # --- snapshots, mutations, undo ----------------------------------------------
@@ -764,6 +775,19 @@ class ProviderChanged(EventBody):
     key_set: bool | None = None
     api_host: str | None = None
     key_check: str | None = None
+
+
+@register
+class ModelUncatalogued(EventBody):
+    """The model a request went to is not in ax-agent's catalog: it runs on the
+    catalog's conservative defaults (``contextWindow``, ``maxOutput``), said once."""
+
+    type: Literal["model.uncatalogued"] = "model.uncatalogued"
+    model: str
+    provider: str
+    context_window: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    note: str
 
 
 @register

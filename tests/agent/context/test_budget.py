@@ -86,7 +86,7 @@ def test_request_plus_output_fits_the_window() -> None:
     assert budget.target == int(budget.request * TARGET_RATIO)
     assert budget.target < budget.trigger < budget.request
     # An output asked for beyond the model's cap is capped.
-    assert budget_for("claude-3-5-haiku-latest", 100_000).max_output == 8_192
+    assert budget_for("gpt-4o", 100_000).max_output == 16_384
     assert budget_for("gpt-4o").max_output == 16_384
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 from agent.providers.fakes import DONE, FakeServer, Reply, chunk, openai_text_reply
@@ -20,6 +21,7 @@ from ax_agent.providers import (
     make_provider,
     streaming,
 )
+from ax_agent.providers.base import ReasoningBlock
 from ax_agent.providers.openai_compat import OpenAICompatProvider, strict_compatible
 from ax_agent.providers.profiles import PROFILES
 
@@ -151,6 +153,55 @@ def test_deepseek_reasoning_is_neither_answer_nor_replayed_and_cache_hits_count(
     server.plan(openai_text_reply(["again"]))
     make("deepseek", server).complete(request([*history, Message("user", [TextBlock("more")])]))
     assert "reasoning_content" not in json.dumps(server.requests[1].body)
+
+
+def _thinking_then_call() -> Reply:
+    call = {"index": 0, "id": "call_1", "function": {"name": "open", "arguments": '{"p": "a"}'}}
+    return Reply(
+        chunks=[
+            chunk({"role": "assistant", "reasoning_content": "Let me "}),
+            chunk({"reasoning_content": "look."}),
+            chunk({"tool_calls": [call]}),
+            chunk({}, "tool_calls"),
+            DONE,
+        ]
+    )
+
+
+def _assistants(body: Any) -> list[Any]:
+    return [m for m in body["messages"] if m["role"] == "assistant"]
+
+
+def test_kimi_thinking_replays_its_reasoning_within_the_tool_loop_only(
+    server: FakeServer,
+) -> None:
+    server.plan(_thinking_then_call(), *(openai_text_reply(["ok"]) for _ in range(3)))
+    kimi = make("kimi", server)
+    asked = ProviderRequest("sys", [Message("user", [TextBlock("hi")])], TOOLS, "kimi-k2-thinking")
+    first = kimi.complete(asked)
+    thought = ReasoningBlock("kimi", "kimi-k2-thinking", {"reasoning_content": "Let me look."})
+    assert first.content[0] == thought and first.text == ""
+    loop = [
+        Message("user", [TextBlock("hi")]),
+        Message("assistant", list(first.content)),
+        Message("user", [ToolResultBlock("call_1", "A")]),
+    ]
+    kimi.complete(dataclasses.replace(asked, messages=loop))
+    (sent,) = _assistants(server.requests[1].body)
+    assert sent["reasoning_content"] == "Let me look." and sent["tool_calls"]
+    # Another model gets none of it, and nor does a later turn.
+    kimi.complete(dataclasses.replace(asked, messages=loop, model="kimi-k2-0905-preview"))
+    assert "reasoning_content" not in json.dumps(server.requests[2].body)
+    later = [*loop, Message("assistant", [TextBlock("A.")]), Message("user", [TextBlock("next")])]
+    kimi.complete(dataclasses.replace(asked, messages=later))
+    assert "reasoning_content" not in json.dumps(server.requests[3].body)
+
+
+def test_profiles_that_do_not_replay_keep_no_reasoning(server: FakeServer) -> None:
+    for name in ("deepseek", "glm"):
+        server.plan(_thinking_then_call())
+        response = make(name, server).complete(request())
+        assert not any(isinstance(b, ReasoningBlock) for b in response.content)
 
 
 def test_deepseek_out_of_resources_is_an_error_not_a_turn(server: FakeServer) -> None:

@@ -29,6 +29,7 @@ from ax_agent.providers import (
 from ax_agent.providers.registry import probe
 
 ANTHROPIC_KEY = "sk-ant-api03-FAKEKEYfakekeyFAKEKEY0123456789"
+OPENAI_KEY = "sk-proj-FAKEfakeFAKEfake0123456789abcdef"
 PASSWORD = "pr0xyS3cretPassw0rd"
 
 
@@ -112,6 +113,47 @@ def test_the_client_ignores_what_resolve_proxy_did_not_choose(
     server.plan(openai_text_reply(["direct"]))
     assert chat(server).complete(request()).text == "direct"  # type: ignore[attr-defined]
     assert proxy.seen == []
+
+
+def test_the_responses_provider_goes_through_the_chosen_proxy(
+    server: FakeServer, proxy: RecordingProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent.providers.responses_fakes import text_reply
+
+    # What the process environment names is not the session's choice.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    server.plan(text_reply("via proxy"))
+    environ = {
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "OPENAI_BASE_URL": f"{server.url}/v1",
+        "http_proxy": proxy.url(),
+    }
+    provider = make_provider("openai", model="gpt-5", base_url=None, script=None, environ=environ)
+    assert provider.complete(request()).text == "via proxy"
+    assert proxy.seen == [Forwarded("POST", f"{server.url}/v1/responses", False)]
+
+
+def test_a_proxy_refusing_the_responses_provider_never_shows_its_url(
+    server: FakeServer,
+) -> None:
+    proxy = RecordingProxy(credentials=("ax", "right"))
+    try:
+        environ = {
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "ALL_PROXY": proxy.url(f"ax:{PASSWORD}"),
+        }
+        provider = make_provider("openai", model="m", base_url=None, script=None, environ=environ)
+        with pytest.raises(ProviderError) as caught:
+            provider.complete(request())
+        error = caught.value
+        text = f"{error.message} {error.hint} {error!r}"
+        assert PASSWORD not in text and str(proxy.port) not in text and OPENAI_KEY not in text
+        assert "ALL_PROXY" in error.message
+        assert (error.kind, error.retryable) == ("connection", False)
+        assert server.requests == [] and len(proxy.seen) == 1
+    finally:
+        proxy.close()
 
 
 def test_anthropic_sdk_tunnels_https_through_connect_with_credentials(

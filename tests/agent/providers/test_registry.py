@@ -63,6 +63,26 @@ def test_anthropic_probe_uses_its_own_headers(server: FakeServer) -> None:
     assert sent.headers["anthropic-version"] == registry.ANTHROPIC_VERSION
 
 
+def test_the_responses_provider_is_probed_and_recorded_like_the_others(
+    server: FakeServer,
+) -> None:
+    server.plan(MODELS)
+    key = "sk-proj-FAKEfakeFAKEfake0123456789abcdef"
+    environ = {"OPENAI_API_KEY": key, "OPENAI_BASE_URL": f"{server.url}/v1"}
+    provider = make_provider("openai", model=None, base_url=None, script=None, environ=environ)
+    assert identity(provider, environ).key_check == "not checked"
+    checked = probe(provider, environ)
+    assert checked.fields() == {
+        "keyVar": "OPENAI_API_KEY",
+        "keySet": True,
+        "apiHost": f"127.0.0.1:{server.httpd.server_address[1]}",
+        "keyCheck": "probed ok",
+    }
+    sent = server.requests[0]
+    assert sent.path == "/v1/models"
+    assert sent.headers["authorization"] == f"Bearer {key}"
+
+
 def test_probe_is_bounded_against_a_silent_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "PROBE_TIMEOUT_S", 0.3)
     # The kernel accepts the connection; nothing ever answers.
@@ -121,6 +141,7 @@ def test_available_lists_names_and_presence_never_values() -> None:
     assert "kimi: MOONSHOT_API_KEY not set, api.moonshot.ai" in text
     assert "ollama: no key, box:1" in text
     assert "openai-compatible: OPENAI_API_KEY not set, a base URL you give" in text
+    assert "openai: OPENAI_API_KEY not set, api.openai.com" in text
     assert DEEPSEEK_KEY not in text
 
 

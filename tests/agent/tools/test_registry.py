@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -11,6 +12,7 @@ from ax_agent.tools.registry import all_tools, get_tool
 
 NAMES = [
     "read_file",
+    "view_image",
     "list_dir",
     "glob",
     "grep",
@@ -28,6 +30,23 @@ NAMES = [
     "git_checkpoint",
     "plan_write",
 ]
+
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "ax-agent-tools.md"
+COUNT_WORDS = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+    "nineteen", "twenty",
+]  # fmt: skip
+
+
+def test_the_tools_page_counts_and_names_every_tool() -> None:
+    # Branches that each add a tool merge into a page whose count must still be true.
+    text = DOCS.read_text()
+    first = text.split("\n\n")[1]
+    assert first.startswith(f"The {COUNT_WORDS[len(all_tools())]} tools "), first[:40]
+    for name in NAMES:
+        assert f"`{name}`" in text, name
 
 
 def test_stable_order_and_lookup() -> None:

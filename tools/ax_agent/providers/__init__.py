@@ -32,7 +32,7 @@ from .base import (
 )
 from .profiles import PROFILES
 
-PROVIDER_NAMES = ("anthropic", *PROFILES, "script", "mesh-fake")
+PROVIDER_NAMES = ("anthropic", "openai", *PROFILES, "script", "mesh-fake")
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -97,6 +97,16 @@ def make_provider(
                 hint=f"export {BASE_URL_VAR}=URL",
             )
         return AnthropicProvider(model=model, environ=environ)
+    if name == "openai":
+        from .openai_responses import BASE_URL_VAR as OPENAI_BASE_URL_VAR
+        from .openai_responses import OpenAIResponsesProvider
+
+        if base_url is not None:
+            raise UsageError(
+                "the openai provider takes its base URL from the environment only",
+                hint=f"export {OPENAI_BASE_URL_VAR}=URL",
+            )
+        return OpenAIResponsesProvider(model=model, environ=environ)
     profile = PROFILES.get(name)
     if profile is not None:
         from .openai_compat import OpenAICompatProvider

@@ -20,11 +20,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..window.budget import output_cap
+from ..window.tokens import estimate_request
 from .base import (
+    AnswerBlock,
     Message,
     ProviderError,
     ProviderRequest,
     ProviderResponse,
+    ReasoningBlock,
     StopReason,
     TextBlock,
     ToolResultBlock,
@@ -33,6 +37,8 @@ from .base import (
     effective_model,
 )
 from .errors import ErrorKind, hint_for, kind_for_status
+from .images import base64_data, pointer, takes_images
+from .reasoning import replayable
 from .streaming import (
     CONNECT_TIMEOUT_S,
     READ_TIMEOUT_S,
@@ -58,10 +64,15 @@ CACHE_CONTROL = {"type": "ephemeral"}
 # Anthropic stop reasons outside the contract's five, mapped to their nearest meaning.
 _STOP_ALIASES: dict[str, StopReason] = {"model_context_window_exceeded": "max_tokens"}
 _KNOWN_STOPS = {"end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal"}
+# Reasoning block types, and the field of each that is the API's own ciphertext.
+_REASONING_OPAQUE = {"thinking": "signature", "redacted_thinking": "data"}
+# The deltas that grow a thinking block, and the field each one grows.
+_REASONING_DELTAS = {"thinking_delta": "thinking", "signature_delta": "signature"}
+PROVIDER_NAME = "anthropic"
 
 
 class AnthropicProvider:
-    name = "anthropic"
+    name = PROVIDER_NAME
 
     def __init__(self, *, model: str | None, environ: Mapping[str, str]) -> None:
         key = environ.get(API_KEY_VAR, "").strip()
@@ -96,7 +107,7 @@ class AnthropicProvider:
             # The SDK's own decoder is not used: the raw body goes to the shared parser.
             return _events(stream.response.iter_bytes()), closer(stream.response)
 
-        builder = _ResponseBuilder(model=params["model"])
+        builder = _ResponseBuilder(model=params["model"], requested=params["model"])
         for event in stream_events(start, self._classify, abort):
             text = builder.feed(event)
             if text and on_text is not None:
@@ -241,12 +252,16 @@ def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]
         system[-1]["cache_control"] = dict(CACHE_CONTROL)
     elif tools:
         tools[-1]["cache_control"] = dict(CACHE_CONTROL)
-    messages = wire_messages(request.messages)
-    if messages and messages[-1]["content"]:
-        messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
+    model = effective_model(request, default_model)
+    messages = wire_messages(request.messages, model)
+    if messages:
+        # Never on a replayed reasoning block: its bytes must not change.
+        marked = [b for b in messages[-1]["content"] if b["type"] not in _REASONING_OPAQUE]
+        if marked:
+            marked[-1]["cache_control"] = dict(CACHE_CONTROL)
     params: dict[str, Any] = {
-        "model": effective_model(request, default_model),
-        "max_tokens": request.max_tokens,
+        "model": model,
+        "max_tokens": output_cap(model, request.max_tokens, estimate_request(request)),
         "messages": messages,
     }
     if system:
@@ -256,11 +271,17 @@ def build_params(request: ProviderRequest, default_model: str) -> dict[str, Any]
     return params
 
 
-def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Messages as the API takes them, consecutive same-role messages coalesced."""
+def wire_messages(messages: list[Message], model: str) -> list[dict[str, Any]]:
+    """Messages as the API takes them, consecutive same-role messages coalesced.
+
+    Reasoning blocks this provider made for ``model`` go back verbatim, at the head
+    of their message; any other reasoning block stays out of the request.
+    """
     wire: list[dict[str, Any]] = []
     for message in messages:
-        blocks = [_wire_block(block) for block in message.content]
+        own = [dict(b.data) for b in message.content if replayable(b, PROVIDER_NAME, model)]
+        rest = [b for b in message.content if not isinstance(b, ReasoningBlock)]
+        blocks = own + [_wire_block(block, model) for block in rest]
         blocks = [b for b in blocks if not (b["type"] == "text" and not b["text"])]
         if not blocks:
             continue
@@ -276,7 +297,7 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, Any]:
+def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock, model: str) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
@@ -284,11 +305,23 @@ def _wire_block(block: TextBlock | ToolUseBlock | ToolResultBlock) -> dict[str, 
     result: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
-        "content": block.content,
+        "content": _result_content(block, model),
     }
     if block.is_error:
         result["is_error"] = True
     return result
+
+
+def _result_content(block: ToolResultBlock, model: str) -> str | list[dict[str, Any]]:
+    if not block.images:
+        return block.content
+    if not takes_images(model):
+        return "\n".join([block.content, *(pointer(image, model) for image in block.images)])
+    parts: list[dict[str, Any]] = [{"type": "text", "text": block.content}]
+    for image in block.images:
+        source = {"type": "base64", "media_type": image.media_type, "data": base64_data(image)}
+        parts.append({"type": "image", "source": source})
+    return parts
 
 
 def _as_object(block: ToolUseBlock) -> dict[str, Any]:
@@ -307,8 +340,10 @@ def _as_object(block: ToolUseBlock) -> dict[str, Any]:
 
 @dataclass
 class _Block:
-    kind: str  # "text", "tool_use", or another type we do not keep
+    kind: str  # "text", "tool_use", a reasoning type, or another type we do not keep
     text: str = ""
+    # A reasoning block's fields as they arrived (thinking and signature grow by deltas).
+    native: dict[str, Any] = field(default_factory=dict)
     tool_id: str = ""
     tool_name: str = ""
     initial_input: Any = None
@@ -320,6 +355,8 @@ class _ResponseBuilder:
     """Folds the raw stream events into one ProviderResponse."""
 
     model: str
+    # The model the request named: reasoning goes back only to it.
+    requested: str = ""
     blocks: dict[int, _Block] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
@@ -347,6 +384,9 @@ class _ResponseBuilder:
                     tool_name=_text(block.get("name")),
                     initial_input=block.get("input"),
                 )
+            elif block.get("type") in _REASONING_OPAQUE:
+                # Kept as it arrived: a replay must send the API's own bytes back.
+                self.blocks[index] = _Block(_text(block.get("type")), native=dict(block))
             else:
                 self.blocks[index] = _Block(_text(block.get("type")))
         elif kind == "content_block_delta" and isinstance(index, int):
@@ -354,12 +394,17 @@ class _ResponseBuilder:
             delta = _object(event.get("delta"))
             if target is None:
                 return ""
-            if delta.get("type") == "text_delta" and target.kind == "text":
+            delta_type = delta.get("type")
+            if delta_type == "text_delta" and target.kind == "text":
                 piece = _text(delta.get("text"))
                 target.text += piece
                 return piece
-            if delta.get("type") == "input_json_delta" and target.kind == "tool_use":
+            if delta_type == "input_json_delta" and target.kind == "tool_use":
                 target.partial_json += _text(delta.get("partial_json"))
+            elif delta_type in _REASONING_DELTAS and target.kind == "thinking":
+                # thinking_delta grows "thinking", signature_delta grows "signature".
+                name = _REASONING_DELTAS[delta_type]
+                target.native[name] = _text(target.native.get(name)) + _text(delta.get(name))
         elif kind == "message_delta":
             reason = _object(event.get("delta")).get("stop_reason")
             self.stop_reason = _text(reason) or self.stop_reason
@@ -390,10 +435,13 @@ class _ResponseBuilder:
                 kind="truncated",
                 retryable=False,
             )
-        content: list[TextBlock | ToolUseBlock] = []
+        content: list[AnswerBlock] = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
-            if block.kind == "text" and block.text:
+            if block.kind in _REASONING_OPAQUE:
+                opaque = (_REASONING_OPAQUE[block.kind],)
+                content.append(ReasoningBlock(PROVIDER_NAME, self.requested, block.native, opaque))
+            elif block.kind == "text" and block.text:
                 content.append(TextBlock(block.text))
             elif block.kind == "tool_use":
                 content.append(ToolUseBlock(block.tool_id, block.tool_name, _tool_input(block)))

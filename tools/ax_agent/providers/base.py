@@ -7,7 +7,7 @@ own protocol, so the turn loop never names a provider.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -42,14 +42,49 @@ class ToolUseBlock:
     input: Any
 
 
+@dataclass(frozen=True)
+class ImagePart:
+    """An image a tool result shows the model (view_image): its bytes and where they are from.
+
+    ``source`` is the workspace path or ``artifact <sha256>``; adapters send the
+    bytes only to a model the catalog says takes images, a pointer otherwise.
+    """
+
+    media_type: str
+    data: bytes
+    sha256: str
+    source: str
+
+
 @dataclass
 class ToolResultBlock:
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
 
 
-ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass
+class ReasoningBlock:
+    """A provider's native reasoning artifact, carried verbatim and never read by ax.
+
+    ``data`` is the item exactly as ``provider`` sent it for ``model`` (an OpenAI
+    reasoning item with its encrypted_content, an Anthropic thinking block with its
+    signature, a redacted_thinking block). Only that provider's adapter sends it
+    back, and only to that model; every other adapter leaves it out of the wire.
+    ``opaque`` names the top-level fields of ``data`` that are ciphertext, which
+    the session log stores so that no redaction can change them.
+    """
+
+    provider: str
+    model: str
+    data: dict[str, Any]
+    opaque: tuple[str, ...] = ()
+
+
+ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
+# What an answer holds: the model's reasoning, its text and its tool calls.
+AnswerBlock = TextBlock | ToolUseBlock | ReasoningBlock
 
 
 @dataclass
@@ -93,7 +128,7 @@ class Usage:
 
 @dataclass
 class ProviderResponse:
-    content: list[TextBlock | ToolUseBlock]
+    content: Sequence[AnswerBlock]
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
     model: str = ""

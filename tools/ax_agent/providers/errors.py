@@ -22,6 +22,7 @@ is expected to clear. What a kind means:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 ErrorKind = Literal[
@@ -59,6 +60,8 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
 RETRYABLE_KINDS: frozenset[ErrorKind] = frozenset(
     {"rate_limit", "overloaded", "server", "connection"}
 )
+# How much of a server's own error message goes into ours.
+ERROR_MESSAGE_MAX_CHARS = 500
 
 # Error types and codes the providers use (Anthropic's error.type, OpenAI's and the
 # chat-compatible servers' error.type or error.code), lower-cased.
@@ -92,6 +95,41 @@ _QUOTA_WORDS = re.compile(
     r"insufficient[ _](balance|quota)|quota exceeded|exceeded your current quota|billing",
     re.IGNORECASE,
 )
+
+
+def value_at(data: object, path: Sequence[str]) -> object:
+    """What a decoded JSON document holds at ``path`` (object keys), or None."""
+    for name in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(name)
+    return data
+
+
+def read_envelope(
+    data: object,
+    message_paths: Sequence[Sequence[str]],
+    code_paths: Sequence[Sequence[str]],
+    fallback: str,
+) -> tuple[str, str | None]:
+    """The message and the type or code of a decoded error envelope.
+
+    Each is taken from the first of its paths that holds one; the message is
+    ``fallback`` when none does, and is cut to ``ERROR_MESSAGE_MAX_CHARS``.
+    """
+    message = next(
+        (str(v) for p in message_paths if isinstance(v := value_at(data, p), str) and v),
+        fallback,
+    )
+    code = next(
+        (
+            str(v)
+            for p in code_paths
+            if isinstance(v := value_at(data, p), str | int) and not isinstance(v, bool)
+        ),
+        None,
+    )
+    return message[:ERROR_MESSAGE_MAX_CHARS], code
 
 
 def kind_for_status(status: int, code: str | None = None, message: str = "") -> ErrorKind:

@@ -246,6 +246,8 @@ class MeshFakeProvider:
     """The fake harness as an ax-agent provider (``--provider mesh-fake``)."""
 
     name = PROVIDER_NAME
+    # It reads scripts and calls no model, so no catalog entry describes it.
+    calls_model = False
 
     def __init__(self, *, model: str | None = None) -> None:
         self.model = model or DEFAULT_MODEL

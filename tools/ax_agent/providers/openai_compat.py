@@ -11,6 +11,13 @@ turn, and consecutive user text coalesces into one message; and a stream that
 ends with neither ``[DONE]`` nor a finish reason is a ``truncated`` error that
 is never retried, never a final answer (a proxy's idle half-close would
 otherwise pass a truncated sentence off as the model's last word).
+
+What the catalog says of the model holds here as for the other providers: the
+output asked for is clamped so input plus output fit its window
+(``window.budget.output_cap``), and a tool result's images reach only a model
+that takes images (``providers/images.py``). A ``tool`` message carries text
+only, so the images follow the turn's tool messages in one user message; any
+other model gets the pointer text in the tool message instead.
 """
 
 from __future__ import annotations
@@ -23,11 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 from libcommon import clock
 
+from ..window.budget import output_cap
+from ..window.tokens import estimate_request
 from .base import (
+    AnswerBlock,
+    ImagePart,
     Message,
     ProviderError,
     ProviderRequest,
     ProviderResponse,
+    ReasoningBlock,
     StopReason,
     TextBlock,
     ToolResultBlock,
@@ -36,8 +48,10 @@ from .base import (
     Usage,
     effective_model,
 )
-from .errors import ErrorKind, hint_for, kind_for_status
+from .errors import ErrorKind, hint_for, kind_for_status, read_envelope, value_at
+from .images import base64_data, pointer, takes_images
 from .profiles import GENERIC, ChatProfile
+from .reasoning import replayable
 from .streaming import (
     CONNECT_TIMEOUT_S,
     DONE_DATA,
@@ -56,8 +70,6 @@ if TYPE_CHECKING:
 
 # Kept for callers that name the generic profile's key variable.
 API_KEY_VAR = GENERIC.key_var
-# How much of an error response body goes into the error message.
-ERROR_BODY_MAX_CHARS = 500
 # Prefixed to a failed tool result: Chat Completions has no is_error flag.
 TOOL_ERROR_PREFIX = "ERROR: "
 
@@ -131,7 +143,9 @@ class OpenAICompatProvider:
                 raise _HTTPStatus(response.status_code, text, dict(response.headers))
             return _chunks(response.iter_bytes(), self.profile), closer(response)
 
-        builder = _ResponseBuilder(model=body["model"], profile=self.profile)
+        builder = _ResponseBuilder(
+            model=body["model"], profile=self.profile, requested=body["model"]
+        )
         for chunk in stream_events(start, self._classify, abort):
             text = builder.feed(chunk, self._scrub)
             if text and on_text is not None:
@@ -198,33 +212,18 @@ class OpenAICompatProvider:
         )
 
 
-def _at(data: object, path: tuple[str, ...]) -> object:
-    for name in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(name)
-    return data
-
-
 def error_envelope(body: str, profile: ChatProfile) -> tuple[str, str | None]:
     """The message and the type or code of an error body, read where ``profile`` says."""
     try:
         data = json.loads(body)
     except ValueError:
         data = None
-    message = next(
-        (str(v) for p in profile.error_message_paths if isinstance(v := _at(data, p), str) and v),
+    return read_envelope(
+        data,
+        profile.error_message_paths,
+        profile.error_code_paths,
         body.strip() or "(empty body)",
     )
-    code = next(
-        (
-            str(v)
-            for p in profile.error_code_paths
-            if isinstance(v := _at(data, p), str | int) and not isinstance(v, bool)
-        ),
-        None,
-    )
-    return message[:ERROR_BODY_MAX_CHARS], code
 
 
 def _chunks(body: Iterable[bytes], profile: ChatProfile) -> Iterator[dict[str, Any]]:
@@ -249,10 +248,11 @@ def build_body(
     request: ProviderRequest, default_model: str, profile: ChatProfile = GENERIC
 ) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions``."""
+    model = effective_model(request, default_model)
     body: dict[str, Any] = {
-        "model": effective_model(request, default_model),
-        "messages": wire_messages(request.system, request.messages),
-        profile.max_tokens_param: request.max_tokens,
+        "model": model,
+        "messages": wire_messages(request.system, request.messages, model, profile),
+        profile.max_tokens_param: output_cap(model, request.max_tokens, estimate_request(request)),
         "stream": True,
     }
     if profile.include_usage:
@@ -288,14 +288,27 @@ def strict_compatible(schema: object) -> bool:
     return all(strict_compatible(value) for value in schema.values())
 
 
-def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """Messages as Chat Completions takes them.
+def wire_messages(
+    system: str, messages: list[Message], model: str, profile: ChatProfile = GENERIC
+) -> list[dict[str, Any]]:
+    """Messages as Chat Completions takes them, for ``model`` through ``profile``.
 
-    Only text, tool calls and tool results go on the wire: a block of another
-    kind (reasoning a provider returned) is not this adapter's to replay.
+    Text, tool calls and tool results go on the wire, and a tool result's images
+    as the catalog allows (module docstring). Reasoning goes back only where the
+    profile says the model needs it (``reasoning_replay="tool_loop"``): this
+    adapter's own blocks for ``model``, on the assistant messages of the turn's
+    tool loop, the messages after the last user message without tool results.
     """
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
+    turn_start = max(
+        (
+            n
+            for n, m in enumerate(messages)
+            if m.role == "user" and not any(isinstance(b, ToolResultBlock) for b in m.content)
+        ),
+        default=0,
+    )
+    for position, message in enumerate(messages):
         texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text]
         if message.role == "assistant":
             calls = [_wire_call(b) for b in message.content if isinstance(b, ToolUseBlock)]
@@ -304,22 +317,55 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
                 entry["tool_calls"] = calls
             if entry["content"] is None and not calls:
                 continue
+            if profile.reasoning_replay == "tool_loop" and position > turn_start:
+                entry.update(_own_reasoning(message, profile.name, model))
             wire.append(entry)
             continue
+        shown: list[dict[str, Any]] = []
         for block in message.content:
             if isinstance(block, ToolResultBlock):
                 content = block.content
                 if block.is_error:
                     content = TOOL_ERROR_PREFIX + content
+                if block.images and not takes_images(model):
+                    content = "\n".join([content, *(pointer(i, model) for i in block.images)])
+                elif block.images:
+                    shown.extend(_image_parts(block.tool_use_id, block.images))
                 wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": content})
+        if shown:
+            wire.append({"role": "user", "content": shown})
         if not texts:
             continue
         text = "\n\n".join(texts)
         if wire and wire[-1]["role"] == "user":
-            wire[-1]["content"] += "\n\n" + text
+            previous = wire[-1]["content"]
+            if isinstance(previous, list):
+                previous.append({"type": "text", "text": text})
+            else:
+                wire[-1]["content"] = previous + "\n\n" + text
         else:
             wire.append({"role": "user", "content": text})
     return wire
+
+
+def _image_parts(call_id: str, images: tuple[ImagePart, ...]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for image in images:
+        parts.append({"type": "text", "text": f"[ax: {image.source}, from tool call {call_id}]"})
+        url = f"data:{image.media_type};base64,{base64_data(image)}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _own_reasoning(message: Message, provider: str, model: str) -> dict[str, str]:
+    """The reasoning fields of ``message`` that this profile made for ``model``, joined."""
+    fields: dict[str, str] = {}
+    for block in message.content:
+        if replayable(block, provider, model):
+            for name, value in block.data.items():
+                if isinstance(value, str):
+                    fields[name] = fields.get(name, "") + value
+    return fields
 
 
 def _wire_call(block: ToolUseBlock) -> dict[str, Any]:
@@ -344,7 +390,11 @@ class _Call:
 class _ResponseBuilder:
     model: str
     profile: ChatProfile = GENERIC
+    # The model the request named: reasoning goes back only to it.
+    requested: str = ""
     text: str = ""
+    # Reasoning text by delta field, kept only when the profile replays it.
+    reasoning: dict[str, str] = field(default_factory=dict)
     calls: dict[int, _Call] = field(default_factory=dict)
     finish_reason: str | None = None
     done: bool = False
@@ -377,6 +427,11 @@ class _ResponseBuilder:
             if isinstance(content, str) and content:
                 self.text += content
                 delta_text += content
+            if self.profile.reasoning_replay == "tool_loop":
+                for name in self.profile.reasoning_fields:
+                    piece = delta.get(name)
+                    if isinstance(piece, str) and piece:
+                        self.reasoning[name] = self.reasoning.get(name, "") + piece
             for call in delta.get("tool_calls") or []:
                 self._take_call(call)
             if self.profile.usage_in_choice and isinstance(choice.get("usage"), dict):
@@ -410,7 +465,11 @@ class _ResponseBuilder:
         prompt = usage.get("prompt_tokens")
         completion = usage.get("completion_tokens")
         cached = next(
-            (v for p in self.profile.cached_tokens_paths if isinstance(v := _at(usage, p), int)),
+            (
+                v
+                for p in self.profile.cached_tokens_paths
+                if isinstance(v := value_at(usage, p), int)
+            ),
             0,
         )
         if isinstance(prompt, int):
@@ -437,7 +496,12 @@ class _ResponseBuilder:
                 kind=failed,
                 retryable=False,
             )
-        content: list[TextBlock | ToolUseBlock] = [TextBlock(self.text)] if self.text else []
+        content: list[AnswerBlock] = []
+        if self.reasoning:
+            # Not ciphertext: the log redacts it like text (a changed block is not replayed).
+            content.append(ReasoningBlock(self.profile.name, self.requested, dict(self.reasoning)))
+        if self.text:
+            content.append(TextBlock(self.text))
         for index in sorted(self.calls):
             call = self.calls[index]
             # Ids must be unique across the conversation, so a missing one gets a fresh id.

@@ -21,7 +21,10 @@ profile says where that server differs. What every field means:
 - ``reasoning_replay``: what is sent back of earlier reasoning. ``never``: the
   server refuses it in input (DeepSeek answers 400 to ``reasoning_content`` in a
   request), so nothing is sent; ``drop``: the server does not use it, nothing is
-  sent. No profile replays reasoning through this adapter today.
+  sent; ``tool_loop``: a thinking model wants its own reasoning back while it
+  works through tool calls (Kimi's), so the reasoning text is kept as a
+  ReasoningBlock of this profile and that model, and sent back in its field on
+  the assistant messages of the current turn's tool loop, never on earlier turns.
 - ``extra_finish_reasons``: the server's own finish reasons that end a turn
   normally; ``error_finish_reasons``: those that mean the answer failed (the
   stream's content is not a turn), with their kind in the error taxonomy.
@@ -61,7 +64,7 @@ class ChatProfile:
     cached_tokens_paths: tuple[Path, ...] = OPENAI_CACHED
     strict_tools: bool = False
     reasoning_fields: tuple[str, ...] = ("reasoning_content", "reasoning")
-    reasoning_replay: Literal["never", "drop"] = "drop"
+    reasoning_replay: Literal["never", "drop", "tool_loop"] = "drop"
     extra_finish_reasons: Mapping[str, StopReason] = field(default_factory=dict)
     error_finish_reasons: Mapping[str, ErrorKind] = field(default_factory=dict)
     error_message_paths: tuple[Path, ...] = OPENAI_ERROR_MESSAGE
@@ -109,6 +112,8 @@ KIMI = ChatProfile(
     usage_in_choice=True,
     cached_tokens_paths=(("cached_tokens",), *OPENAI_CACHED),
     reasoning_fields=("reasoning_content",),
+    # kimi-k2-thinking: its reasoning_content must stay in context across a tool loop.
+    reasoning_replay="tool_loop",
 )
 
 GLM = ChatProfile(

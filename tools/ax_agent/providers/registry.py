@@ -61,16 +61,29 @@ class Identity:
 
 def available(environ: Mapping[str, str]) -> list[str]:
     """One line per provider: its name, its key variable and whether it is set, its host."""
-    from . import PROVIDER_NAMES
-    from .anthropic import API_KEY_VAR, BASE_URL_VAR, DEFAULT_ANTHROPIC_BASE_URL
+    from . import PROVIDER_NAMES, anthropic, openai_responses
     from .profiles import PROFILES
 
+    # The providers that are no chat profile: (key variable, base-URL variable, default).
+    fixed = {
+        "anthropic": (
+            anthropic.API_KEY_VAR,
+            anthropic.BASE_URL_VAR,
+            anthropic.DEFAULT_ANTHROPIC_BASE_URL,
+        ),
+        "openai": (
+            openai_responses.API_KEY_VAR,
+            openai_responses.BASE_URL_VAR,
+            openai_responses.DEFAULT_OPENAI_BASE_URL,
+        ),
+    }
     lines = []
     for name in PROVIDER_NAMES:
         profile = PROFILES.get(name)
-        if name == "anthropic":
-            key_var: str | None = API_KEY_VAR
-            base = environ.get(BASE_URL_VAR, "").strip() or DEFAULT_ANTHROPIC_BASE_URL
+        key_var: str | None
+        if name in fixed:
+            key_var, base_var, default = fixed[name]
+            base = environ.get(base_var, "").strip() or default
         elif profile is not None:
             key_var = profile.key_var
             variable = environ.get(profile.base_url_var, "") if profile.base_url_var else ""

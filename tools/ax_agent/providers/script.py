@@ -141,6 +141,8 @@ def last_user_text(messages: list[Message]) -> str:
 
 class ScriptProvider:
     name = "script"
+    # It replays turns and calls no model, so no catalog entry describes it.
+    calls_model = False
 
     def __init__(self, script: Script, *, model: str | None = None, source: str = "script"):
         self.script = script

@@ -145,6 +145,11 @@ class Renderer:
         self.status.add_tokens(sum(int(value) for value in usage.values()))
         self.status.set("thinking")
 
+    def _model_uncatalogued(self, record: dict[str, Any]) -> None:
+        self._result(
+            f"model {clean(str(record.get('model')))}: {clean(str(record.get('note')))}", "yellow"
+        )
+
     def _tool_requested(self, record: dict[str, Any]) -> None:
         tool = str(record.get("tool"))
         label = call_label(tool, record.get("input"), self.screen.glyphs.more)

@@ -20,7 +20,7 @@ from libcommon.contracts import Contract
 from libcommon.paths import StateLayout
 
 if TYPE_CHECKING:
-    from ax_agent.providers.base import ToolSchema
+    from ax_agent.providers.base import ImagePart, ToolSchema
     from ax_agent.seam import Seam
     from ax_policy import Decision, ToolFacts
 
@@ -40,6 +40,8 @@ class ToolContext:
     # Every real path the call resolved (common.resolve): the folders it worked in,
     # whose instruction files the loop loads the first time.
     touched: list[Path] = field(default_factory=list)
+    # The model the call's result goes to (view_image asks the catalog whether it sees).
+    model: str = ""
 
     @property
     def workspace(self) -> Path:
@@ -56,6 +58,8 @@ class ToolResult:
     summary: str = ""
     # The full output when ``content`` had to be cut; saved for recall_step.
     full_output: str | None = None
+    # Images shown to the model beside ``content`` (view_image).
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,14 @@ def _tools() -> tuple[ModelTool, ...]:
         run_command,
         slate_note,
         slate_trail,
+        view_image,
         write_file,
     )
 
     modules = (
         read_file,
+        # Vision (issue 23): an image, for a model the catalog says takes images.
+        view_image,
         list_dir,
         glob,
         grep,

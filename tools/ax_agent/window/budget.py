@@ -16,6 +16,8 @@ from .catalog import model_limits
 SAFETY_MARGIN_RATIO = 0.05
 TRIGGER_RATIO = 0.75
 TARGET_RATIO = 0.5
+# The least output a request asks for, however full the window is.
+MIN_OUTPUT_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,13 @@ class Budget:
     target: int
 
     @classmethod
-    def of(cls, context_window: int, max_output: int) -> Budget:
+    def of(cls, context_window: int, max_output: int, input_cap: int | None = None) -> Budget:
         if context_window <= 0 or max_output <= 0:
             raise ValueError("the context window and the output cap must be positive")
-        request = context_window - max_output - int(context_window * SAFETY_MARGIN_RATIO)
+        margin = int(context_window * SAFETY_MARGIN_RATIO)
+        request = context_window - max_output - margin
+        if input_cap is not None:
+            request = min(request, input_cap - margin)
         if request <= 0:
             raise ValueError(
                 f"an output cap of {max_output} leaves no room for a request in a window "
@@ -54,4 +59,17 @@ def budget_for(model: str, max_tokens: int | None = None) -> Budget:
     """
     limits = model_limits(model)
     output = limits.max_output if max_tokens is None else min(max_tokens, limits.max_output)
-    return Budget.of(limits.context_window, output)
+    return Budget.of(limits.context_window, output, limits.budget_tokens)
+
+
+def output_cap(model: str, asked: int, input_tokens: int) -> int:
+    """The output a request of ``input_tokens`` may ask ``model`` for: input plus output fit.
+
+    ``asked``, capped at the model's output cap and at what the window leaves
+    once the input and the safety margin are in; never below
+    ``MIN_OUTPUT_TOKENS`` (or ``asked``, when that is less), since a request with
+    no room to answer is for the provider to refuse, by name, not to starve.
+    """
+    limits = model_limits(model)
+    room = limits.context_window - input_tokens - int(limits.context_window * SAFETY_MARGIN_RATIO)
+    return max(min(asked, MIN_OUTPUT_TOKENS), min(asked, limits.max_output, room))

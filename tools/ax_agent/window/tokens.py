@@ -14,7 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from ..providers.base import ContentBlock, Message, ProviderRequest, TextBlock, ToolUseBlock
+from ..providers.base import (
+    ContentBlock,
+    Message,
+    ProviderRequest,
+    ReasoningBlock,
+    TextBlock,
+    ToolUseBlock,
+)
 
 # The same calibration ax-slate budgets its frame with (ax_slate.CHARS_PER_TOKEN).
 CHARS_PER_TOKEN = 4
@@ -23,6 +30,9 @@ MESSAGE_OVERHEAD_TOKENS = 4
 BLOCK_OVERHEAD_TOKENS = 8
 # A tool schema's JSON is sent once per request, with its own framing.
 TOOL_OVERHEAD_TOKENS = 12
+# What one image in a tool result is counted as: providers scale an image down to
+# about this many tokens' worth (Anthropic: width x height / 750 at most 1568 px a side).
+IMAGE_TOKENS = 1_600
 
 # A provider's own count of a whole request; it may raise to say it cannot.
 TokenCounter = Callable[[ProviderRequest], int]
@@ -37,7 +47,11 @@ def block_tokens(block: ContentBlock) -> int:
         return BLOCK_OVERHEAD_TOKENS + text_tokens(block.text)
     if isinstance(block, ToolUseBlock):
         return BLOCK_OVERHEAD_TOKENS + text_tokens(block.id + block.name + _input_text(block))
-    return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content)
+    if isinstance(block, ReasoningBlock):
+        # Weighed as sent (ciphertext included): an estimate on the safe side.
+        return BLOCK_OVERHEAD_TOKENS + text_tokens(_reasoning_text(block))
+    images = IMAGE_TOKENS * len(block.images)
+    return BLOCK_OVERHEAD_TOKENS + text_tokens(block.tool_use_id + block.content) + images
 
 
 def _input_text(block: ToolUseBlock) -> str:
@@ -49,6 +63,12 @@ def _input_text(block: ToolUseBlock) -> str:
         return jsonio.dumps(block.input).decode()
     except TypeError:
         return repr(block.input)
+
+
+def _reasoning_text(block: ReasoningBlock) -> str:
+    from ..providers.reasoning import canonical
+
+    return canonical(block.data).decode("utf-8", "surrogatepass")
 
 
 def message_tokens(message: Message) -> int:

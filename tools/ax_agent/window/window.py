@@ -216,7 +216,13 @@ def archived_message(record: Mapping[str, Any]) -> dict[str, Any] | None:
     ts = record.get("ts")
     if kind in ("user.message", "assistant.message"):
         role = "user" if kind == "user.message" else "assistant"
-        return {"role": role, "ts": ts, "content": record.get("content")}
+        content = record.get("content")
+        if isinstance(content, list):
+            # Reasoning is the provider's ciphertext: nothing in it can be searched or read.
+            content = [
+                b for b in content if not (isinstance(b, dict) and b.get("type") == "reasoning")
+            ]
+        return {"role": role, "ts": ts, "content": content}
     if kind == "tool.completed" and isinstance(record.get("content"), str):
         return {"role": "tool", "ts": ts, "callId": record["callId"], "content": record["content"]}
     return None
