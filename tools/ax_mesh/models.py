@@ -401,3 +401,29 @@ def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     return schema
+
+
+# ---- automations and time ------------------------------------------------------
+# automations.create and automations.update take ax_mesh.schedule's models.
+
+
+def _check_zone(value: str | None) -> str | None:
+    if value is not None:
+        from .schedule import load_zone
+
+        load_zone(value)
+    return value
+
+
+class AutomationListArgs(Args):
+    include_completed: bool = False
+
+
+class AutomationDeleteArgs(Args):
+    id: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class ClockArgs(Args):
+    timezone: Annotated[str | None, AfterValidator(_check_zone)] = Field(
+        default=None, max_length=64
+    )
