@@ -60,13 +60,22 @@ class Harness:
         write: tuple[str, ...] = (),
         revise: tuple[str, ...] = (),
         message: tuple[str, ...] = (),
+        connections: dict[str, list[str]] | None = None,
+        timezone: str = "UTC",
     ) -> SeatHandle:
         stores: dict[str, dict[str, bool]] = {}
         for names, op in ((read, "read"), (write, "write"), (revise, "revise")):
             for store in names:
                 self.store(store)
                 stores.setdefault(store, {})[op] = True
-        manifest = Manifest.model_validate({"stores": stores, "message": list(message)})
+        manifest = Manifest.model_validate(
+            {
+                "stores": stores,
+                "message": list(message),
+                "connections": connections or {},
+                "timezone": timezone,
+            }
+        )
         _seat, token = add_seat(self.mesh, name, role, manifest)
         generation = acquire_lease(self.mesh, name, "test", 600).generation
         return SeatHandle(self, name, token, generation)

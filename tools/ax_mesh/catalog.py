@@ -22,7 +22,7 @@ from libcommon import clock
 from libcommon.cliapp import describe_validation_error
 from libcommon.errors import UsageError
 
-from . import automation_tools, memory_tools, message_tools, work_tools
+from . import automation_tools, connection_tools, memory_tools, message_tools, work_tools
 from . import schedule as S
 from .context import Caller, Ctx, encoded_size
 from .errors import ToolError
@@ -34,12 +34,14 @@ from .models import (
     AutomationDeleteArgs,
     AutomationListArgs,
     ClockArgs,
+    ConnectionInvokeArgs,
     HandoffArgs,
     HistoryArgs,
     InboxArgs,
     ListArgs,
     MessageHistoryArgs,
     NoArgs,
+    OperationGetArgs,
     PublishArgs,
     ReadArgs,
     ReplyArgs,
@@ -108,6 +110,10 @@ def _handoff(ctx: Ctx, args: HandoffArgs) -> dict[str, Any]:
 
 def _routes(caller: Caller) -> bool:
     return bool(caller.manifest.message)
+
+
+def _connections(caller: Caller) -> bool:
+    return bool(caller.manifest.connections)
 
 
 TOOLS: dict[str, Tool] = {
@@ -277,6 +283,29 @@ TOOLS: dict[str, Tool] = {
             ClockArgs,
             automation_tools.clock_now,
             "The current time in this seat's time zone, or another.",
+        ),
+        Tool(
+            "connections.list",
+            NoArgs,
+            connection_tools.list_,
+            "Connections this seat may use, with the granted operations.",
+            _connections,
+        ),
+        Tool(
+            "connections.invoke",
+            ConnectionInvokeArgs,
+            connection_tools.invoke_,
+            "Run a granted operation on a connection (recorded in the operation ledger); "
+            "reusing an idempotency_key returns the recorded operation instead of repeating it.",
+            _connections,
+        ),
+        Tool(
+            "operations.get",
+            OperationGetArgs,
+            connection_tools.get_,
+            "One of this seat's recorded operations: status (succeeded, failed, unknown), "
+            "receipt and result.",
+            _connections,
         ),
     ]
 }

@@ -37,6 +37,12 @@ lease_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(lease_app, name="lease")
+connection_app = typer.Typer(
+    help="Connections to trackers and code hosts (a person's verbs).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(connection_app, name="connection")
 
 SeatArgument = Annotated[str, typer.Argument(metavar="SEAT", help="The seat's name.")]
 ReadOption = Annotated[
@@ -242,6 +248,37 @@ def seat_rotate(name: SeatArgument) -> None:
     with _mesh() as mesh:
         rotate_token(mesh, name)
         cliapp.emit_json({"seat": name, "token_file": str(mesh.token_file(name))})
+
+
+@connection_app.command("add")
+def connection_add(
+    name: Annotated[str, typer.Argument(metavar="NAME")],
+    kind: Annotated[str, typer.Option("--kind", help="The kind: file-tracker.")] = "file-tracker",
+    path: Annotated[
+        str | None, typer.Option("--path", help="file-tracker: its absolute folder.")
+    ] = None,
+) -> None:
+    """Configure a connection; seats use it where --connection NAME=op,op grants it."""
+    import os
+
+    from .mesh import add_connection
+
+    config: dict[str, Any] = {}
+    if path is not None:
+        config["path"] = os.path.abspath(path)
+    with _mesh() as mesh:
+        info = add_connection(mesh, name, kind, config)
+    cliapp.emit_json({"name": info.name, "kind": info.kind, "config": info.config})
+
+
+@connection_app.command("list")
+def connection_list() -> None:
+    """List the configured connections."""
+    with _mesh() as mesh:
+        found = mesh.store.list_connections()
+    cliapp.emit_json(
+        {"connections": [{"name": c.name, "kind": c.kind, "config": c.config} for c in found]}
+    )
 
 
 TtlOption = Annotated[

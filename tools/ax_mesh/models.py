@@ -427,3 +427,17 @@ class ClockArgs(Args):
     timezone: Annotated[str | None, AfterValidator(_check_zone)] = Field(
         default=None, max_length=64
     )
+
+
+# ---- connections ---------------------------------------------------------------
+
+
+class ConnectionInvokeArgs(Args):
+    connection: SeatName
+    operation: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z_.]+$")]
+    params: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+
+class OperationGetArgs(Args):
+    id: Annotated[str, Field(pattern=r"^O-[1-9][0-9]{0,17}$")]
