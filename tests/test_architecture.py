@@ -38,6 +38,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
         "ax_slate",
         "ax_mcp",
         "ax_map",
+        "ax_mesh",
     },
 }
 HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2"}
