@@ -27,7 +27,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
     "ax_report": {"ax_log"},
     "ax_slate": {"ax_log"},
     "ax_mesh": {"ax_log"},
-    "ax_mcp": {"ax_slate", "ax_check", "ax_policy", "ax_log", "ax_report", "ax_map"},
+    "ax_mcp": {"ax_slate", "ax_check", "ax_policy", "ax_log", "ax_report", "ax_map", "ax_mesh"},
     "ax_agent": {
         "ax_log",
         "ax_policy",
@@ -38,6 +38,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
         "ax_slate",
         "ax_mcp",
         "ax_map",
+        "ax_mesh",
     },
 }
 HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2"}

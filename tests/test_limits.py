@@ -750,6 +750,16 @@ def test_mesh_schedule_limits() -> None:
     assert schedule.INSTRUCTION_MAX_BYTES == 12 * 1024
 
 
+def test_mesh_runner_limits() -> None:
+    from ax_mesh import runner
+
+    assert runner.POLL_INTERVAL_S == 0.25
+    assert runner.LISTEN_FALLBACK_S == 5.0
+    assert runner.TURN_SHARE_OF_LEASE == 0.9
+    assert runner.TURN_STOP_GRACE_S == 10.0
+    assert runner.TURN_ERROR_MAX_CHARS == 2000
+
+
 def test_mesh_fake_harness_limits() -> None:
     from ax_agent.providers import mesh_fake
 

@@ -8,6 +8,11 @@
   then the median and p95 of 200 ``memory.search`` queries of two rare words (goal:
   median under 5 ms) and of 200 of two words every record holds (the worst case).
 
+- Delivery: a real runner (``ax-mesh run``, mesh-fake turns) waits for messages; the
+  time from ``messages.send`` returning to the runner's ``turn.started`` line, over
+  DELIVERIES sends (LISTEN/NOTIFY on PostgreSQL, polling on SQLite; goal under 200 ms),
+  then the runner's resident memory after ``--idle-s`` seconds idle (default 60).
+
 PostgreSQL runs when ``AX_MESH_BENCH_DSN`` names an empty database (it is wiped);
 otherwise only SQLite. Figures, not pass/fail, except a lost update, which fails.
 """
@@ -176,7 +181,72 @@ def search(env: dict[str, str], token: str, generation: int) -> tuple[float, flo
     return load, figures
 
 
-def run(label: str, env: dict[str, str]) -> bool:
+DELIVERIES = 10
+DELIVERY_GOAL_MS = 200.0
+
+
+def delivery(env: dict[str, str], idle_s: float) -> tuple[float, float, int]:
+    """(median ms, max ms, idle RSS KiB) of a real runner."""
+    import queue
+    import threading
+    from pathlib import Path
+
+    from ax_mesh import Manifest, acquire_lease, add_seat, authenticate, call_tool, open_mesh
+    from ax_policy import grant_trust
+    from libcommon.paths import state_layout
+
+    mesh = open_mesh(env)
+    add_seat(mesh, "rx", "bench", Manifest())
+    _seat, token = add_seat(mesh, "tx", "bench", Manifest.model_validate({"message": ["rx"]}))
+    caller = authenticate(mesh, token, acquire_lease(mesh, "tx", "bench", 3600).generation)
+    workspace = Path(env["AX_STATE_DIR"]).parent / f"ws-{os.getpid()}-{time.time_ns()}"
+    workspace.mkdir()
+    grant_trust(state_layout(workspace, env))
+    mesh_exe = str(Path(sys.executable).parent / "ax-mesh")
+    proc = subprocess.Popen(
+        [mesh_exe, "run", "rx", "-C", str(workspace), "--provider", "mesh-fake"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    lines: queue.Queue[tuple[float, dict[str, object]]] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            lines.put((time.perf_counter(), json.loads(raw)))
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def until(event: str) -> float:
+        while True:
+            at, line = lines.get(timeout=120)
+            if line.get("event") == event:
+                return at
+
+    try:
+        until("started")
+        timings = []
+        for n in range(DELIVERIES):
+            time.sleep(0.5)  # the runner is waiting again (LISTEN, or between polls)
+            call_tool(mesh, caller, "messages.send", {"to": "rx", "body": f"/claim {n}"})
+            sent = time.perf_counter()
+            timings.append((until("turn.started") - sent) * 1000)
+            until("turn.ended")
+        time.sleep(idle_s)
+        rss = next(
+            int(line.split()[1])
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:")
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        mesh.close()
+    return statistics.median(timings), max(timings), rss
+
+
+def run(label: str, env: dict[str, str], idle_s: float = 60.0) -> bool:
     mesh, token, generation = setup(env)
     mesh.close()  # type: ignore[attr-defined]
     ok = True
@@ -197,15 +267,26 @@ def run(label: str, env: dict[str, str]) -> bool:
         f"{label}: search, two words in every record: median {common_median:.2f} ms, "
         f"p95 {common_p95:.2f} ms (every record matches and is ranked)"
     )
+    median_ms, max_ms, rss = delivery(env, idle_s)
+    print(
+        f"{label}: delivery, send to turn.started over {DELIVERIES} sends: median "
+        f"{median_ms:.0f} ms, max {max_ms:.0f} ms (goal: < {DELIVERY_GOAL_MS:.0f} ms)"
+    )
+    print(f"{label}: runner idle {idle_s:.0f} s: {rss / 1024:.1f} MiB resident")
     return ok
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--idle-s", type=float, default=60.0, help="the runner's idle time")
+    idle_s = parser.parse_args().idle_s
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "AX_STATE_DIR": tmp}
         env.pop("AX_MESH_DSN", None)
-        ok &= run("sqlite", env)
+        ok &= run("sqlite", env, idle_s)
     dsn = os.environ.get("AX_MESH_BENCH_DSN")
     if dsn:
         import psycopg
@@ -214,7 +295,8 @@ def main() -> int:
             conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
             conn.execute("CREATE SCHEMA public")
         with tempfile.TemporaryDirectory() as tmp:
-            ok &= run("postgresql", {**os.environ, "AX_STATE_DIR": tmp, "AX_MESH_DSN": dsn})
+            pg_env = {**os.environ, "AX_STATE_DIR": tmp, "AX_MESH_DSN": dsn}
+            ok &= run("postgresql", pg_env, idle_s)
     else:
         print("postgresql: skipped (set AX_MESH_BENCH_DSN to an empty database to measure it)")
     return 0 if ok else 1

@@ -60,13 +60,24 @@ class Harness:
         write: tuple[str, ...] = (),
         revise: tuple[str, ...] = (),
         message: tuple[str, ...] = (),
+        connections: dict[str, list[str]] | None = None,
+        timezone: str = "UTC",
+        leased: bool = True,
     ) -> SeatHandle:
+        """A new seat; ``leased=False`` leaves its execution lease to a runner."""
         stores: dict[str, dict[str, bool]] = {}
         for names, op in ((read, "read"), (write, "write"), (revise, "revise")):
             for store in names:
                 self.store(store)
                 stores.setdefault(store, {})[op] = True
-        manifest = Manifest.model_validate({"stores": stores, "message": list(message)})
+        manifest = Manifest.model_validate(
+            {
+                "stores": stores,
+                "message": list(message),
+                "connections": connections or {},
+                "timezone": timezone,
+            }
+        )
         _seat, token = add_seat(self.mesh, name, role, manifest)
-        generation = acquire_lease(self.mesh, name, "test", 600).generation
+        generation = acquire_lease(self.mesh, name, "test", 600).generation if leased else 0
         return SeatHandle(self, name, token, generation)

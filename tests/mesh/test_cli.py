@@ -146,3 +146,32 @@ def test_a_person_s_bad_input_is_refused_with_exit_2(
     assert proc.exit_code == 2, proc.stderr
     assert needle in proc.stderr
     assert run_cli(main, ["seat", "list"]).stdout == before
+
+
+def test_a_person_adds_a_connection_and_a_seat_invokes_it(
+    state_dir: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    env = {"AX_STATE_DIR": str(state_dir), "PATH": os.environ.get("PATH", "")}
+    folder = tmp_path / "trk"
+    added = run_cli(main, ["connection", "add", "tracker", "--path", str(folder)])
+    assert added.exit_code == 0, added.stderr
+    bad = run_cli(main, ["connection", "add", "t2", "--kind", "jira"])
+    assert bad.exit_code == 2 and "not a connection kind" in bad.stderr
+    refused = run_cli(main, ["seat", "add", "eng", "--role", "e", "--connection", "trk=task.read"])
+    assert refused.exit_code == 2 and "connection 'trk' does not exist" in refused.stderr
+    made = run_cli(
+        main, ["seat", "add", "eng", "--role", "e", "--connection", "tracker=task.write"]
+    )
+    assert made.exit_code == 0, made.stderr
+    listed = json.loads(run_cli(main, ["connection", "list"]).stdout)
+    assert listed["connections"][0]["config"] == {"kind": "file-tracker", "path": str(folder)}
+    eng = seat_env(env, "eng")
+    call = mesh_cli(
+        eng,
+        "call",
+        "connections.invoke",
+        '{"connection": "tracker", "operation": "task.write", "params": {"title": "T"}}',
+    )
+    assert call.returncode == 0, call.stderr
+    assert json.loads(call.stdout)["receipt"] == "TRK-1"
+    assert (folder / "tasks" / "1.json").exists()

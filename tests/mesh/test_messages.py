@@ -126,11 +126,12 @@ def test_turns_carry_the_envelope_and_fail_with_back_off(mesh: Harness) -> None:
     lead.call("messages.send", to="eng", body="/reply hi")
     turn = next_turn(mesh.mesh, "eng")
     assert turn is not None
-    assert turn.envelope["from"] == "lead" and turn.envelope["body"] == "/reply hi"
-    assert turn.envelope["current_time"].endswith("+05:30")
-    assert [m["body"] for m in turn.envelope["passive"]] == ["by the way"]
-    again = fail_turn(mesh.mesh, turn, "harness crashed")
-    assert again.state == "queued" and again.last_error == "harness crashed"
+    assert turn.envelope.sender == "lead" and turn.body == "/reply hi"
+    assert turn.envelope.current_time.endswith("+05:30")
+    assert [m.body for m in turn.envelope.queued] == ["by the way"]
+    assert turn.text.startswith("[ax-mesh turn] ") and turn.text.endswith("\n/reply hi")
+    assert fail_turn(mesh.mesh, turn, "harness crashed") == "queued"
+    assert mesh.mesh.store.get_message(turn.message.id).last_error == "harness crashed"  # type: ignore[union-attr]
     assert next_turn(mesh.mesh, "eng") is None  # backing off
     with pytest.raises(Fenced):
         finish_turn(mesh.mesh, turn)

@@ -238,6 +238,11 @@ def start_session(options: StartOptions) -> Session:
         user_folder=layout.root,
     )
     provider = _provider(options, config)
+    # Issue 24: as a seat of an ax-mesh, its tools join (a seat that cannot authenticate
+    # stops here, before anything is written).
+    from .mesh_tools import seat_tools
+
+    mesh_tools = seat_tools(options.environ)
     session_id, history = _identity(options, layout)
     lease = OwnerLease(layout.session_lease(session_id))
     lease.acquire()
@@ -252,7 +257,7 @@ def start_session(options: StartOptions) -> Session:
         )
         # Bounded context (issue 13): the system prompt says how older rounds leave.
         system += "\n\n" + SYSTEM_NOTE
-        tools = options.tools if options.tools is not None else _all_tools()
+        tools = [*(options.tools if options.tools is not None else _all_tools()), *mesh_tools]
         session = Session(
             id=session_id,
             layout=layout,

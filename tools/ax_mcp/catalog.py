@@ -45,7 +45,15 @@ def build_tools(layout: StateLayout, environ: Mapping[str, str]) -> list[Tool]:
         *check_tools(layout, environ),
         *policy_tools(layout, environ),
         *map_tools(layout, environ),
+        *seat_tools(environ),
     ]
+
+
+def seat_tools(environ: Mapping[str, str]) -> list[Tool]:
+    """Issue 24: started as a seat of an ax-mesh, the seat's tools (ax_mcp.mesh_tools)."""
+    from ax_mcp.mesh_tools import mesh_tools
+
+    return mesh_tools(environ)
 
 
 def slate_tools(layout: StateLayout) -> list[Tool]:

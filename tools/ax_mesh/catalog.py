@@ -22,7 +22,8 @@ from libcommon import clock
 from libcommon.cliapp import describe_validation_error
 from libcommon.errors import UsageError
 
-from . import memory_tools, message_tools, work_tools
+from . import automation_tools, connection_tools, memory_tools, message_tools, work_tools
+from . import schedule as S
 from .context import Caller, Ctx, encoded_size
 from .errors import ToolError
 from .limits import RESULT_MAX_BYTES, STATUS_SEATS_MAX
@@ -30,12 +31,17 @@ from .mesh import Mesh, epoch, seat_view
 from .models import (
     AppendArgs,
     ArchiveArgs,
+    AutomationDeleteArgs,
+    AutomationListArgs,
+    ClockArgs,
+    ConnectionInvokeArgs,
     HandoffArgs,
     HistoryArgs,
     InboxArgs,
     ListArgs,
     MessageHistoryArgs,
     NoArgs,
+    OperationGetArgs,
     PublishArgs,
     ReadArgs,
     ReplyArgs,
@@ -104,6 +110,10 @@ def _handoff(ctx: Ctx, args: HandoffArgs) -> dict[str, Any]:
 
 def _routes(caller: Caller) -> bool:
     return bool(caller.manifest.message)
+
+
+def _connections(caller: Caller) -> bool:
+    return bool(caller.manifest.connections)
 
 
 TOOLS: dict[str, Tool] = {
@@ -240,6 +250,62 @@ TOOLS: dict[str, Tool] = {
             MessageHistoryArgs,
             message_tools.history,
             "List this seat's conversations, or read one.",
+        ),
+        Tool(
+            "automations.create",
+            S.AutomationCreate,
+            automation_tools.create,
+            "Save a named instruction this seat carries out on a schedule: one of in (20m), "
+            "at (local or RFC 3339), every (at least 1m) or time (HH:MM) with days; "
+            "timezone, until, max_runs. Returns its next three runs.",
+        ),
+        Tool(
+            "automations.list",
+            AutomationListArgs,
+            automation_tools.list_,
+            "This seat's automations: schedule, status, next runs, last run and counts.",
+        ),
+        Tool(
+            "automations.update",
+            S.AutomationUpdate,
+            automation_tools.update,
+            "Change an automation: name, instruction, status (active/paused), schedule "
+            "fields, until, max_runs (null removes a limit).",
+        ),
+        Tool(
+            "automations.delete",
+            AutomationDeleteArgs,
+            automation_tools.delete,
+            "Stop an automation for good (a run already queued still arrives).",
+        ),
+        Tool(
+            "clock.now",
+            ClockArgs,
+            automation_tools.clock_now,
+            "The current time in this seat's time zone, or another.",
+        ),
+        Tool(
+            "connections.list",
+            NoArgs,
+            connection_tools.list_,
+            "Connections this seat may use, with the granted operations.",
+            _connections,
+        ),
+        Tool(
+            "connections.invoke",
+            ConnectionInvokeArgs,
+            connection_tools.invoke_,
+            "Run a granted operation on a connection (recorded in the operation ledger); "
+            "reusing an idempotency_key returns the recorded operation instead of repeating it.",
+            _connections,
+        ),
+        Tool(
+            "operations.get",
+            OperationGetArgs,
+            connection_tools.get_,
+            "One of this seat's recorded operations: status (succeeded, failed, unknown), "
+            "receipt and result.",
+            _connections,
         ),
     ]
 }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -37,6 +39,12 @@ lease_app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(lease_app, name="lease")
+connection_app = typer.Typer(
+    help="Connections to trackers and code hosts (a person's verbs).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(connection_app, name="connection")
 
 SeatArgument = Annotated[str, typer.Argument(metavar="SEAT", help="The seat's name.")]
 ReadOption = Annotated[
@@ -244,6 +252,37 @@ def seat_rotate(name: SeatArgument) -> None:
         cliapp.emit_json({"seat": name, "token_file": str(mesh.token_file(name))})
 
 
+@connection_app.command("add")
+def connection_add(
+    name: Annotated[str, typer.Argument(metavar="NAME")],
+    kind: Annotated[str, typer.Option("--kind", help="The kind: file-tracker.")] = "file-tracker",
+    path: Annotated[
+        str | None, typer.Option("--path", help="file-tracker: its absolute folder.")
+    ] = None,
+) -> None:
+    """Configure a connection; seats use it where --connection NAME=op,op grants it."""
+    import os
+
+    from .mesh import add_connection
+
+    config: dict[str, Any] = {}
+    if path is not None:
+        config["path"] = os.path.abspath(path)
+    with _mesh() as mesh:
+        info = add_connection(mesh, name, kind, config)
+    cliapp.emit_json({"name": info.name, "kind": info.kind, "config": info.config})
+
+
+@connection_app.command("list")
+def connection_list() -> None:
+    """List the configured connections."""
+    with _mesh() as mesh:
+        found = mesh.store.list_connections()
+    cliapp.emit_json(
+        {"connections": [{"name": c.name, "kind": c.kind, "config": c.config} for c in found]}
+    )
+
+
 TtlOption = Annotated[
     float | None, typer.Option("--ttl", help="Seconds the lease lasts (default 120).")
 ]
@@ -353,6 +392,66 @@ def list_tools() -> None:
     with _mesh() as mesh:
         caller = caller_from_env(mesh, cliapp.env().environ)
         cliapp.emit_json({"seat": caller.name, "tools": describe_tools(caller)})
+
+
+@app.command("run")
+def run_seat(
+    seat: SeatArgument,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", "-C", help="The seat's workspace (a trusted folder).")
+    ],
+    once: Annotated[
+        bool, typer.Option("--once", help="Take the turns that are due now, then exit.")
+    ] = False,
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="ax-agent's provider (e.g. mesh-fake).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="ax-agent's model.")] = None,
+    delivery_lease: Annotated[
+        float | None,
+        typer.Option("--delivery-lease", help="Seconds a turn holds its message (default 600)."),
+    ] = None,
+    lease_ttl: TtlOption = None,
+) -> None:
+    """Give the seat its turns: one ax-agent turn per delivered message or due automation.
+
+    Holds the seat's execution lease (a second runner of the seat exits 4) and prints one
+    JSON line per event (started, turn.started, turn.ended). SIGTERM or Ctrl-C stops it
+    (a turn in progress is aborted and put back).
+    """
+    import signal
+    import threading
+
+    from .limits import DELIVERY_LEASE_S, EXECUTION_LEASE_MAX_S, EXECUTION_LEASE_S
+    from .runner import Runner, RunnerOptions
+
+    agent_args: list[str] = []
+    if provider is not None:
+        agent_args += ["--provider", provider]
+    if model is not None:
+        agent_args += ["--model", model]
+    for flag, value in (("--delivery-lease", delivery_lease), ("--ttl", lease_ttl)):
+        if value is not None and not 0 < value <= EXECUTION_LEASE_MAX_S:
+            raise UsageError(f"{flag} is more than 0 and at most {EXECUTION_LEASE_MAX_S:.0f} s")
+    options = RunnerOptions(
+        seat=seat,
+        workspace=Path(os.path.realpath(workspace)),
+        agent_args=agent_args,
+        once=once,
+        delivery_lease_s=DELIVERY_LEASE_S if delivery_lease is None else delivery_lease,
+        lease_ttl_s=EXECUTION_LEASE_S if lease_ttl is None else lease_ttl,
+    )
+    runner = Runner(options, cliapp.env().environ, cliapp.emit_line)
+    if threading.current_thread() is threading.main_thread():
+
+        def stop(signum: int, frame: Any) -> None:
+            runner.request_stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+    status = runner.run()
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command("serve")

@@ -14,6 +14,7 @@ ERROR_CODES = (
     "inbox_full",
     "unauthenticated",
     "result_too_large",
+    "unknown_outcome",
 )
 
 

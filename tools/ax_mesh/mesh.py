@@ -23,7 +23,7 @@ from .context import Caller
 from .errors import ToolError
 from .limits import EXECUTION_LEASE_MAX_S
 from .models import PERSONAL_PREFIX, Manifest, check_seat_name
-from .store import Actor, Lease, Seat, Store
+from .store import Actor, ConnectionInfo, Lease, Seat, Store
 
 DSN_VARIABLE = "AX_MESH_DSN"
 TOKEN_VARIABLE = "AX_MESH_TOKEN"
@@ -106,6 +106,47 @@ def check_manifest(mesh: Mesh, seat: str, manifest: Manifest) -> None:
     for target in manifest.message:
         if target == seat:
             raise UsageError("a seat does not message itself; drop it from --message")
+    for name, operations in manifest.connections.items():
+        info = mesh.store.get_connection(name)
+        if info is None:
+            raise UsageError(
+                f"connection {name!r} does not exist",
+                hint=f"configure it first: ax-mesh connection add {name} --kind … ",
+            )
+        from .connection_tools import build
+
+        known = build(info).operations()
+        for operation in operations:
+            if operation not in known:
+                raise UsageError(
+                    f"connection {name!r} ({info.kind}) has no operation {operation!r}",
+                    hint=f"its operations: {', '.join(sorted(known))}",
+                )
+
+
+def add_connection(mesh: Mesh, name: str, kind: str, config: dict[str, Any]) -> ConnectionInfo:
+    """A person configures a connection; seats use it only where a manifest grants it."""
+    from pydantic import ValidationError
+
+    from libcommon.cliapp import describe_validation_error
+
+    from .connections import KINDS
+
+    seat_name(name)  # connection names follow the seat-name rule
+    factory = KINDS.get(kind)
+    if factory is None:
+        raise UsageError(
+            f"--kind {kind!r} is not a connection kind", hint=f"kinds: {', '.join(sorted(KINDS))}"
+        )
+    if mesh.store.get_connection(name) is not None:
+        raise UsageError(f"connection {name!r} already exists")
+    try:
+        factory.from_config(name, {"kind": kind, **config})
+    except ValidationError as exc:
+        raise UsageError(describe_validation_error(exc, "connection")) from None
+    info = ConnectionInfo(name, kind, {"kind": kind, **config}, clock.timestamp())
+    mesh.store.add_connection(info)
+    return info
 
 
 def unknown_routes(mesh: Mesh, manifest: Manifest) -> list[str]:

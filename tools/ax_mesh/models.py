@@ -401,3 +401,43 @@ def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     return schema
+
+
+# ---- automations and time ------------------------------------------------------
+# automations.create and automations.update take ax_mesh.schedule's models.
+
+
+def _check_zone(value: str | None) -> str | None:
+    if value is not None:
+        from .schedule import load_zone
+
+        load_zone(value)
+    return value
+
+
+class AutomationListArgs(Args):
+    include_completed: bool = False
+
+
+class AutomationDeleteArgs(Args):
+    id: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class ClockArgs(Args):
+    timezone: Annotated[str | None, AfterValidator(_check_zone)] = Field(
+        default=None, max_length=64
+    )
+
+
+# ---- connections ---------------------------------------------------------------
+
+
+class ConnectionInvokeArgs(Args):
+    connection: SeatName
+    operation: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z_.]+$")]
+    params: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+
+class OperationGetArgs(Args):
+    id: Annotated[str, Field(pattern=r"^O-[1-9][0-9]{0,17}$")]

@@ -58,9 +58,35 @@ CREATE TABLE IF NOT EXISTS messages (
     recipient TEXT NOT NULL, body TEXT NOT NULL, correlation_id TEXT, reply_to BIGINT,
     wake INTEGER NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     not_before DOUBLE PRECISION NOT NULL, lease_until DOUBLE PRECISION, lease_token TEXT,
-    created_at TEXT NOT NULL, last_error TEXT, done_at DOUBLE PRECISION);
+    created_at TEXT NOT NULL, last_error TEXT,
+    done_at DOUBLE PRECISION);
 CREATE INDEX IF NOT EXISTS messages_queue ON messages (recipient, state, id);
 CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id, id);
+CREATE TABLE IF NOT EXISTS automations (
+    id BIGSERIAL PRIMARY KEY, seat TEXT NOT NULL REFERENCES seats(name),
+    name TEXT NOT NULL, instruction TEXT NOT NULL, schedule TEXT NOT NULL, status TEXT NOT NULL,
+    next_run DOUBLE PRECISION, runs_queued BIGINT NOT NULL, skipped_runs BIGINT NOT NULL,
+    missed_runs BIGINT NOT NULL, last_key_at DOUBLE PRECISION, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS automations_due ON automations (seat, status, next_run);
+CREATE TABLE IF NOT EXISTS automation_runs (
+    id BIGSERIAL PRIMARY KEY, automation_id BIGINT NOT NULL REFERENCES automations(id),
+    seat TEXT NOT NULL, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, instruction TEXT NOT NULL,
+    scheduled_at DOUBLE PRECISION NOT NULL, missed BIGINT NOT NULL, state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, not_before DOUBLE PRECISION NOT NULL,
+    lease_until DOUBLE PRECISION, lease_token TEXT, created_at TEXT NOT NULL, last_error TEXT,
+    done_at DOUBLE PRECISION);
+CREATE INDEX IF NOT EXISTS automation_runs_queue ON automation_runs (seat, state, id);
+CREATE INDEX IF NOT EXISTS automation_runs_open ON automation_runs (automation_id, state);
+CREATE TABLE IF NOT EXISTS connections (
+    name TEXT PRIMARY KEY, kind TEXT NOT NULL, config TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS operations (
+    id BIGSERIAL PRIMARY KEY, seat TEXT NOT NULL, connection TEXT NOT NULL,
+    operation TEXT NOT NULL, params TEXT NOT NULL, request_digest TEXT NOT NULL,
+    idempotency_key TEXT, status TEXT NOT NULL, receipt TEXT, result TEXT, error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, lease_until DOUBLE PRECISION NOT NULL, confirmed_by TEXT,
+    UNIQUE (seat, connection, idempotency_key));
 """
 
 

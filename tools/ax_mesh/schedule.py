@@ -576,8 +576,9 @@ def reschedule(state: RunState, schedule: Schedule, now: datetime) -> RunState:
 
 
 def upcoming(state: RunState, count: int = UPCOMING_RUNS) -> list[dict[str, str]]:
-    """The next ``count`` runs in the schedule's local time with their UTC offsets."""
-    if state.status == "completed" or state.next_run is None:
+    """The next ``count`` runs in the schedule's local time with their UTC offsets (none
+    while paused: a paused automation has no next run until it is resumed)."""
+    if state.status != "active" or state.next_run is None:
         return []
     zone = state.schedule.zone()
     left = count

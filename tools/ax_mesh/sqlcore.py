@@ -11,15 +11,19 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from libcommon.errors import Fenced
 
 from .errors import ToolError
 from .store import (
     Actor,
+    Automation,
+    AutomationFn,
+    AutomationRun,
     Change,
     ChangeFn,
+    ConnectionInfo,
     Lease,
     Message,
     Record,
@@ -27,7 +31,11 @@ from .store import (
     SearchHit,
     Seat,
     StoreInfo,
+    TickFn,
 )
+
+if TYPE_CHECKING:
+    from .connections.ledger import Operation
 
 SCHEMA_VERSION = 1
 
@@ -43,6 +51,20 @@ MESSAGE_COLUMNS = (
     "id, conversation_id, sender, recipient, body, correlation_id, reply_to, wake, state, "
     "attempts, not_before, lease_until, lease_token, created_at, last_error"
 )
+AUTOMATION_COLUMNS = (
+    "id, seat, name, instruction, schedule, status, next_run, runs_queued, skipped_runs, "
+    "missed_runs, last_key_at, created_at, updated_at"
+)
+RUN_COLUMNS = (
+    "id, automation_id, seat, key, name, instruction, scheduled_at, missed, state, attempts, "
+    "not_before, lease_until, lease_token, created_at, last_error"
+)
+OPERATION_COLUMNS = (
+    "id, seat, connection, operation, params, request_digest, idempotency_key, status, "
+    "receipt, result, error, created_at, updated_at, lease_until, confirmed_by"
+)
+# Automations a seat still has (the cap and the name rule count these).
+LIVE_AUTOMATION = "status IN ('active', 'paused')"
 ORDER_COLUMNS = {"name": "path", "created_at": "created_at", "updated_at": "updated_at"}
 
 
@@ -116,6 +138,71 @@ def message_of(row: tuple[Any, ...]) -> Message:
         created_at=row[13],
         last_error=row[14],
     )
+
+
+def automation_of(row: tuple[Any, ...]) -> Automation:
+    return Automation(
+        id=int(row[0]),
+        seat=row[1],
+        name=row[2],
+        instruction=row[3],
+        schedule=_unjson(row[4]),
+        status=row[5],
+        next_run=None if row[6] is None else float(row[6]),
+        runs_queued=int(row[7]),
+        skipped_runs=int(row[8]),
+        missed_runs=int(row[9]),
+        last_key_at=None if row[10] is None else float(row[10]),
+        created_at=row[11],
+        updated_at=row[12],
+    )
+
+
+def run_of(row: tuple[Any, ...]) -> AutomationRun:
+    return AutomationRun(
+        id=int(row[0]),
+        automation_id=int(row[1]),
+        seat=row[2],
+        key=row[3],
+        name=row[4],
+        instruction=row[5],
+        scheduled_at=float(row[6]),
+        missed=int(row[7]),
+        state=row[8],
+        attempts=int(row[9]),
+        not_before=float(row[10]),
+        lease_until=None if row[11] is None else float(row[11]),
+        lease_token=row[12],
+        created_at=row[13],
+        last_error=row[14],
+    )
+
+
+def operation_of(row: tuple[Any, ...]) -> Operation:
+    from .connections.ledger import Operation
+
+    return Operation(
+        id=f"O-{row[0]}",
+        seat=row[1],
+        connection=row[2],
+        operation=row[3],
+        params=_unjson(row[4]),
+        request_digest=row[5],
+        idempotency_key=row[6],
+        status=row[7],
+        receipt=row[8],
+        result=_unjson(row[9]),
+        error=row[10],
+        created_at=row[11],
+        updated_at=row[12],
+        lease_until=float(row[13]),
+        confirmed_by=row[14],
+    )
+
+
+def _operation_number(operation_id: str) -> int | None:
+    number = operation_id.removeprefix("O-")
+    return int(number) if operation_id.startswith("O-") and number.isdigit() else None
 
 
 def _placeholders(values: list[Any]) -> str:
@@ -794,3 +881,399 @@ class SqlCore:
             else:
                 counts["dead"] += int(count)
         return counts
+
+    # ---- automations ----
+    def mutate_automation(
+        self,
+        actor: Actor,
+        now: float,
+        automation_id: int | None,
+        change: AutomationFn,
+        live_max: int,
+    ) -> Automation:
+        with self.write() as tx:
+            self._fence(tx, actor, now)
+            # One seat's automations change one at a time: the name rule and the cap hold.
+            self.lock(tx, f"automations:{actor.seat}")
+            current: Automation | None = None
+            if automation_id is not None:
+                row = tx.one(
+                    f"SELECT {AUTOMATION_COLUMNS} FROM automations WHERE id = ? AND seat = ? "
+                    f"AND status <> 'deleted'{self.update_lock}",
+                    automation_id,
+                    actor.seat,
+                )
+                if row is None:
+                    raise ToolError("not_found", f"automation A-{automation_id} not found")
+                current = automation_of(row)
+            wanted = change(current)
+            live = wanted.status in ("active", "paused")
+            if live:
+                same = tx.one(
+                    f"SELECT id FROM automations WHERE seat = ? AND name = ? AND {LIVE_AUTOMATION} "
+                    "AND id <> ?",
+                    actor.seat,
+                    wanted.name,
+                    -1 if current is None else current.id,
+                )
+                if same is not None:
+                    raise ToolError(
+                        "conflict",
+                        f"this seat already has an automation named {wanted.name!r}: A-{same[0]}",
+                        hint=f"change it with automations.update (id A-{same[0]})",
+                        automation_id=f"A-{same[0]}",
+                    )
+                was_live = current is not None and current.status in ("active", "paused")
+                count = tx.one(
+                    f"SELECT count(*) FROM automations WHERE seat = ? AND {LIVE_AUTOMATION}",
+                    actor.seat,
+                )
+                if not was_live and count is not None and int(count[0]) >= live_max:
+                    raise ToolError(
+                        "invalid",
+                        f"this seat has {live_max} active or paused automations, the most "
+                        "it may have; nothing was saved",
+                        hint="delete one it no longer needs (automations.delete)",
+                    )
+            values = (
+                wanted.name,
+                wanted.instruction,
+                _json(wanted.schedule),
+                wanted.status,
+                wanted.next_run,
+                wanted.runs_queued,
+                wanted.skipped_runs,
+                wanted.missed_runs,
+                wanted.last_key_at,
+                wanted.updated_at,
+            )
+            if current is None:
+                row = tx.one(
+                    "INSERT INTO automations (name, instruction, schedule, status, next_run, "
+                    "runs_queued, skipped_runs, missed_runs, last_key_at, updated_at, seat, "
+                    f"created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"RETURNING {AUTOMATION_COLUMNS}",
+                    *values,
+                    actor.seat,
+                    wanted.created_at,
+                )
+            else:
+                row = tx.one(
+                    "UPDATE automations SET name = ?, instruction = ?, schedule = ?, status = ?, "
+                    "next_run = ?, runs_queued = ?, skipped_runs = ?, missed_runs = ?, "
+                    f"last_key_at = ?, updated_at = ? WHERE id = ? RETURNING {AUTOMATION_COLUMNS}",
+                    *values,
+                    current.id,
+                )
+        assert row is not None
+        return automation_of(row)
+
+    def get_automation(self, seat: str, automation_id: int) -> Automation | None:
+        with self.read() as tx:
+            row = tx.one(
+                f"SELECT {AUTOMATION_COLUMNS} FROM automations WHERE id = ? AND seat = ? "
+                "AND status <> 'deleted'",
+                automation_id,
+                seat,
+            )
+        return None if row is None else automation_of(row)
+
+    def list_automations(self, seat: str, include_completed: bool) -> list[Automation]:
+        states = (
+            "('active', 'paused', 'completed')" if include_completed else "('active', 'paused')"
+        )
+        with self.read() as tx:
+            rows = tx.all(
+                f"SELECT {AUTOMATION_COLUMNS} FROM automations WHERE seat = ? "
+                f"AND status IN {states} ORDER BY id",
+                seat,
+            )
+        return [automation_of(row) for row in rows]
+
+    def last_run(self, automation_id: int) -> AutomationRun | None:
+        with self.read() as tx:
+            row = tx.one(
+                f"SELECT {RUN_COLUMNS} FROM automation_runs WHERE automation_id = ? "
+                "ORDER BY id DESC LIMIT 1",
+                automation_id,
+            )
+        return None if row is None else run_of(row)
+
+    def schedule_due(self, actor: Actor, now: float, ts: str, tick: TickFn) -> list[AutomationRun]:
+        queued: list[AutomationRun] = []
+        with self.write() as tx:
+            self._fence(tx, actor, now)
+            self.lock(tx, f"automations:{actor.seat}")
+            rows = tx.all(
+                f"SELECT {AUTOMATION_COLUMNS} FROM automations WHERE seat = ? "
+                f"AND status = 'active' AND next_run <= ? ORDER BY next_run, id{self.update_lock}",
+                actor.seat,
+                now,
+            )
+            for row in rows:
+                automation = automation_of(row)
+                open_row = tx.one(
+                    "SELECT id FROM automation_runs WHERE automation_id = ? "
+                    "AND state IN ('queued', 'leased') LIMIT 1",
+                    automation.id,
+                )
+                after, run = tick(automation, open_row is not None)
+                tx.run(
+                    "UPDATE automations SET status = ?, next_run = ?, runs_queued = ?, "
+                    "skipped_runs = ?, missed_runs = ?, last_key_at = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    after.status,
+                    after.next_run,
+                    after.runs_queued,
+                    after.skipped_runs,
+                    after.missed_runs,
+                    after.last_key_at,
+                    ts,
+                    automation.id,
+                )
+                if run is None:
+                    continue
+                # The key is unique: an occurrence already queued (a retried tick) is not again.
+                inserted = tx.one(
+                    "INSERT INTO automation_runs (automation_id, seat, key, name, instruction, "
+                    "scheduled_at, missed, state, attempts, not_before, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?) "
+                    f"ON CONFLICT (key) DO NOTHING RETURNING {RUN_COLUMNS}",
+                    automation.id,
+                    actor.seat,
+                    run.key,
+                    automation.name,
+                    automation.instruction,
+                    run.scheduled_at,
+                    run.missed,
+                    now,
+                    ts,
+                )
+                if inserted is not None:
+                    queued.append(run_of(inserted))
+            if queued:
+                self.notify(tx, actor.seat)
+        return queued
+
+    def next_due(self, seat: str) -> float | None:
+        with self.read() as tx:
+            row = tx.one(
+                "SELECT min(next_run) FROM automations WHERE seat = ? AND status = 'active'",
+                seat,
+            )
+        return None if row is None or row[0] is None else float(row[0])
+
+    def claim_run(
+        self, seat: str, now: float, lease_s: float, max_attempts: int
+    ) -> AutomationRun | None:
+        with self.write() as tx:
+            tx.run(
+                "UPDATE automation_runs SET state = 'dead', lease_token = NULL, "
+                "last_error = 'the delivery lease expired on the last attempt' "
+                "WHERE seat = ? AND state = 'leased' AND lease_until <= ? AND attempts >= ?",
+                seat,
+                now,
+                max_attempts,
+            )
+            row = tx.one(
+                "SELECT id FROM automation_runs WHERE seat = ? "
+                "AND (state = 'queued' OR (state = 'leased' AND lease_until <= ?)) "
+                f"AND not_before <= ? ORDER BY id LIMIT 1{self.skip_locked}",
+                seat,
+                now,
+                now,
+            )
+            if row is None:
+                return None
+            claimed = tx.one(
+                "UPDATE automation_runs SET state = 'leased', attempts = attempts + 1, "
+                f"lease_until = ?, lease_token = ? WHERE id = ? RETURNING {RUN_COLUMNS}",
+                now + lease_s,
+                os.urandom(12).hex(),
+                int(row[0]),
+            )
+        return None if claimed is None else run_of(claimed)
+
+    def _run_leased(self, tx: Tx, run_id: int, lease_token: str, now: float) -> int:
+        row = tx.one(
+            "SELECT state, lease_token, lease_until, attempts FROM automation_runs "
+            f"WHERE id = ?{self.update_lock}",
+            run_id,
+        )
+        if row is None:
+            raise ToolError("not_found", f"automation run {run_id} not found")
+        state, token, until, attempts = row
+        if state != "leased" or token != lease_token or float(until) <= now:
+            raise Fenced(
+                f"the delivery lease on automation run {run_id} is no longer this runner's "
+                f"(the run is {state})",
+                hint="the run was, or will be, offered again; this turn's outcome is dropped",
+            )
+        return int(attempts)
+
+    def complete_run(self, run_id: int, lease_token: str, now: float) -> None:
+        with self.write() as tx:
+            self._run_leased(tx, run_id, lease_token, now)
+            tx.run(
+                "UPDATE automation_runs SET state = 'done', lease_token = NULL, done_at = ? "
+                "WHERE id = ?",
+                now,
+                run_id,
+            )
+
+    def fail_run(
+        self,
+        run_id: int,
+        lease_token: str,
+        now: float,
+        error: str,
+        max_attempts: int,
+        backoff: Callable[[int], float],
+    ) -> AutomationRun:
+        with self.write() as tx:
+            attempts = self._run_leased(tx, run_id, lease_token, now)
+            if attempts >= max_attempts:
+                row = tx.one(
+                    "UPDATE automation_runs SET state = 'dead', lease_token = NULL, "
+                    f"last_error = ? WHERE id = ? RETURNING {RUN_COLUMNS}",
+                    error,
+                    run_id,
+                )
+            else:
+                row = tx.one(
+                    "UPDATE automation_runs SET state = 'queued', lease_token = NULL, "
+                    "lease_until = NULL, not_before = ?, last_error = ? "
+                    f"WHERE id = ? RETURNING {RUN_COLUMNS}",
+                    now + backoff(attempts),
+                    error,
+                    run_id,
+                )
+        assert row is not None
+        return run_of(row)
+
+    # ---- connections and the operation ledger ----
+    def add_connection(self, info: ConnectionInfo) -> None:
+        with self.write() as tx:
+            if tx.one("SELECT name FROM connections WHERE name = ?", info.name):
+                raise ToolError("conflict", f"connection {info.name!r} already exists")
+            tx.run(
+                "INSERT INTO connections (name, kind, config, created_at) VALUES (?, ?, ?, ?)",
+                info.name,
+                info.kind,
+                _json(info.config),
+                info.created_at,
+            )
+
+    def get_connection(self, name: str) -> ConnectionInfo | None:
+        with self.read() as tx:
+            row = tx.one(
+                "SELECT name, kind, config, created_at FROM connections WHERE name = ?", name
+            )
+        return None if row is None else ConnectionInfo(row[0], row[1], _unjson(row[2]), row[3])
+
+    def list_connections(self) -> list[ConnectionInfo]:
+        with self.read() as tx:
+            rows = tx.all("SELECT name, kind, config, created_at FROM connections ORDER BY name")
+        return [ConnectionInfo(r[0], r[1], _unjson(r[2]), r[3]) for r in rows]
+
+    def ledger_begin(
+        self,
+        actor: Actor,
+        now: float,
+        connection: str,
+        operation: str,
+        params: dict[str, Any],
+        request_digest: str,
+        idempotency_key: str | None,
+        ts: str,
+        lease_until: float,
+    ) -> tuple[Operation, bool]:
+        with self.write() as tx:
+            self._fence(tx, actor, now)
+            row = tx.one(
+                "INSERT INTO operations (seat, connection, operation, params, request_digest, "
+                "idempotency_key, status, created_at, updated_at, lease_until) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) "
+                "ON CONFLICT (seat, connection, idempotency_key) DO NOTHING "
+                f"RETURNING {OPERATION_COLUMNS}",
+                actor.seat,
+                connection,
+                operation,
+                _json(params),
+                request_digest,
+                idempotency_key,
+                ts,
+                ts,
+                lease_until,
+            )
+            if row is not None:
+                return operation_of(row), True
+            existing = tx.one(
+                f"SELECT {OPERATION_COLUMNS} FROM operations WHERE seat = ? AND connection = ? "
+                "AND idempotency_key = ?",
+                actor.seat,
+                connection,
+                idempotency_key,
+            )
+        assert existing is not None
+        return operation_of(existing), False
+
+    def ledger_reclaim(self, operation_id: str, now: float, lease_until: float) -> Operation | None:
+        number = _operation_number(operation_id)
+        if number is None:
+            return None
+        with self.write() as tx:
+            row = tx.one(
+                "UPDATE operations SET lease_until = ? WHERE id = ? AND status = 'pending' "
+                f"AND lease_until < ? RETURNING {OPERATION_COLUMNS}",
+                lease_until,
+                number,
+                now,
+            )
+        return None if row is None else operation_of(row)
+
+    def ledger_finish(
+        self,
+        operation_id: str,
+        status: str,
+        receipt: str | None,
+        result: dict[str, Any] | None,
+        error: str | None,
+        confirmed_by: str | None,
+        ts: str,
+    ) -> Operation:
+        number = _operation_number(operation_id)
+        with self.write() as tx:
+            # First outcome wins: a settled record is returned as it is.
+            tx.run(
+                "UPDATE operations SET status = ?, receipt = ?, result = ?, error = ?, "
+                "confirmed_by = ?, updated_at = ? WHERE id = ? AND status = 'pending'",
+                status,
+                receipt,
+                None if result is None else _json(result),
+                error,
+                confirmed_by,
+                ts,
+                number,
+            )
+            row = tx.one(f"SELECT {OPERATION_COLUMNS} FROM operations WHERE id = ?", number)
+        if row is None:
+            raise ToolError("not_found", f"operation {operation_id} not found")
+        return operation_of(row)
+
+    def ledger_get(self, operation_id: str) -> Operation | None:
+        number = _operation_number(operation_id)
+        if number is None:
+            return None
+        with self.read() as tx:
+            row = tx.one(f"SELECT {OPERATION_COLUMNS} FROM operations WHERE id = ?", number)
+        return None if row is None else operation_of(row)
+
+    def ledger_unsettled(self, seat: str) -> list[Operation]:
+        with self.read() as tx:
+            rows = tx.all(
+                f"SELECT {OPERATION_COLUMNS} FROM operations WHERE seat = ? "
+                "AND status IN ('pending', 'unknown') ORDER BY id",
+                seat,
+            )
+        return [operation_of(row) for row in rows]

@@ -56,6 +56,30 @@ CREATE TABLE IF NOT EXISTS messages (
     last_error TEXT, done_at REAL);
 CREATE INDEX IF NOT EXISTS messages_queue ON messages (recipient, state, id);
 CREATE INDEX IF NOT EXISTS messages_conversation ON messages (conversation_id, id);
+CREATE TABLE IF NOT EXISTS automations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, seat TEXT NOT NULL REFERENCES seats(name),
+    name TEXT NOT NULL, instruction TEXT NOT NULL, schedule TEXT NOT NULL, status TEXT NOT NULL,
+    next_run REAL, runs_queued INTEGER NOT NULL, skipped_runs INTEGER NOT NULL,
+    missed_runs INTEGER NOT NULL, last_key_at REAL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS automations_due ON automations (seat, status, next_run);
+CREATE TABLE IF NOT EXISTS automation_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, automation_id INTEGER NOT NULL REFERENCES automations(id),
+    seat TEXT NOT NULL, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, instruction TEXT NOT NULL,
+    scheduled_at REAL NOT NULL, missed INTEGER NOT NULL, state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, not_before REAL NOT NULL, lease_until REAL,
+    lease_token TEXT, created_at TEXT NOT NULL, last_error TEXT, done_at REAL);
+CREATE INDEX IF NOT EXISTS automation_runs_queue ON automation_runs (seat, state, id);
+CREATE INDEX IF NOT EXISTS automation_runs_open ON automation_runs (automation_id, state);
+CREATE TABLE IF NOT EXISTS connections (
+    name TEXT PRIMARY KEY, kind TEXT NOT NULL, config TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS operations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, seat TEXT NOT NULL, connection TEXT NOT NULL,
+    operation TEXT NOT NULL, params TEXT NOT NULL, request_digest TEXT NOT NULL,
+    idempotency_key TEXT, status TEXT NOT NULL, receipt TEXT, result TEXT, error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, lease_until REAL NOT NULL, confirmed_by TEXT,
+    UNIQUE (seat, connection, idempotency_key));
 """
 
 

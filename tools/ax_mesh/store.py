@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .connections.ledger import Operation
 
 # A record's kind: a free note, or a work item under work/ (changed only by work.*).
 NOTE = "note"
@@ -134,12 +137,79 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Automation:
+    """An automation as the store keeps it: ``schedule`` is ``Schedule.to_json()``, times
+    of the run state are epoch seconds (``ax_mesh.automation_tools`` turns it into a
+    ``schedule.RunState``)."""
+
+    id: int
+    seat: str
+    name: str
+    instruction: str
+    schedule: dict[str, Any]
+    status: str  # active, paused, completed, deleted
+    next_run: float | None
+    runs_queued: int
+    skipped_runs: int
+    missed_runs: int
+    last_key_at: float | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class AutomationRun:
+    """One queued run of an automation: a turn for its seat, delivered like a message."""
+
+    id: int
+    automation_id: int
+    seat: str
+    key: str  # occurrence_key: unique, so an occurrence is queued at most once
+    name: str
+    instruction: str
+    scheduled_at: float
+    missed: int
+    state: str  # queued, leased, done, dead
+    attempts: int
+    not_before: float
+    lease_until: float | None
+    lease_token: str | None
+    created_at: str
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class DueRun:
+    """A run the scheduler wants queued: its occurrence key, instant and missed count."""
+
+    key: str
+    scheduled_at: float
+    missed: int
+
+
+@dataclass(frozen=True)
+class ConnectionInfo:
+    name: str
+    kind: str
+    config: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
 class Lease:
     seat: str
     generation: int
     holder: str
     expires_at: float
 
+
+# The callback of mutate_automation: the automation (None for a new one) returns the new one
+# (its id ignored for a new one); raising rolls the transaction back.
+AutomationFn = Callable[[Automation | None], Automation]
+
+# The scheduler's callback for one due automation and whether its last run is still open:
+# the automation's new state and the run to queue (None: none).
+TickFn = Callable[[Automation, bool], tuple[Automation, DueRun | None]]
 
 # The callback of mutate_record: the live record at the path (or None), returns the change,
 # or None to write nothing (an idempotent no-op); raising rolls the transaction back.
@@ -257,3 +327,77 @@ class Store(Protocol):
         self, seat: str, conversation_id: str, limit: int, offset: int
     ) -> list[Message]: ...
     def queue_counts(self, seat: str, now: float) -> dict[str, int]: ...
+
+    # ---- automations ----
+    def mutate_automation(
+        self,
+        actor: Actor,
+        now: float,
+        automation_id: int | None,
+        change: AutomationFn,
+        live_max: int,
+    ) -> Automation:
+        """Create (``automation_id`` None) or change one of the actor's automations in one
+        write transaction: a live (active or paused) automation of the seat with the
+        same name is a conflict naming its id, and more than ``live_max`` live ones is
+        refused; another seat's or a deleted automation is not found."""
+        ...
+
+    def get_automation(self, seat: str, automation_id: int) -> Automation | None: ...
+    def list_automations(self, seat: str, include_completed: bool) -> list[Automation]: ...
+    def last_run(self, automation_id: int) -> AutomationRun | None: ...
+    def schedule_due(self, actor: Actor, now: float, ts: str, tick: TickFn) -> list[AutomationRun]:
+        """The scheduler step for the actor's seat: each active automation whose next run
+        is at or before ``now`` is ticked, and its new state and queued run are written in
+        one transaction; a run whose key is already queued is not queued again."""
+        ...
+
+    def next_due(self, seat: str) -> float | None:
+        """When the seat's earliest active automation next falls due (epoch), or None."""
+        ...
+
+    def claim_run(
+        self, seat: str, now: float, lease_s: float, max_attempts: int
+    ) -> AutomationRun | None: ...
+    def complete_run(self, run_id: int, lease_token: str, now: float) -> None: ...
+    def fail_run(
+        self,
+        run_id: int,
+        lease_token: str,
+        now: float,
+        error: str,
+        max_attempts: int,
+        backoff: Callable[[int], float],
+    ) -> AutomationRun: ...
+
+    # ---- connections and the operation ledger (ax_mesh.connections.ledger.Ledger) ----
+    def add_connection(self, info: ConnectionInfo) -> None: ...
+    def get_connection(self, name: str) -> ConnectionInfo | None: ...
+    def list_connections(self) -> list[ConnectionInfo]: ...
+    def ledger_begin(
+        self,
+        actor: Actor,
+        now: float,
+        connection: str,
+        operation: str,
+        params: dict[str, Any],
+        request_digest: str,
+        idempotency_key: str | None,
+        ts: str,
+        lease_until: float,
+    ) -> tuple[Operation, bool]: ...
+    def ledger_reclaim(
+        self, operation_id: str, now: float, lease_until: float
+    ) -> Operation | None: ...
+    def ledger_finish(
+        self,
+        operation_id: str,
+        status: str,
+        receipt: str | None,
+        result: dict[str, Any] | None,
+        error: str | None,
+        confirmed_by: str | None,
+        ts: str,
+    ) -> Operation: ...
+    def ledger_get(self, operation_id: str) -> Operation | None: ...
+    def ledger_unsettled(self, seat: str) -> list[Operation]: ...

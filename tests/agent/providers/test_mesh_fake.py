@@ -1,10 +1,10 @@
 """The fake harness provider (mesh-fake), through ax-agent's real turn loop.
 
-The mesh tools (mesh_messages_send, mesh_messages_reply, mesh_memory_write, …) are not
-in ax-agent yet: branch mesh builds them. Until the two meet, these tests give the loop a
-STUB mesh tool set, ``StubMesh`` below: a tiny in-memory message router with the mesh's
-reply rule (a reply goes to the sender and keeps the correlation id). Everything else is
-real: the loop, ax-policy's decisions, the event log, write_file and read_file.
+These tests give the loop a STUB mesh tool set, ``StubMesh`` below: a tiny in-memory
+message router with the mesh's reply rule (a reply goes to the sender and keeps the
+correlation id), so the script language is tested on its own. Everything else is real:
+the loop, ax-policy's decisions, the event log, write_file and read_file. The real mesh
+tools (ax_agent.mesh_tools) with the real runner and store are tests/mesh/test_chain.py.
 """
 
 from __future__ import annotations
