@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from libcommon.errors import AxError, ExitStatus
+from libcommon.errors import OperationFailed
 
 ERROR_CODES = (
     "not_found",
@@ -18,11 +18,10 @@ ERROR_CODES = (
 )
 
 
-class ToolError(AxError):
-    """A refused or failed tool call. ``code`` is one of ERROR_CODES; ``details`` ride along
-    (a conflict's ``current_revision`` and ``author``, for example)."""
-
-    status = ExitStatus.FAILED
+class ToolError(OperationFailed):
+    """A refused or failed tool call (exit 1, as DESIGN.md's table has it for a failed
+    operation). ``code`` is one of ERROR_CODES; ``details`` ride along (a conflict's
+    ``current_revision`` and ``author``, for example)."""
 
     def __init__(self, code: str, message: str, hint: str | None = None, **details: Any) -> None:
         super().__init__(message, hint)
