@@ -204,3 +204,18 @@ def test_install_on_a_python_project_with_a_requirements_lock(
         check=True,
     )
     assert shown.stdout.startswith(os.path.realpath(workspace / ".venv"))
+
+
+def test_a_setup_that_changed_since_its_approval_is_refused_and_spawns_nothing(
+    make_project: Path, run_cli: CliRunner
+) -> None:
+    plan = json.loads(
+        run_cli(main, ["setup", "migrate", "-C", str(make_project), "--dry-run", "--json"]).stdout
+    )
+    (make_project / "Makefile").write_text("migrate:\n\techo other > migrated.txt\n")
+    argv = ["setup", "migrate", "-C", str(make_project), "--session", SESSION]
+    result = run_cli(main, [*argv, "--expect-key", plan["replayKey"]])
+    assert result.exit_code == 1
+    assert "changed since it was approved" in result.stderr
+    assert not (make_project / "migrated.txt").exists()
+    assert events(make_project) == []

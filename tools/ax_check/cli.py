@@ -262,6 +262,10 @@ def setup_verb(
         bool,
         typer.Option("--dry-run", help="Print what would run and its replay key; run nothing."),
     ] = False,
+    expect_key: Annotated[
+        str | None,
+        typer.Option("--expect-key", help="Refuse (exit 1) unless the replay key is this one."),
+    ] = None,
     json_output: JsonOption = False,
 ) -> int:
     """Install dependencies from the lockfile, or run the project's own migrate/seed script.
@@ -290,6 +294,7 @@ def setup_verb(
         project=project,
         session=session,
         timeout_s=SETUP_DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        expect_key=expect_key,
     )
     if dry_run:
         plan = plan_setup(request, environment.environ)

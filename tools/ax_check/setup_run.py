@@ -29,7 +29,7 @@ from ax_check.setup import INTENTS, SetupFacts, SetupResolved, gather_setup_fact
 from ax_check.toolchains import Toolchains
 from ax_check.units import UnitRefused, choose_unit, discover_units, explain, locate
 from ax_exec import ExecOutcome, ExecSpec, run_managed
-from libcommon.errors import AxError, UsageError
+from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout, check_session_id, state_layout
 from libcommon.projectenv import child_env, own_venv
 
@@ -46,6 +46,12 @@ class SetupRequest:
     project: str | None = None
     session: str | None = None
     timeout_s: float = SETUP_DEFAULT_TIMEOUT_S
+    # The replay key a person approved: a setup that resolves to another key is refused.
+    expect_key: str | None = None
+
+
+class SetupChanged(OperationFailed):
+    """What the setup resolves to now is not what was approved: nothing runs or is recorded."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,15 @@ def prepare_setup(request: SetupRequest, environ: Mapping[str, str] | None = Non
         resolution = resolve_setup(facts, intent)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+    if request.expect_key is not None:
+        now = resolution.replay_key if isinstance(resolution, SetupResolved) else None
+        if now != request.expect_key:
+            raise SetupChanged(
+                f"the {intent} in unit {choice.unit.id} changed since it was approved (its "
+                "command, script or a covered file is not what the approval named); "
+                "nothing ran",
+                hint="ask again for the setup as it is now",
+            )
     return PreparedSetup(
         request, intent, facts, layout, resolution, workspace, explain(location, choice)
     )
