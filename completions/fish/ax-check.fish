@@ -45,6 +45,7 @@ complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l project -s p -r 
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l session -r -d 'Append setup.started/setup.completed to this session.'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l timeout -r -d 'Seconds before the commands tree is killed (default 1800).'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l dry-run -d 'Print what would run and its replay key; run nothing.'
+complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l expect-key -r -d 'Refuse (exit 1) unless the replay key is this one.'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l json -d 'Print JSON instead of text.'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -s h -l help -d 'Show help and exit.'
 complete -c ax-check -n '__fish_seen_subcommand_from static-analysis;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'

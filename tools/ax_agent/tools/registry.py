@@ -23,6 +23,7 @@ def _tools() -> tuple[ModelTool, ...]:
         history_search,
         list_dir,
         plan_write,
+        project_setup,
         propose_lesson,
         read_file,
         recall_step,
@@ -48,6 +49,9 @@ def _tools() -> tuple[ModelTool, ...]:
         edit_file,
         run_command,
         run_check,
+        # Project setup (issue 22): installs, migrations and seeds. Parent-only: no child
+        # role's registry may hold it (an executor's worktree is disposable).
+        project_setup,
         slate_note,
         recall_step,
         # Bounded context (issue 13): the read-only recall of what left the request.
