@@ -31,7 +31,7 @@ from ax_check.units import UnitRefused, choose_unit, discover_units, explain, lo
 from ax_exec import ExecOutcome, ExecSpec, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout, check_session_id, state_layout
-from libcommon.projectenv import child_env, own_venv
+from libcommon.projectenv import child_env, find_venv, own_venv
 
 # An install of a large monorepo can take a while; a migration should not.
 SETUP_DEFAULT_TIMEOUT_S = 1800.0
@@ -91,8 +91,9 @@ def prepare_setup(request: SetupRequest, environ: Mapping[str, str] | None = Non
         choice = choose_unit(discover_units(workspace), location, request.project)
     except UnitRefused as exc:
         raise BadRequest(exc.message, hint=exc.hint) from None
-    probe = gather_setup_facts(workspace, choice.unit, Toolchains.from_environ(environ))
-    child = child_env(os.environ if environ is None else environ, probe.venv, own_venv())
+    # Programs are looked up on the PATH the command will get: the project venv first.
+    venv = find_venv(choice.unit.path, workspace)
+    child = child_env(os.environ if environ is None else environ, venv, own_venv())
     facts = gather_setup_facts(workspace, choice.unit, Toolchains(child.path, environ))
     try:
         resolution = resolve_setup(facts, intent)

@@ -69,6 +69,12 @@ def _tools() -> tuple[ModelTool, ...]:
     return tuple(module.TOOL for module in modules)
 
 
+# Tools only the parent session may hold: no child role's registry may include them.
+# project_setup: an executor's worktree is disposable, so an install there fills a folder
+# about to be deleted, and a migration there writes the real database from "isolation".
+PARENT_ONLY: frozenset[str] = frozenset({"project_setup"})
+
+
 def get_tool(name: str) -> ModelTool | None:
     """The tool the model named, or None for a name no tool has."""
     return next((tool for tool in _tools() if tool.name == name), None)
