@@ -41,7 +41,7 @@ complete -c ax-check -n '__fish_seen_subcommand_from lint;' -s h -l help -d 'Sho
 complete -c ax-check -n '__fish_seen_subcommand_from recipes;' -l json -d 'Print JSON instead of text.'
 complete -c ax-check -n '__fish_seen_subcommand_from recipes;' -s h -l help -d 'Show help and exit.'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'
-complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l project -s p -r -d 'The unit to check, by its workspace-relative path (required when several compete); a workspace root runs the whole workspace.'
+complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l project -s p -r -d 'The unit to set up, by its workspace-relative path (required when several compete).'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l session -r -d 'Append setup.started/setup.completed to this session.'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l timeout -r -d 'Seconds before the commands tree is killed (default 1800).'
 complete -c ax-check -n '__fish_seen_subcommand_from setup;' -l dry-run -d 'Print what would run and its replay key; run nothing.'

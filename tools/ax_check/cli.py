@@ -252,7 +252,15 @@ def _print_setup(result: SetupResult, as_json: bool) -> int:
 def setup_verb(
     intent: Annotated[str, typer.Argument(help="install, migrate or seed.")],
     workspace: WorkspaceOption = None,
-    project: ProjectOption = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="The unit to set up, by its workspace-relative path (required when "
+            "several compete).",
+        ),
+    ] = None,
     session: Annotated[
         str | None,
         typer.Option("--session", help="Append setup.started/setup.completed to this session."),
