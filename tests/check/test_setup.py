@@ -341,3 +341,37 @@ def test_a_file_outside_the_list_does_not_change_the_key(tmp_path: Path, fake_pa
     before = key_of(tmp_path, fake_path)
     write(tmp_path, "src/index.js", "console.log(1)\n")
     assert key_of(tmp_path, fake_path) == before
+
+
+def test_the_code_a_yarnrc_points_at_is_in_the_key(tmp_path: Path, fake_path: str) -> None:
+    write(tmp_path, "package.json", PACKAGE)
+    write(tmp_path, "yarn.lock")
+    write(
+        tmp_path,
+        ".yarnrc.yml",
+        "yarnPath: .yarn/releases/yarn-4.5.0.cjs\nplugins:\n"
+        "  - path: .yarn/plugins/plugin-x.cjs\n    spec: x\n",
+    )
+    write(tmp_path, ".yarn/releases/yarn-4.5.0.cjs", "release")
+    write(tmp_path, ".yarn/plugins/plugin-x.cjs", "plugin")
+    resolved = resolve_in(tmp_path, "install", fake_path)
+    assert isinstance(resolved, SetupResolved)
+    assert {path for path, _ in resolved.files} >= {
+        ".yarn/releases/yarn-4.5.0.cjs",
+        ".yarn/plugins/plugin-x.cjs",
+    }
+    for changed in (".yarn/releases/yarn-4.5.0.cjs", ".yarn/plugins/plugin-x.cjs"):
+        before = key_of(tmp_path, fake_path)
+        write(tmp_path, changed, "changed")
+        assert key_of(tmp_path, fake_path) != before
+
+
+def test_a_yarnrc_path_leaving_the_workspace_is_not_read(tmp_path: Path, fake_path: str) -> None:
+    workspace = tmp_path / "ws"
+    write(workspace, "package.json", PACKAGE)
+    write(workspace, "yarn.lock")
+    write(workspace, ".yarnrc.yml", "yarnPath: ../outside.cjs\n")
+    write(tmp_path, "outside.cjs", "x")
+    resolved = resolve_in(workspace, "install", fake_path)
+    assert isinstance(resolved, SetupResolved)
+    assert "outside.cjs" not in str(resolved.files)

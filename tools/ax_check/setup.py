@@ -118,6 +118,9 @@ _LOCK_OPTIONS = frozenset(
 _PINNED = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,\s-]*\])?\s*===?\s*[^\s;,<>=!~*]+\s*(;.*)?$"
 )
+# `yarnPath: .yarn/releases/yarn-4.cjs` and a plugin's `path: .yarn/plugins/x.cjs` in a
+# .yarnrc.yml name code yarn runs at every install: the key covers those files too.
+_YARN_CODE = re.compile(r"^\s*(?:yarnPath|-?\s*path)\s*:\s*[\"']?([^\"'\s#]+)", re.MULTILINE)
 NODE_LOCKS: dict[str, tuple[str, ...]] = {
     "npm": ("package-lock.json", "npm-shrinkwrap.json"),
     "pnpm": ("pnpm-lock.yaml",),
@@ -496,15 +499,30 @@ class SetupResolved:
         return replay_key(self.recipe_id, self.command.display, self.command.body, self.files)
 
 
-def covered_files(facts: SetupFacts, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """(workspace-relative path, digest) of each of ``names`` from the unit up to the root."""
+def _yarn_code(config: Path, workspace: Path) -> list[Path]:
+    """The files a .yarnrc.yml runs at install: its ``yarnPath`` release and plugin paths."""
+    text = read_small(config)
     found = []
+    for match in _YARN_CODE.finditer(text or ""):
+        target = Path(os.path.normpath(config.parent / match.group(1)))
+        if workspace in target.parents:
+            found.append(target)
+    return found
+
+
+def covered_files(facts: SetupFacts, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(workspace-relative path, digest) of each of ``names`` from the unit up to the root,
+    and of the code a ``.yarnrc.yml`` among them points yarn at."""
+    found: dict[str, str] = {}
     for folder in facts.folders():
-        for name in names:
-            digest = file_digest(folder / name)
+        paths = [folder / name for name in names]
+        if ".yarnrc.yml" in names:
+            paths += _yarn_code(folder / ".yarnrc.yml", facts.workspace)
+        for path in paths:
+            digest = file_digest(path)
             if digest is not None:
-                found.append(((folder / name).relative_to(facts.workspace).as_posix(), digest))
-    return tuple(found)
+                found[path.relative_to(facts.workspace).as_posix()] = digest
+    return tuple(found.items())
 
 
 def _no_install(facts: SetupFacts) -> Blocker:
