@@ -31,7 +31,7 @@ from ax_check.units import UnitRefused, choose_unit, discover_units, explain, lo
 from ax_exec import ExecOutcome, ExecSpec, run_managed
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout, check_session_id, state_layout
-from libcommon.projectenv import child_env, find_venv, own_venv
+from libcommon.projectenv import ChildEnv, child_env, find_venv, own_venv
 
 # An install of a large monorepo can take a while; a migration should not.
 SETUP_DEFAULT_TIMEOUT_S = 1800.0
@@ -63,6 +63,8 @@ class PreparedSetup:
     resolution: SetupResolved | Blocker
     workspace: Path
     selection: str
+    # What the command sees: the project venv first on PATH (programs were found on it).
+    child: ChildEnv
 
 
 def _validate(request: SetupRequest) -> SetupIntent:
@@ -109,7 +111,7 @@ def prepare_setup(request: SetupRequest, environ: Mapping[str, str] | None = Non
                 hint="ask again for the setup as it is now",
             )
     return PreparedSetup(
-        request, intent, facts, layout, resolution, workspace, explain(location, choice)
+        request, intent, facts, layout, resolution, workspace, explain(location, choice), child
     )
 
 
@@ -181,9 +183,7 @@ def execute_setup(prepared: PreparedSetup, hooks: Hooks | None = None) -> SetupR
             raise EvidenceNotRecorded(result, exc) from exc
         return result
     argv = resolution.command.argv
-    child = child_env(
-        os.environ if hooks.environ is None else hooks.environ, prepared.facts.venv, own_venv()
-    )
+    child = prepared.child
     spec = ExecSpec(
         argv=list(argv),
         cwd=str(unit.path),
