@@ -116,6 +116,14 @@ def test_check_tree_install_and_missing_limits() -> None:
     assert missing.MAX_MISSING_PROGRAMS == 8
 
 
+def test_check_setup_limits() -> None:
+    from ax_check import setup_run
+
+    assert setup_run.SETUP_DEFAULT_TIMEOUT_S == 1800.0
+    assert setup_run.SETUP_MAX_TIMEOUT_S == 4 * 3600.0
+    assert setup_run.SETUP_OUTPUT_BYTES == 64 * 1024
+
+
 def test_libcommon_git_limits() -> None:
     from libcommon import git
 

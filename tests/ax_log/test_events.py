@@ -48,6 +48,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "termination": "exited",
         "reason": None,
     },
+    "setup.started": {"intent": "install", "project": ".", "recipeId": "setup.npm-ci@."},
+    "setup.completed": {
+        "intent": "install",
+        "project": ".",
+        "recipeId": "setup.npm-ci@.",
+        "verdict": "succeeded",
+        "exitCode": 0,
+        "termination": "exited",
+        "reason": None,
+    },
     "context.compacted": {
         "rewrite": 1,
         "reason": "forced",

@@ -29,6 +29,7 @@ FACT_ERROR_MAX_CHARS = 300
 FACT_KINDS = (
     "delegates",
     "check",
+    "setup",
     "checkpoint",
     "external",
     "command",

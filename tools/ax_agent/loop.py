@@ -44,6 +44,7 @@ from .seam.models import (
     CheckpointListRequest,
     PathsRequest,
     SaveOutputRequest,
+    SetupPlanRequest,
 )
 from .window.catalog import model_limits
 from .window.window import place_pinned
@@ -347,6 +348,7 @@ def _execute(
             outcome="loop-stopped",
         )
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
+    facts = _with_setup_plan(session, facts)
     facts = _with_checkpoints_taken(session, facts)
     decision, decided = _decide(session, use, facts)
     if decision.verdict == "deny":
@@ -463,6 +465,26 @@ def _with_replay_key(
     return facts.model_copy(update={"check": check})
 
 
+def _with_setup_plan(session: Session, facts: DeclaredFacts | Decision) -> DeclaredFacts | Decision:
+    """A setup's command and replay key, read from ax-check's plan (spawning nothing), so
+    the question names what runs and a session answer binds to exactly it. Without a plan
+    the fact keeps no key: nothing can be granted, and the tool runs nothing."""
+    from ax_policy import Decision
+
+    if isinstance(facts, Decision) or facts.setup is None or facts.setup.replay_key:
+        return facts
+    unit = facts.setup.unit
+    request = SetupPlanRequest(intent=facts.setup.intent, project=None if unit == "." else unit)
+    try:
+        plan = session.seam.call("check.setup_plan", request)
+    except AxError:
+        return facts
+    if plan.recipe is None:
+        return facts
+    update = {"unit": plan.project, "command": plan.recipe.command, "replay_key": plan.replay_key}
+    return facts.model_copy(update={"setup": facts.setup.model_copy(update=update)})
+
+
 def _may_write_uncovered(facts: DeclaredFacts | Decision, decision: Decision) -> bool:
     """A shell command not proven read-only: what it changes no snapshot covers."""
     from ax_policy import Decision
@@ -528,6 +550,7 @@ def _decide(
             facts=facts,
             sandbox=session.sandbox.policy,
             session_grants=session.grants.entries(),
+            session_replay_keys=session.grants.replay_keys(),
         )
         decision = session.seam.call("policy.decide", request)
     decided = {
@@ -683,6 +706,15 @@ def _grant(
     from ax_policy import Decision, add_durable_grant
 
     detail = answer.detail
+    if not isinstance(facts, Decision) and facts.setup is not None:
+        # A setup's session answer is its exact replay key, never a (tool, class) grant.
+        key = facts.setup.replay_key
+        if answer.choice == "session" and decision.grantable and key is not None:
+            session.grants.add_replay(key)
+            return "session", detail
+        if answer.allowed:
+            return "once", detail
+        return ("stop" if answer.choice == "stop" else "deny"), detail
     if answer.choice == "always" and not isinstance(facts, Decision):
         try:
             if facts.check is not None and facts.check.replay_key is not None:

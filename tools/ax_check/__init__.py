@@ -33,12 +33,23 @@ if TYPE_CHECKING:
         Reason,
         RecipeRef,
         RecipeRow,
+        SetupIntent,
+        SetupPlan,
+        SetupResult,
         Signal,
         Summary,
         UnitReport,
         Verdict,
     )
     from ax_check.recipes import recipe_rows, replay_key
+    from ax_check.setup import INTENTS
+    from ax_check.setup_run import (
+        SETUP_DEFAULT_TIMEOUT_S,
+        SetupChanged,
+        SetupRequest,
+        plan_setup,
+        run_setup,
+    )
 
 _MODULE_OF = {
     "DEFAULT_TIMEOUT_S": "ax_check.check",
@@ -64,11 +75,22 @@ _MODULE_OF = {
     "Verdict": "ax_check.models",
     "recipe_rows": "ax_check.recipes",
     "replay_key": "ax_check.recipes",
+    "SetupIntent": "ax_check.models",
+    "SetupPlan": "ax_check.models",
+    "SetupResult": "ax_check.models",
+    "INTENTS": "ax_check.setup",
+    "SETUP_DEFAULT_TIMEOUT_S": "ax_check.setup_run",
+    "SetupChanged": "ax_check.setup_run",
+    "SetupRequest": "ax_check.setup_run",
+    "plan_setup": "ax_check.setup_run",
+    "run_setup": "ax_check.setup_run",
 }
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "INTENTS",
     "KINDS",
+    "SETUP_DEFAULT_TIMEOUT_S",
     "BadRequest",
     "CheckRequest",
     "CheckResult",
@@ -82,14 +104,21 @@ __all__ = [
     "Reason",
     "RecipeRef",
     "RecipeRow",
+    "SetupChanged",
+    "SetupIntent",
+    "SetupPlan",
+    "SetupRequest",
+    "SetupResult",
     "Signal",
     "Summary",
     "UnitReport",
     "Verdict",
     "detect",
+    "plan_setup",
     "recipe_rows",
     "replay_key",
     "run_check",
+    "run_setup",
 ]
 
 __getattr__ = lazy_getattr(__name__, _MODULE_OF)

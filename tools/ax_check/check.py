@@ -31,6 +31,7 @@ from ax_check.models import (
     Kind,
     OutputExcerpt,
     RecipeRef,
+    SetupResult,
     TreeCheck,
     Verdict,
 )
@@ -68,7 +69,7 @@ SANDBOX_PROFILES: tuple[SandboxProfile, ...] = ("none", "read-only", "workspace-
 class EvidenceNotRecorded(OperationFailed):
     """The check ran but its check.completed event could not be appended."""
 
-    def __init__(self, result: CheckResult, problem: AxError) -> None:
+    def __init__(self, result: CheckResult | SetupResult, problem: AxError) -> None:
         super().__init__(
             f"the check finished ({result.verdict}) but its evidence was not recorded: "
             f"{problem.message}",

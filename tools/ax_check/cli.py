@@ -18,7 +18,7 @@ from libcommon.cliapp import (
 )
 
 if TYPE_CHECKING:
-    from ax_check.models import CheckResult, DetectReport, EnvironmentRef
+    from ax_check.models import CheckResult, DetectReport, EnvironmentRef, SetupResult
 
 app = make_app(
     "ax-check",
@@ -187,6 +187,7 @@ def _run_kind(
             result = execute(prepared, hooks)
     except EvidenceNotRecorded as exc:
         progress.clear()
+        assert isinstance(exc.result, CheckResult)
         _print_result(exc.result, as_json)
         raise
     progress.clear()
@@ -211,6 +212,138 @@ def _register_kind(kind: str) -> None:
 
 for _kind in KIND_HELP:
     _register_kind(_kind)
+
+
+SETUP_EXIT = {"succeeded": 0, "failed": 1, "error": 1, "unsupported": 5}
+
+
+def _print_setup(result: SetupResult, as_json: bool) -> int:
+    out = cliapp.chrome
+    if result.verdict == "unsupported":
+        out(f"ax-check: setup {result.intent} unsupported ({result.reason}): {result.message}")
+        if result.cure:
+            out(f"ax-check: cure: {result.cure}")
+        if result.would_run is not None:
+            out(f"ax-check: once cured, would run {result.would_run.command}")
+    else:
+        assert result.recipe is not None
+        seconds = (result.duration_ms or 0) / 1000
+        out(
+            f"ax-check: setup {result.intent} {result.verdict} in {result.project} "
+            f"after {seconds:.1f}s"
+        )
+        out(f"ax-check: ran {result.recipe.command}  [{result.recipe.id}]")
+        if result.message:
+            out(f"ax-check: {result.message}")
+        if result.verdict != "succeeded" and result.output is not None and not as_json:
+            text = result.output.tail or result.output.head
+            lines = text.splitlines()[-TAIL_LINES_SHOWN:]
+            if lines:
+                out(f"ax-check: last {len(lines)} lines of output:")
+                out("\n".join(lines))
+    if result.replay_key:
+        out(f"ax-check: replay key {result.replay_key} (covers {', '.join(result.files)})")
+    if as_json:
+        cliapp.emit_json(result.to_json())
+    return SETUP_EXIT[result.verdict]
+
+
+@app.command("setup")
+def setup_verb(
+    intent: Annotated[str, typer.Argument(help="install, migrate or seed.")],
+    workspace: WorkspaceOption = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="The unit to set up, by its workspace-relative path (required when "
+            "several compete).",
+        ),
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", help="Append setup.started/setup.completed to this session."),
+    ] = None,
+    timeout: TimeoutOption = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print what would run and its replay key; run nothing."),
+    ] = False,
+    expect_key: Annotated[
+        str | None,
+        typer.Option("--expect-key", help="Refuse (exit 1) unless the replay key is this one."),
+    ] = None,
+    json_output: JsonOption = False,
+) -> int:
+    """Install dependencies from the lockfile, or run the project's own migrate/seed script.
+
+    The command comes from the project: install from its lockfile (or a declared
+    packageManager), migrate and seed from a script on a fixed allowlist. Installs
+    run the packages' lifecycle scripts, with the network. It is never a check.
+    Exit 0 succeeded, 1 failed or error, 2 bad request, 5 unsupported.
+    """
+    from ax_check.check import BadRequest, EvidenceNotRecorded, Hooks
+    from ax_check.models import SetupResult
+    from ax_check.progress import Progress, interrupt_sets
+    from ax_check.setup import INTENTS, SetupResolved
+    from ax_check.setup_run import (
+        SETUP_DEFAULT_TIMEOUT_S,
+        SetupRequest,
+        execute_setup,
+        plan_setup,
+        prepare_setup,
+    )
+
+    environment = cliapp.env()
+    request = SetupRequest(
+        intent=intent,
+        workspace=workspace,
+        project=project,
+        session=session,
+        timeout_s=SETUP_DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        expect_key=expect_key,
+    )
+    if dry_run:
+        plan = plan_setup(request, environment.environ)
+        if json_output:
+            cliapp.emit_json(plan.to_json())
+        elif plan.recipe is not None:
+            cliapp.chrome(
+                f"ax-check: setup {intent} would run {plan.recipe.command}  [{plan.recipe.id}]"
+            )
+            cliapp.chrome(f"ax-check: replay key {plan.replay_key}")
+        else:
+            cliapp.chrome(f"ax-check: setup {intent} unsupported ({plan.reason}): {plan.message}")
+        return 0 if plan.recipe is not None else 5
+    try:
+        prepared = prepare_setup(request, environment.environ)
+    except BadRequest as exc:
+        known = next((name for name in INTENTS if name == intent), None)
+        if json_output and known is not None:
+            refused = SetupResult(
+                intent=known,
+                project=None,
+                verdict="unsupported",
+                reason="bad-request",
+                message=exc.message,
+            )
+            cliapp.emit_json(refused.to_json())
+        raise
+    progress = Progress(environment.stderr, enabled=bool(environment.stderr_isatty))
+    hooks = Hooks(abort=progress, environ=environment.environ)
+    try:
+        with interrupt_sets(progress.abort):
+            if isinstance(prepared.resolution, SetupResolved):
+                progress.start(prepared.resolution.command.display)
+            result = execute_setup(prepared, hooks)
+    except EvidenceNotRecorded as exc:
+        progress.clear()
+        assert isinstance(exc.result, SetupResult)
+        _print_setup(exc.result, json_output)
+        raise
+    progress.clear()
+    return _print_setup(result, json_output)
 
 
 def _print_detect(report: DetectReport) -> None:

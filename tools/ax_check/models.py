@@ -438,3 +438,62 @@ class RecipeRow(Contract):
     command: str = Field(
         description="The command the row builds; 'none: ...' with why for a hole row."
     )
+
+
+SetupIntent = Literal["install", "migrate", "seed"]
+# Not a check's verdict: a setup never says "passed", so no reader can take it for one.
+SetupVerdict = Literal["succeeded", "failed", "error", "unsupported"]
+
+
+class SetupResult(Contract):
+    """One project-setup run (install, migrate, seed): what ran and how it ended."""
+
+    intent: SetupIntent = Field(description="install, migrate or seed.")
+    project: str | None = Field(
+        description="The unit it ran in ('.' for the root); null when the request was refused."
+    )
+    verdict: SetupVerdict = Field(
+        description="succeeded: exit status 0; failed: a non-zero exit status or a signal; "
+        "error: timeout, abort or the command could not start; unsupported: nothing ran "
+        "('reason' says why). Never 'passed': a setup is not a check and satisfies no gate."
+    )
+    reason: Reason | None = Field(default=None, description="Why nothing ran; null otherwise.")
+    message: str | None = Field(default=None, description="Why, or how the command ended.")
+    cure: str | None = Field(default=None, description="How to make it possible, when known.")
+    recipe: RecipeRef | None = Field(
+        default=None, description="The setup row ('setup.npm-ci@.') and the exact command line."
+    )
+    replay_key: str | None = Field(
+        default=None,
+        description="sha256 of the row, the command, the script text and every covered file: "
+        "what an install's session consent binds to.",
+    )
+    files: list[str] = Field(
+        default_factory=list,
+        description="The workspace-relative files the replay key covers (lockfile, manifest, "
+        "package-manager configuration).",
+    )
+    exit_code: int | None = Field(default=None, description="The command's exit status.")
+    termination: Termination | None = Field(default=None, description="How the command ended.")
+    duration_ms: int | None = Field(default=None, description="Wall-clock milliseconds.")
+    output: OutputExcerpt | None = Field(default=None, description="The output's ends.")
+    workspace: str | None = Field(default=None, description="The workspace the unit is in.")
+    selection: str | None = Field(default=None, description="Which unit ran and why.")
+    would_run: RecipeRef | None = Field(
+        default=None, description="For a blocked row: what would run once cured."
+    )
+
+
+class SetupPlan(Contract):
+    """What a setup would run, resolved and spawning nothing (``ax-check setup --dry-run``)."""
+
+    intent: SetupIntent = Field(description="install, migrate or seed.")
+    project: str = Field(description="The unit it would run in.")
+    recipe: RecipeRef | None = Field(
+        default=None, description="The row and the command line; null when it cannot run."
+    )
+    replay_key: str | None = Field(default=None, description="What consent binds to.")
+    files: list[str] = Field(default_factory=list, description="The files the key covers.")
+    reason: Reason | None = Field(default=None, description="Why it cannot run.")
+    message: str | None = Field(default=None, description="Why it cannot run, in words.")
+    cure: str | None = Field(default=None, description="How to make it possible.")

@@ -503,6 +503,38 @@ class CheckCompleted(EventBody):
         return self
 
 
+# --- project setup (ax-check setup) ----------------------------------------------
+# Installs, migrations and seeds: never check.*, so no reader of checks can count one.
+
+
+@register
+class SetupStarted(EventBody):
+    type: Literal["setup.started"] = "setup.started"
+    intent: Literal["install", "migrate", "seed"]
+    project: str
+    recipe_id: str | None
+    replay_key: Sha256 | None = None
+
+
+@register
+class SetupCompleted(EventBody):
+    type: Literal["setup.completed"] = "setup.completed"
+    intent: Literal["install", "migrate", "seed"]
+    project: str
+    recipe_id: str | None
+    # Never "passed": a setup is not a verification.
+    verdict: Literal["succeeded", "failed", "error", "unsupported"]
+    exit_code: int | None
+    termination: Termination | None
+    reason: str | None
+    replay_key: Sha256 | None = None
+
+    @model_validator(mode="after")
+    def _exit_code_only_when_exited(self) -> SetupCompleted:
+        _check_exit_code(self.termination, self.exit_code)
+        return self
+
+
 # --- previews (ax-preview) -------------------------------------------------------
 
 PreviewStopReason = Literal[

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         PolicyConfig,
         SandboxStatus,
         SessionGrant,
+        SetupFact,
         TrustStatus,
         durable_external_eligible,
     )
@@ -78,6 +79,7 @@ _EXPORTS = {
     "MCP_TOOL_NAME": "models",
     "durable_external_eligible": "models",
     "CheckFact": "models",
+    "SetupFact": "models",
     "CheckpointFact": "models",
     "CommandFact": "models",
     "CommandReview": "models",
@@ -130,6 +132,7 @@ __all__ = [
     "SandboxStatus",
     "SessionGrant",
     "SessionGrants",
+    "SetupFact",
     "ToolFacts",
     "TrustStatus",
     "add_durable_grant",

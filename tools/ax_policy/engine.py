@@ -1,7 +1,7 @@
 """The decision engine: allow, ask or deny for one tool call.
 
 ``decide`` is the single choke point. It reads only the facts a tool declares
-(what it reads, writes or deletes, the command it runs, the check it runs, the
+(what it reads, writes or deletes, the command it runs, the check or setup it runs, the
 outside service it talks to, the roles it delegates to, or that it touches
 only ax's own state) plus the context (workspace, sandbox status, config) and
 the grants. It is deny-first and first-match-wins, in this order:
@@ -9,6 +9,7 @@ the grants. It is deny-first and first-match-wins, in this order:
 1. a fact that throws, a tool declaring no facts, or conflicting facts: deny
 2. delegation
 3. a typed check (it spawns the project's own code, so before commands)
+3b. a project setup (install: a session answer replays by its key; migrate, seed: ask)
 3a. a git checkpoint (denied at the per-session cap)
 4. external access
 5. a shell command
@@ -52,6 +53,7 @@ from .models import (
     PathFacts,
     SandboxProfile,
     SandboxStatus,
+    SetupFact,
     WorkspaceConfig,
 )
 from .pathcheck import validate_path
@@ -69,6 +71,7 @@ DELEGATE_ROLES = {
 FACT_KINDS = (
     "delegates",
     "check",
+    "setup",
     "checkpoint",
     "external",
     "command",
@@ -92,6 +95,7 @@ class ToolFacts:
     deletes: FactFn | None = None
     command: FactFn | None = None
     check: FactFn | None = None
+    setup: FactFn | None = None
     checkpoint: FactFn | None = None
     external: FactFn | None = None
     delegates: FactFn | None = None
@@ -159,7 +163,8 @@ def decide_request(
     context = DecisionContext(
         workspace=workspace, sandbox=request.sandbox, config=config, state_dir=state_dir
     )
-    grants = Grants(session=SessionGrants(request.session_grants), durable=durable)
+    session = SessionGrants(request.session_grants, request.session_replay_keys)
+    grants = Grants(session=session, durable=durable)
     return decide(ToolFacts.declared(request.tool, request.facts), None, context, grants)
 
 
@@ -180,6 +185,8 @@ def _decide(tool: ToolFacts, tool_input: Any, ctx: DecisionContext, grants: Gran
         return _delegation(tool.name, values["delegates"])
     if "check" in values:
         return _check(values["check"], ctx, grants)
+    if "setup" in values:
+        return _setup(tool.name, values["setup"], grants)
     if "checkpoint" in values:
         return _checkpoint(tool.name, values["checkpoint"])
     if "external" in values:
@@ -247,6 +254,7 @@ def _checked(kind: str, value: Any) -> Any:
     models: dict[str, type[BaseModel]] = {
         "command": CommandFact,
         "check": CheckFact,
+        "setup": SetupFact,
         "checkpoint": CheckpointFact,
         "external": ExternalFact,
         "git_read": GitReadFact,
@@ -358,6 +366,50 @@ def _check(check: CheckFact, ctx: DecisionContext, grants: Grants) -> Decision:
         f"if approved it runs {boundary}",
         exec_boundary=boundary,
         sandbox_profile=profile,
+    )
+
+
+def _setup(name: str, fact: SetupFact, grants: Grants) -> Decision:
+    """A project setup runs third-party code unsandboxed: consent follows consequence.
+
+    An install is external and may replay under a session answer bound to its exact
+    replay key (lockfile, manifest, package-manager configuration). A migration or a
+    seed changes a database and is not idempotent: it asks every time, never grantable.
+    """
+    command = f" ({fact.command})" if fact.command else ""
+    where = f"{name} {fact.intent}{command} in unit {fact.unit}"
+    if fact.intent != "install":
+        return Decision(
+            verdict="ask",
+            decision_class="destructive",
+            rule=f"setup-{fact.intent}",
+            reason=f"{where} runs the project's own {fact.intent} script, unsandboxed, "
+            "against whatever database it is configured for; it is not idempotent, so it "
+            "asks every time",
+            exec_boundary="unsandboxed",
+            replay_key=fact.replay_key,
+        )
+    if fact.replay_key is not None and grants.session.holds_replay(fact.replay_key):
+        return Decision(
+            verdict="allow",
+            decision_class="external",
+            rule="setup-install-session",
+            reason=f"{where}: this session approved an install of this exact lockfile and "
+            f"configuration (replay key {fact.replay_key[:12]}…); it runs unsandboxed",
+            exec_boundary="unsandboxed",
+            replay_key=fact.replay_key,
+        )
+    return Decision(
+        verdict="ask",
+        decision_class="external",
+        rule="setup-install",
+        reason=f"{where} fetches packages from the network and runs their lifecycle scripts "
+        "(preinstall, install, postinstall, build backends) with your privileges, "
+        "unsandboxed",
+        exec_boundary="unsandboxed",
+        # Only an install ax can name exactly may be answered for the session.
+        grantable=fact.replay_key is not None,
+        replay_key=fact.replay_key,
     )
 
 

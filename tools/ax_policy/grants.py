@@ -34,10 +34,23 @@ GRANTABLE_CLASSES: frozenset[str] = frozenset(get_args(GrantClass))
 class SessionGrants:
     """In-memory (tool, class) grants for one session; never persisted."""
 
-    def __init__(self, entries: Iterable[SessionGrant] = ()) -> None:
+    def __init__(
+        self, entries: Iterable[SessionGrant] = (), replay_keys: Iterable[str] = ()
+    ) -> None:
         self._held: set[tuple[str, GrantClass]] = set()
+        # Setup installs answered for the session: exact replay keys, no tool, no class.
+        self._replays: set[str] = set(replay_keys)
         for entry in entries:
             self.add(entry.tool, entry.grant_class)
+
+    def add_replay(self, key: str) -> None:
+        self._replays.add(key)
+
+    def holds_replay(self, key: str) -> bool:
+        return key in self._replays
+
+    def replay_keys(self) -> list[str]:
+        return sorted(self._replays)
 
     def add(self, tool: str, grant_class: str) -> None:
         if grant_class not in GRANTABLE_CLASSES:

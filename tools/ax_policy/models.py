@@ -230,6 +230,19 @@ class CheckFact(_Model):
     replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
 
 
+class SetupFact(_Model):
+    """A project setup (ax-check setup): the intent, the unit, and what consent binds to.
+
+    ``replay_key`` is ax-check's key over the setup row, its command and every file that
+    chooses what an install fetches and runs; ``command`` is shown in the question.
+    """
+
+    intent: Literal["install", "migrate", "seed"]
+    unit: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    command: Annotated[str, StringConstraints(max_length=MAX_FACT_TEXT_CHARS)] | None = None
+    replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
+
+
 class ExternalFact(_Model):
     """The tool talks to something outside this machine, or to a program ax does not control.
 
@@ -274,6 +287,7 @@ class DeclaredFacts(_Model):
     deletes: FactPaths | None = None
     command: CommandFact | None = None
     check: CheckFact | None = None
+    setup: SetupFact | None = None
     external: ExternalFact | None = None
     checkpoint: CheckpointFact | None = None
     delegates: Annotated[list[ToolName], Field(max_length=16)] | None = None
@@ -295,6 +309,10 @@ class DecisionRequest(_Model):
     session_grants: Annotated[list[SessionGrant], Field(max_length=256)] = Field(
         default_factory=list
     )
+    # Installs this session answered "for the session", each by its setup replay key.
+    session_replay_keys: Annotated[
+        list[Annotated[str, StringConstraints(pattern=_SHA256_HEX)]], Field(max_length=256)
+    ] = Field(default_factory=list)
 
 
 class Decision(_Model):
@@ -309,6 +327,8 @@ class Decision(_Model):
     redact_log: bool = False
     review: CommandReview | None = None
     paths: list[PathFacts] = Field(default_factory=list)
+    # For a setup: the replay key decided on, so the run can refuse a setup that changed.
+    replay_key: Annotated[str, StringConstraints(pattern=_SHA256_HEX)] | None = None
 
 
 # --- Configuration ---------------------------------------------------------------------

@@ -21,6 +21,7 @@ NAMES = [
     "edit_file",
     "run_command",
     "run_check",
+    "project_setup",
     "slate_note",
     "recall_step",
     "slate_trail",
@@ -93,3 +94,10 @@ def test_inputs_refuse_unknown_and_camel_case_names() -> None:
     assert read is not None
     with pytest.raises(ValidationError, match="limit"):
         read.input_model.model_validate({"path": "a", "limit": 0})
+
+
+def test_parent_only_names_registered_tools() -> None:
+    from ax_agent.tools.registry import PARENT_ONLY
+
+    assert set(NAMES) >= PARENT_ONLY
+    assert "project_setup" in PARENT_ONLY

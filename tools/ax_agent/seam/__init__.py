@@ -13,6 +13,8 @@ same session can be run both ways and compared.
 | ``log.snapshot`` / ``log.mutated`` | ``PathsRequest`` | the stored events, with before/after |
 | ``check.run`` | ``CheckRunRequest`` | ``ax_check.CheckResult`` |
 | ``check.detect`` | ``CheckDetectRequest`` | ``ax_check.DetectReport`` |
+| ``check.setup`` | ``SetupRunRequest`` | ``ax_check.SetupResult`` |
+| ``check.setup_plan`` | ``SetupPlanRequest`` | ``ax_check.SetupPlan`` |
 | ``slate.start`` | ``SlateStartRequest`` | ``ax_slate.SessionSlate`` |
 | ``slate.record`` | ``ax_slate.RecordRequest`` | ``ax_slate.TrailEntry`` |
 | ``slate.save_output`` | ``SaveOutputRequest`` | the saved file's path (str) |
@@ -59,6 +61,9 @@ VERBS = (
     "log.mutated",
     "check.run",
     "check.detect",
+    # Project setup (issue 22): installs, migrations and seeds, never a check.
+    "check.setup",
+    "check.setup_plan",
     "slate.start",
     "slate.record",
     "slate.save_output",

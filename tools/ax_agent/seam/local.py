@@ -36,6 +36,8 @@ from .models import (
     RecallRequest,
     SaveOutputRequest,
     SearchRequest,
+    SetupPlanRequest,
+    SetupRunRequest,
     SlateStartRequest,
     TrailRequest,
 )
@@ -63,6 +65,8 @@ class LocalSeam:
             "log.mutated": self._mutated,
             "check.run": self._check,
             "check.detect": self._detect,
+            "check.setup": self._setup,
+            "check.setup_plan": self._setup_plan,
             "slate.start": self._slate_start,
             "slate.record": self._record,
             "slate.save_output": self._save_output,
@@ -215,6 +219,27 @@ class LocalSeam:
             sandbox=request.sandbox or "none",  # type: ignore[arg-type]  # checked by ax-check
         )
         return run_check(check, Hooks(abort=abort, environ=self.environ))
+
+    def _setup(self, request: SetupRunRequest, abort: threading.Event | None) -> Any:
+        from ax_check import SETUP_DEFAULT_TIMEOUT_S, Hooks, SetupRequest, run_setup
+
+        setup = SetupRequest(
+            intent=request.intent,
+            workspace=self.layout.workspace,
+            project=request.project,
+            session=self.session_id,
+            timeout_s=SETUP_DEFAULT_TIMEOUT_S if request.timeout_s is None else request.timeout_s,
+            expect_key=request.expect_key,
+        )
+        return run_setup(setup, Hooks(abort=abort, environ=self.environ))
+
+    def _setup_plan(self, request: SetupPlanRequest, abort: threading.Event | None) -> Any:
+        from ax_check import SetupRequest, plan_setup
+
+        setup = SetupRequest(
+            intent=request.intent, workspace=self.layout.workspace, project=request.project
+        )
+        return plan_setup(setup, self.environ)
 
     def _slate_start(self, request: SlateStartRequest, abort: threading.Event | None) -> Any:
         from ax_slate import open_session

@@ -56,6 +56,24 @@ class CheckDetectRequest(Contract):
     """check.detect: the workspace's units and the command (and replay key) of each kind."""
 
 
+class SetupRunRequest(Contract):
+    """check.setup: a project setup (install, migrate, seed); the seam fills the workspace
+    and session. ``expect_key`` is the replay key the decision named: ax-check refuses,
+    spawning nothing, a setup that resolves to another."""
+
+    intent: str
+    project: str | None = None
+    timeout_s: float | None = None
+    expect_key: str | None = None
+
+
+class SetupPlanRequest(Contract):
+    """check.setup_plan: what a setup would run and its replay key, spawning nothing."""
+
+    intent: str
+    project: str | None = None
+
+
 class NoteSetRequest(Contract):
     key: str
     text: str

@@ -56,6 +56,8 @@ from .models import (
     RecallRequest,
     SaveOutputRequest,
     SearchRequest,
+    SetupPlanRequest,
+    SetupRunRequest,
     SlateStartRequest,
     TrailRequest,
 )
@@ -284,6 +286,36 @@ class ProcessSeam:
 
         child = self._run("check", ["detect", "-C", str(self.layout.workspace), "--json"])
         return DetectReport.model_validate_json(child.stdout)
+
+    def _check_setup(self, request: SetupRunRequest, abort: threading.Event | None) -> Any:
+        from ax_check import SetupResult
+
+        args = ["setup", request.intent, *self._session_args(), "--json"]
+        if request.project is not None:
+            args += ["--project", request.project]
+        if request.timeout_s is not None:
+            args += ["--timeout", repr(request.timeout_s)]
+        if request.expect_key is not None:
+            args += ["--expect-key", request.expect_key]
+        # 0 succeeded, 1 failed or error, 5 unsupported: each a verdict with JSON on stdout;
+        # a refusal (a changed setup, a bad request) prints no JSON and raises.
+        child = self._run("check", args, abort=abort, ok=(0, 1, 5))
+        if not child.stdout.strip():
+            raise error_from("check", child)
+        result = SetupResult.model_validate_json(child.stdout)
+        if child.status == ExitStatus.FAILED and "evidence was not recorded" in child.stderr:
+            message, hint = _message_and_hint("check", child.stderr)
+            raise OperationFailed(message, hint)
+        return result
+
+    def _check_setup_plan(self, request: SetupPlanRequest, abort: threading.Event | None) -> Any:
+        from ax_check import SetupPlan
+
+        args = ["setup", request.intent, "-C", str(self.layout.workspace), "--dry-run", "--json"]
+        if request.project is not None:
+            args += ["--project", request.project]
+        child = self._run("check", args, ok=(0, 5))
+        return SetupPlan.model_validate_json(child.stdout)
 
     def _slate_start(self, request: SlateStartRequest, abort: threading.Event | None) -> Any:
         from ax_slate import SessionSlate

@@ -23,6 +23,7 @@ def _tools() -> tuple[ModelTool, ...]:
         history_search,
         list_dir,
         plan_write,
+        project_setup,
         propose_lesson,
         read_file,
         recall_step,
@@ -48,6 +49,9 @@ def _tools() -> tuple[ModelTool, ...]:
         edit_file,
         run_command,
         run_check,
+        # Project setup (issue 22): installs, migrations and seeds. Parent-only: no child
+        # role's registry may hold it (an executor's worktree is disposable).
+        project_setup,
         slate_note,
         recall_step,
         # Bounded context (issue 13): the read-only recall of what left the request.
@@ -63,6 +67,12 @@ def _tools() -> tuple[ModelTool, ...]:
         plan_write,
     )
     return tuple(module.TOOL for module in modules)
+
+
+# Tools only the parent session may hold: no child role's registry may include them.
+# project_setup: an executor's worktree is disposable, so an install there fills a folder
+# about to be deleted, and a migration there writes the real database from "isolation".
+PARENT_ONLY: frozenset[str] = frozenset({"project_setup"})
 
 
 def get_tool(name: str) -> ModelTool | None:
