@@ -53,6 +53,9 @@ def run(request: RunCheckInput, ctx: ToolContext) -> ToolResult:
     spill = result.output.spill_path if result.output is not None else None
     full = read_capped(spill) if cut and spill else None
     content = render(result, full is not None, ctx.step)
+    diagnosis = diagnose(result)
+    if diagnosis:
+        content += "\n" + "\n".join(diagnosis)
     return ToolResult(
         content=content,
         is_error=result.verdict in ("error", "unsupported"),
@@ -122,6 +125,26 @@ def render(result: CheckResult, saved: bool, step: int) -> str:
             lines.append(f"[output: {output.bytes} bytes]")
             lines.append(f"{output.head}{output.tail}".rstrip("\n"))
     return "\n".join(lines)
+
+
+def diagnose(result: CheckResult) -> list[str]:
+    """The recovery catalogue's entry for a failing result (ax_agent.recovery), or nothing."""
+    from ..recovery.classify import classify_check
+    from ..recovery.render import diagnosis_lines
+
+    found = classify_check(
+        {
+            "kind": result.kind,
+            "project": result.project,
+            "scope": result.scope,
+            "verdict": result.verdict,
+            "reason": result.reason,
+            "termination": result.termination,
+            "exitCode": result.exit_code,
+            "signals": [signal.to_json() for signal in result.signals],
+        }
+    )
+    return [] if found is None else diagnosis_lines(found)
 
 
 TOOL = ModelTool(
