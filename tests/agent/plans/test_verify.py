@@ -186,7 +186,7 @@ def test_the_plans_integration_gate_is_declared_for_executors() -> None:
 
 
 def test_forged_a_completed_pass_with_no_start_proves_nothing() -> None:
-    events = integrated() + [completed("passed")]
+    events = [*integrated(), completed("passed")]
     assert verdict(events)[:2] == ("pending", "blocked")
     assert [f.why for f in check_runs(events).forged] == [
         "a check.completed with no check.started before it"
@@ -258,26 +258,27 @@ def test_every_targeted_scope_must_be_green_not_only_the_newest() -> None:
 def test_an_unsupported_result_waives_only_for_a_capability_reason(
     reason: str, status: str
 ) -> None:
-    events = integrated() + [completed("unsupported", reason=reason)]
+    events = [*integrated(), completed("unsupported", reason=reason)]
     assert verdict(events)[0] == status
 
 
 def test_a_toolchain_waiver_is_loud_and_names_the_toolchain() -> None:
     missing = [{"name": "toolchain-unavailable", "detail": "cargo is not on PATH"}]
-    events = integrated() + [
-        completed("unsupported", reason="toolchain-unavailable", signals=missing)
+    events = [
+        *integrated(),
+        completed("unsupported", reason="toolchain-unavailable", signals=missing),
     ]
     verification = fold_tasks(PLAN, events)["lexer"].verification
     assert verification is not None and verification.status == "green"
     assert verification.caveats() == [
         "test in unit .: WAIVED, the machine lacks a toolchain: cargo is not on PATH"
     ]
-    quiet = integrated() + [completed("unsupported", reason="no-recipe")]
+    quiet = [*integrated(), completed("unsupported", reason="no-recipe")]
     assert fold_tasks(PLAN, quiet)["lexer"].verification.caveats() == []  # type: ignore[union-attr]
 
 
 def test_a_curable_precondition_names_why_it_never_waives() -> None:
-    events = integrated() + [completed("unsupported", reason="precondition-curable")]
+    events = [*integrated(), completed("unsupported", reason="precondition-curable")]
     text = verdict(events)[2][0]
     assert "test in unit .: unsupported (precondition-curable), which never waives a gate" in text
     assert "diagnosis: dependency-setup" in text
