@@ -174,9 +174,13 @@ def test_a_dependent_is_refused_while_its_dependencys_test_is_red_and_allowed_af
     assert "failed (exit code 1)) [unmet-dependency]" in text
     assert "fix-sub: diagnosis: test-assertion" in text
     assert fold_tasks(state.loaded.plan, events)["docs"].state == "blocked"
+    shown = command(session, "/plan")
+    assert "  - verification pending: test in unit .: failed (exit code 1)" in shown
+    assert "waits for: fix-sub (completed, verification pending: test in unit ." in shown
 
     run_turn(session, "fix it")
     events = events_of(session)
     allowed = check_group(plan_state(session.layout, session.id, events), events, dependent)
     assert allowed.allowed, allowed.message()
     assert fold_tasks(state.loaded.plan, events)["docs"].state == "queued"
+    assert "  - verification green" in command(session, "/plan")
