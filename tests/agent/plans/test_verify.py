@@ -334,3 +334,16 @@ def test_plans_without_gate_projects_keep_the_hash_they_were_approved_at() -> No
     }
     assert plan_sha256(plan) == hashlib.sha256(canonical_json(old)).hexdigest()
     assert plan_sha256(make_plan(projects=["apps/a"])) != plan_sha256(plan)
+
+
+def test_gate_projects_are_contained_workspace_relative_units(tmp_path: Path) -> None:
+    from ax_agent.plans.validate import plan_problems
+
+    assert plan_problems(make_plan(projects=["apps/a", "."]), tmp_path) == []
+    problems = plan_problems(make_plan(projects=["../elsewhere", "/abs"]), tmp_path)
+    assert [p.split(" ", 4)[:4] for p in problems] == [
+        ["the", "gates'", "project", "'../elsewhere'"],
+        ["the", "gates'", "project", "'/abs'"],
+    ]
+    many = make_plan(projects=[f"u{n}" for n in range(40)])
+    assert plan_problems(many, tmp_path) == ["the gates name 40 projects, more than 32"]
