@@ -259,3 +259,19 @@ def test_the_ledger_lists_open_items_as_blockers_with_what_they_need() -> None:
         "test-failed-detail]; needs: test in unit . passing again"
     ]
     assert dismissal_problem(ledger, 3) == "there is no repair 3 (open: 1)"
+
+
+def test_the_same_failure_a_third_time_spends_the_budget() -> None:
+    twice = RED + EDIT + RED
+    assert not repair_ledger(twice).repairs[-1].escalation
+    thrice = twice + EDIT + RED
+    repairs = repair_ledger(thrice).repairs
+    assert [(r.status, r.attempt) for r in repairs] == [
+        ("superseded", 1),
+        ("superseded", 2),
+        ("open", 3),
+    ]
+    assert repairs[-1].escalation and "no try is left" in repairs[-1].line()
+    # Another signature has its own budget.
+    other = run("failed", "type-error", kind="typecheck")
+    assert repair_ledger(thrice + other).repairs[-1].attempt == 1

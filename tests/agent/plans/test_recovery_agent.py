@@ -85,6 +85,7 @@ def test_a_failing_test_is_diagnosed_and_its_repair_proven_by_the_regression_che
     assert failing.startswith("test check: FAILED (exit code 1)")
     assert "diagnosis: test-assertion" in failing
     assert "evidence: test-failed: tests/test_calc.py::test_sub" in failing
+    assert "repair ledger: item 1, try 1 of 2 on this failure" in failing
     assert passing.startswith("test check: PASSED") and "diagnosis" not in passing
     [repair] = repair_ledger(events).repairs
     assert (repair.number, repair.diagnosis.name, repair.status) == (
@@ -99,29 +100,40 @@ def test_a_failing_test_is_diagnosed_and_its_repair_proven_by_the_regression_che
     assert f"proof: test passed at event {passed_at}" in shown
 
 
-def test_an_open_repair_is_dismissed_by_the_person_and_stays_a_caveat(
+@pytest.mark.slow
+def test_the_same_failure_spends_the_budget_then_the_person_dismisses_it(
     project: Path, tmp_path: Path
 ) -> None:
-    session = session_for(project, tmp_path, [{"toolCalls": [call("run_check", kind="test")]},
-                                              {"text": "it fails"}])  # fmt: skip
+    check = {"toolCalls": [call("run_check", kind="test")]}
+    session = session_for(project, tmp_path, [check, check, check, {"text": "it still fails"}])
     run_turn(session, "run the tests")
+    first, second, third = results(events_of(session))
+    assert "repair ledger: item 1, try 1 of 2 on this failure" in first
+    assert "repair ledger: item 2, try 2 of 2 on this failure" in second
+    assert (
+        "repair ledger: item 3, failure 3 of this signature: the budget of tries is spent" in third
+    )
     ledger = repair_ledger(events_of(session))
-    assert [r.status for r in ledger.repairs] == ["open"]
-    assert ledger.blockers()[0].startswith("repair 1. test-assertion: test check - open (unproven)")
-    refused = command(session, "/repair dismiss 2 wrong number")
-    assert "there is no repair 2 (open: 1)" in refused
-    said = command(session, "/repair dismiss 1 the sub bug is tracked upstream")
-    assert "Dismissed repair 1 (test-assertion)" in said
+    assert [r.status for r in ledger.repairs] == ["superseded", "superseded", "open"]
+    assert ledger.repairs[-1].escalation
+    assert ledger.blockers()[0].startswith(
+        "repair 3. test-assertion: test check - OPEN ESCALATION (failure 3 of this signature"
+    )
+    refused = command(session, "/repair dismiss 1 superseded already")
+    assert "repair 1 is superseded; only an open one can be dismissed" in refused
+    said = command(session, "/repair dismiss 3 the sub bug is tracked upstream")
+    assert "Dismissed repair 3 (test-assertion)" in said
     events = events_of(session)
     [dismissed] = of_type(events, "repair.dismissed")
-    assert (dismissed["number"], dismissed["reason"]) == (1, "the sub bug is tracked upstream")
+    assert (dismissed["number"], dismissed["reason"]) == (3, "the sub bug is tracked upstream")
     ledger = repair_ledger(events)
     assert ledger.blockers() == []
     assert ledger.caveats() == [
-        "repair 1. test-assertion: test check - DISMISSED by the person: the sub bug is tracked "
+        "repair 3. test-assertion: test check - DISMISSED by the person: the sub bug is tracked "
         "upstream [test-failed: tests/test_calc.py::test_sub]"
     ]
-    assert "only an open one can be dismissed" in command(session, "/repair dismiss 1 again")
+    assert "only an open one can be dismissed" in command(session, "/repair dismiss 3 again")
+    assert "there is no repair 4 (open: none)" in command(session, "/repair dismiss 4 what")
     assert len(of_type(events_of(session), "repair.dismissed")) == 1
 
 

@@ -19,14 +19,16 @@ attempt. Its outcome, in this order:
   signature (``/repair dismiss N REASON``): the blocker closes, and it stays
   an acceptance caveat. A dismissal naming another signature, or an item
   already closed, changes nothing;
-- ``open``: none of these. An open item whose class may not be tried
-  automatically is an *escalation*: it waits for the person.
+- ``open``: none of these. An open item is an *escalation*, waiting for the
+  person, when its class may not be tried automatically, or when its failure is
+  the ``REPAIR_ATTEMPTS_MAX``-th of the same signature: the budget of tries
+  is spent, and another try would need a new hypothesis from a person.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..tasks.verify import CAPABILITY_REASONS, Run, check_runs
@@ -35,6 +37,8 @@ from .classify import Diagnosis, classify_check, classify_event
 
 RepairStatus = Literal["succeeded", "superseded", "dismissed", "open"]
 DISMISSED_EVENT = "repair.dismissed"
+# Failures of one signature after which no automatic try is left (the repair budget).
+REPAIR_ATTEMPTS_MAX = 3
 # A dismissal's reason, at most (repair.dismissed's own bound).
 DISMISS_REASON_MAX_CHARS = 500
 # The failure events that are no check, and the event types that can answer each.
@@ -54,16 +58,24 @@ class Repair:
     proof: tuple[str, ...] = ()
     dismissal: str | None = None
     failed_at: int = field(default=0, compare=False)
+    # Which failure of its signature this is (1: the first).
+    attempt: int = 1
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.attempt >= REPAIR_ATTEMPTS_MAX
 
     @property
     def escalation(self) -> bool:
-        """Open, and its class may not be tried automatically: the person decides."""
-        return self.status == "open" and not self.diagnosis.entry.auto
+        """Open, and the model may not try it (its class, or the budget): the person decides."""
+        return self.status == "open" and (not self.diagnosis.entry.auto or self.budget_spent)
 
     def line(self) -> str:
         head = f"{self.number}. {self.diagnosis.name}: {self.diagnosis.subject}"
         if self.status == "open":
             state = "OPEN ESCALATION" if self.escalation else "open (unproven)"
+            if self.budget_spent and self.diagnosis.entry.auto:
+                state += f" (failure {self.attempt} of this signature: no try is left)"
         elif self.status == "dismissed":
             state = f"DISMISSED by the person: {self.dismissal}"
         else:
@@ -94,6 +106,22 @@ class RepairLedger:
         return next((r for r in self.repairs if r.number == number), None)
 
 
+def attempt_line(repair: Repair) -> str:
+    """Where an open repair stands in its budget, as the model reads it."""
+    if not repair.diagnosis.entry.auto:
+        number = repair.number
+        return f"  repair ledger: item {number}; the person decides (or /repair dismiss {number})"
+    if repair.budget_spent:
+        return (
+            f"  repair ledger: item {repair.number}, failure {repair.attempt} of this signature: "
+            "the budget of tries is spent; stop and tell the person what you tried"
+        )
+    return (
+        f"  repair ledger: item {repair.number}, try {repair.attempt} of {REPAIR_ATTEMPTS_MAX - 1} "
+        "on this failure; the next try needs a hypothesis different from the last"
+    )
+
+
 def dismissal_problem(ledger: RepairLedger, number: int) -> str | None:
     """Why ``/repair dismiss number`` is refused, or None (the call's half of the rule)."""
     repair = ledger.find(number)
@@ -121,7 +149,9 @@ def repair_ledger(events: Iterable[Mapping[str, Any]]) -> RepairLedger:
                 found.append((position, diagnosis, None))
     found.sort(key=lambda item: item[0])
     repairs: list[Repair] = []
+    seen: dict[str, int] = {}
     for number, (at, diagnosis, failed) in enumerate(found, start=1):
+        seen[diagnosis.signature] = seen.get(diagnosis.signature, 0) + 1
         newer = next(
             (pos for pos, other, _ in found if pos > at and other.signature == diagnosis.signature),
             None,
@@ -136,7 +166,11 @@ def repair_ledger(events: Iterable[Mapping[str, Any]]) -> RepairLedger:
             status, proof = "superseded", (f"the same failure again (event {newer})",)
         else:
             status = "open"
-        repairs.append(Repair(number, diagnosis, status, proof, failed_at=at))
+        repairs.append(
+            Repair(
+                number, diagnosis, status, proof, failed_at=at, attempt=seen[diagnosis.signature]
+            )
+        )
     return _dismissed(repairs, events)
 
 
@@ -217,13 +251,8 @@ def _dismissed(repairs: list[Repair], events: Sequence[Mapping[str, Any]]) -> Re
         elif repair.failed_at > position:
             ignored.append(f"event {position}: predates the failure it names")
         elif repair.status == "open":
-            repairs[index] = Repair(  # type: ignore[index]
-                repair.number,
-                repair.diagnosis,
-                "dismissed",
-                repair.proof,
-                str(event.get("reason")),
-                repair.failed_at,
+            repairs[index] = replace(  # type: ignore[index]
+                repair, status="dismissed", dismissal=str(event.get("reason"))
             )
         else:
             ignored.append(f"event {position}: repair {repair.number} was already {repair.status}")

@@ -7,6 +7,9 @@ it runs without a question (only inside an enforced sandbox).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 from pydantic import Field
 
 from ax_check import KINDS, CheckResult, Kind
@@ -53,7 +56,7 @@ def run(request: RunCheckInput, ctx: ToolContext) -> ToolResult:
     spill = result.output.spill_path if result.output is not None else None
     full = read_capped(spill) if cut and spill else None
     content = render(result, full is not None, ctx.step)
-    diagnosis = diagnose(result)
+    diagnosis = diagnose(result, lambda: _session_events(ctx))
     if diagnosis:
         content += "\n" + "\n".join(diagnosis)
     return ToolResult(
@@ -127,9 +130,19 @@ def render(result: CheckResult, saved: bool, step: int) -> str:
     return "\n".join(lines)
 
 
-def diagnose(result: CheckResult) -> list[str]:
-    """The recovery catalogue's entry for a failing result (ax_agent.recovery), or nothing."""
+def _session_events(ctx: ToolContext) -> list[dict[str, Any]]:
+    from ax_log import read_events
+
+    return list(read_events(ctx.layout.session_log(ctx.session_id), ctx.session_id))
+
+
+def diagnose(
+    result: CheckResult, events: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+) -> list[str]:
+    """The recovery catalogue's entry for a failing result (ax_agent.recovery), or nothing;
+    with the session's ``events`` (read only for a failure), where its repair stands."""
     from ..recovery.classify import classify_check
+    from ..recovery.ledger import attempt_line, repair_ledger
     from ..recovery.render import diagnosis_lines
 
     found = classify_check(
@@ -144,7 +157,14 @@ def diagnose(result: CheckResult) -> list[str]:
             "signals": [signal.to_json() for signal in result.signals],
         }
     )
-    return [] if found is None else diagnosis_lines(found)
+    if found is None:
+        return []
+    lines = diagnosis_lines(found)
+    ledger = repair_ledger(events()) if events is not None else None
+    mine = [r for r in ledger.repairs if r.diagnosis.signature == found.signature] if ledger else []
+    if mine and mine[-1].status == "open":
+        lines.append(attempt_line(mine[-1]))
+    return lines
 
 
 TOOL = ModelTool(
