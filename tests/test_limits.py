@@ -708,6 +708,7 @@ def test_agent_recovery_limits() -> None:
 
     assert classify.DIAGNOSIS_EVIDENCE_MAX == 10
     assert ledger.DISMISS_REASON_MAX_CHARS == 500
+    assert ledger.REPAIR_ATTEMPTS_MAX == 3
     # The event's own bound is the command's: a reason the command takes is never refused.
     reason = RepairDismissed.model_fields["reason"].metadata
     assert any(getattr(m, "max_length", None) == ledger.DISMISS_REASON_MAX_CHARS for m in reason)
