@@ -27,6 +27,7 @@ attempt. Its outcome, in this order:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -148,16 +149,22 @@ def repair_ledger(events: Iterable[Mapping[str, Any]]) -> RepairLedger:
             if diagnosis is not None:
                 found.append((position, diagnosis, None))
     found.sort(key=lambda item: item[0])
+    # Indexes, so a long session's ledger stays linear: failures by signature, runs by
+    # (kind, unit), both in log order.
+    by_signature: dict[str, list[int]] = {}
+    for at, diagnosis, _failed in found:
+        by_signature.setdefault(diagnosis.signature, []).append(at)
+    by_place: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        by_place.setdefault((run.kind, run.project), []).append(run)
+    ends = {place: [run.completed for run in found_runs] for place, found_runs in by_place.items()}
     repairs: list[Repair] = []
-    seen: dict[str, int] = {}
     for number, (at, diagnosis, failed) in enumerate(found, start=1):
-        seen[diagnosis.signature] = seen.get(diagnosis.signature, 0) + 1
-        newer = next(
-            (pos for pos, other, _ in found if pos > at and other.signature == diagnosis.signature),
-            None,
-        )
+        same = by_signature[diagnosis.signature]
+        attempt = bisect_right(same, at)
+        newer = same[attempt] if attempt < len(same) else None
         if failed is not None:
-            proven, proof = _check_proof(failed, diagnosis, runs)
+            proven, proof = _check_proof(failed, diagnosis, by_place, ends)
         else:
             proven, proof = _event_proof(events, at)
         if proven is not None and (newer is None or proven < newer):
@@ -166,30 +173,30 @@ def repair_ledger(events: Iterable[Mapping[str, Any]]) -> RepairLedger:
             status, proof = "superseded", (f"the same failure again (event {newer})",)
         else:
             status = "open"
-        repairs.append(
-            Repair(
-                number, diagnosis, status, proof, failed_at=at, attempt=seen[diagnosis.signature]
-            )
-        )
+        repairs.append(Repair(number, diagnosis, status, proof, failed_at=at, attempt=attempt))
     return _dismissed(repairs, events)
 
 
 def _check_proof(
-    failed: Run, diagnosis: Diagnosis, runs: Sequence[Run]
+    failed: Run,
+    diagnosis: Diagnosis,
+    by_place: Mapping[tuple[str, str], Sequence[Run]],
+    ends: Mapping[tuple[str, str], Sequence[int]],
 ) -> tuple[int | None, tuple[str, ...]]:
     """The position that completed the proof (None: not proven) and what it rests on."""
     kinds = [failed.kind if k == FAILED_KIND else k for k in diagnosis.entry.regression]
     lines: list[str] = []
     latest = 0
     for kind in dict.fromkeys(kinds):
+        place = by_place.get((kind, failed.project), [])
+        # A run started after the failure was also judged after it.
+        first = bisect_right(ends.get((kind, failed.project), []), failed.completed)
         match = next(
             (
                 run
-                for run in runs
+                for run in place[first:]
                 if run.started is not None
                 and run.started > failed.completed
-                and run.kind == kind
-                and run.project == failed.project
                 and (
                     (run.verdict == "passed" and _covers(run.scope, failed.scope))
                     if kind == failed.kind

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..plans.model import Plan, PlanTask, normal_touch
@@ -49,6 +50,8 @@ from ..plans.validate import overlaps
 # Unsupported reasons that say what the project or host cannot do: they waive a kind.
 CAPABILITY_REASONS = frozenset({"no-recipe", "precondition"})
 TOOLCHAIN_REASON = "toolchain-unavailable"
+# Distinct scope spellings whose normal form is remembered (a cache, not a cap).
+SCOPE_CACHE_ENTRIES = 1024
 # A parent's own workspace changes (a parent-owned task's anchor).
 PARENT_WORK = frozenset({"file.mutated", "undo.applied", "command.started"})
 
@@ -107,7 +110,11 @@ class Ledger:
 def scope_of(value: Any) -> tuple[str, ...]:
     """A recorded scope as workspace-relative paths (a test id's ``::name`` dropped)."""
     items = value if isinstance(value, list) else [value]
-    return tuple(normal_touch(str(item).split("::", 1)[0]) for item in items)
+    return tuple(_normal(str(item).split("::", 1)[0]) for item in items)
+
+
+# A session repeats the same few scopes thousands of times; path parsing dominated the fold.
+_normal = lru_cache(maxsize=SCOPE_CACHE_ENTRIES)(normal_touch)
 
 
 def check_runs(events: Iterable[Mapping[str, Any]]) -> Ledger:
