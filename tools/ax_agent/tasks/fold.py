@@ -53,8 +53,6 @@ TaskState = Literal[
     "parent-owned",
     "interrupted",
 ]
-# A dependency in one of these states lets its dependents start.
-SATISFIED: frozenset[str] = frozenset({"completed", "parent-owned"})
 TASK_EVENT_TYPES = frozenset(
     {
         "task.started",
