@@ -14,7 +14,7 @@ A task's state, in the order the rules apply:
 - ``parent-owned``: its role is ``parent`` (the main agent does it itself).
 - no attempt yet, or its last attempt completed under a definition that has
   since changed (the sha of the task's canonical form): ``queued`` when every
-  dependency is completed or parent-owned, else ``blocked``.
+  dependency is satisfied (below), else ``blocked``.
 - otherwise its last attempt's state: ``running``; ``awaiting-approval`` (a
   question of the task waits for the parent's approver); ``interrupted`` (it
   never ended and the parent started again: a later ``session.started``);
