@@ -710,6 +710,20 @@ def test_agent_plan_limits() -> None:
     assert gate.READY_IDS_SHOWN == 10
 
 
+def test_agent_recovery_limits() -> None:
+    from ax_agent.recovery import classify, ledger
+    from ax_agent.tasks import verify
+    from ax_log.events import RepairDismissed
+
+    assert classify.DIAGNOSIS_EVIDENCE_MAX == 10
+    assert verify.SCOPE_CACHE_ENTRIES == 1024
+    assert ledger.DISMISS_REASON_MAX_CHARS == 500
+    assert ledger.REPAIR_ATTEMPTS_MAX == 3
+    # The event's own bound is the command's: a reason the command takes is never refused.
+    reason = RepairDismissed.model_fields["reason"].metadata
+    assert any(getattr(m, "max_length", None) == ledger.DISMISS_REASON_MAX_CHARS for m in reason)
+
+
 def test_mesh_limits() -> None:
     from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 

@@ -123,6 +123,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "previousModel": "m1",
     },
     "session.accepted": {"unfinished": ["the last turn did not finish (aborted)"]},
+    "repair.dismissed": {"number": 2, "signature": "0123456789abcdef", "reason": "flaky CI"},
     "commit.created": {
         "oid": "b" * 40,
         "parent": "a" * 40,

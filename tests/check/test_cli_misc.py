@@ -51,8 +51,13 @@ def test_missing_toolchain_is_named(
         )
     code, result, _ = check(run_cli, "format", "-C", str(ws))
     assert (code, result["reason"]) == (5, "no-recipe")
-    log = state_layout(ws).session_log("s-go").read_text().splitlines()
-    assert [json.loads(line)["type"] for line in log] == ["check.completed"] * 4
+    log = [
+        json.loads(line) for line in state_layout(ws).session_log("s-go").read_text().splitlines()
+    ]
+    assert [event["type"] for event in log] == ["check.completed"] * 4
+    # The event holds no message: the missing toolchain rides as a signal, for the
+    # verification gate's caveat.
+    assert log[0]["signals"] == [{"name": "toolchain-unavailable", "detail": "go is not on PATH"}]
 
 
 def test_two_units_need_a_project(project: Project, run_cli: CliRunner) -> None:

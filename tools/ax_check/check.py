@@ -35,7 +35,7 @@ from ax_check.models import (
     TreeCheck,
     Verdict,
 )
-from ax_check.parsers import Enrichment, OutputWatcher, Places
+from ax_check.parsers import MAX_DETAIL_CHARS, Enrichment, OutputWatcher, Places
 from ax_check.recipes import Blocker, Resolved, resolve
 from ax_check.toolchains import Toolchains, environment_ref
 from ax_check.tree import compare_tree, take_snapshot
@@ -244,6 +244,12 @@ def _event(
 
 def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, object]:
     assert result.project is not None and result.scope is not None
+    signals = [signal.to_json() for signal in result.signals]
+    if result.reason == "toolchain-unavailable" and result.message:
+        # The event carries no message, and a waiver's caveat must name what is missing.
+        signals.append(
+            {"name": "toolchain-unavailable", "detail": result.message[:MAX_DETAIL_CHARS]}
+        )
     return {
         "type": "check.completed",
         "kind": result.kind,
@@ -255,7 +261,7 @@ def completed_event(result: CheckResult, recipe_id: str | None) -> dict[str, obj
         "termination": result.termination,
         "reason": result.reason,
         "replayKey": result.replay_key,
-        "signals": [signal.to_json() for signal in result.signals],
+        "signals": signals,
     }
 
 

@@ -831,6 +831,18 @@ class SessionAccepted(EventBody):
     unfinished: list[str] = Field(default_factory=list)
 
 
+@register
+class RepairDismissed(EventBody):
+    """A person dismissed repair ``number`` of the session's repair ledger (``/repair
+    dismiss N REASON``); ``signature`` binds the failure they saw. It closes the blocker
+    and stays an acceptance caveat."""
+
+    type: Literal["repair.dismissed"] = "repair.dismissed"
+    number: Annotated[int, Field(ge=1)]
+    signature: Annotated[str, Field(min_length=1, max_length=64)]
+    reason: Annotated[str, Field(min_length=1, max_length=500)]
+
+
 # --- a person's git: deliberate commits and pushes (issue 20) ------------------
 
 

@@ -52,6 +52,13 @@ def test_failing_test_check(harness: Harness, project: Path) -> None:
     assert "summary (pytest): 1 passed, 1 failed" in result.content
     assert "test_sub" in result.content
     assert "[output: " in result.content
+    # The recovery catalogue's entry rides on the failing result: the diagnosis where it
+    # is needed, from the persisted signals.
+    tail = result.content[result.content.index("diagnosis: ") :].splitlines()
+    assert tail[0] == "diagnosis: test-assertion (tests ran and some failed)"
+    assert "  evidence: test-failed: tests/test_calc.py::test_sub" in tail
+    assert "  a repair is proven by: test passing again (scope .)" in tail
+    assert "  try it yourself: yes" in tail
 
 
 def test_targeted_passing_test(harness: Harness, project: Path) -> None:
@@ -69,6 +76,7 @@ def test_fix_then_pass(harness: Harness, project: Path) -> None:
     )
     result = harness.call(TOOL, {"kind": "test"})
     assert result.content.startswith("test check: PASSED (exit code 0)")
+    assert "diagnosis" not in result.content
 
 
 def test_expected_failures_are_shown_apart_from_skips(harness: Harness, project: Path) -> None:
@@ -84,6 +92,8 @@ def test_unsupported_and_bad_requests_are_errors(harness: Harness, project: Path
     assert unsupported.is_error
     assert unsupported.content.startswith("static-analysis check: UNSUPPORTED")
     assert "reason: " in unsupported.content
+    # A capability the project lacks is nothing to repair: no diagnosis.
+    assert "diagnosis" not in unsupported.content
     bad = harness.call(TOOL, {"kind": "test", "targets": ["tests/test_calc.py"]})
     assert bad.is_error
     assert "--target applies only to test-targeted" in bad.content

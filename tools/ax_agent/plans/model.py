@@ -76,6 +76,14 @@ class PlanGates(Contract):
 
     integration: list[str] = Field(default_factory=list)
     completion: list[str] = Field(default_factory=list)
+    # Project units (ax-check's ids) a task's checks must pass in, each of them; empty:
+    # every unit a check ran in after the task's work (the verification gate).
+    projects: list[str] = Field(default_factory=list)
+
+    @field_validator("projects")
+    @classmethod
+    def _normal_projects(cls, projects: list[str]) -> list[str]:
+        return [normal_touch(project) for project in projects]
 
 
 class PlanReview(Contract):
@@ -115,7 +123,7 @@ def canonical_json(value: Any) -> bytes:
 
 # Lists whose order says nothing: the canonical form sorts them, so reordering one is
 # approval-neutral. The tasks themselves are sorted by id for the same reason.
-_UNORDERED = ("dependsOn", "touches", "checks", "integration", "completion")
+_UNORDERED = ("dependsOn", "touches", "checks", "integration", "completion", "projects")
 
 
 def task_content(task: PlanTask) -> dict[str, Any]:
@@ -125,6 +133,9 @@ def task_content(task: PlanTask) -> dict[str, Any]:
 
 def plan_content(plan: Plan) -> dict[str, Any]:
     content = _sorted_lists(plan.model_dump(mode="json", by_alias=True, exclude={"tasks"}))
+    if not content["gates"]["projects"]:
+        # Added after plans were approved: hashed only when set, so those keep their hash.
+        del content["gates"]["projects"]
     content["tasks"] = sorted((task_content(task) for task in plan.tasks), key=_task_order)
     return content
 

@@ -95,6 +95,14 @@ def plan_problems(plan: Plan, workspace: Path) -> list[str]:
         ("completion", plan.gates.completion),
     ):
         problems += _kinds(f"the {gate} gate", listed, kinds)
+    for project in plan.gates.projects:
+        problem = touch_problem(project, workspace)
+        if problem is not None:
+            problems.append(f"the gates' project {project!r} {problem}")
+    if len(plan.gates.projects) > TASK_LIST_MAX:
+        problems.append(
+            f"the gates name {len(plan.gates.projects)} projects, more than {TASK_LIST_MAX}"
+        )
     problems += _text("the review reason", plan.review.reason, TEXT_MAX_CHARS)
     if plan.review.mode == "waived" and not plan.review.reason.strip():
         problems.append("the review is waived without a reason; give the reason")

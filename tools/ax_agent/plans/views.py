@@ -87,8 +87,13 @@ def markdown_view(document: PlanDocument, sha: str, states: Mapping[str, TaskVie
             lines.append(f"  - waits for: {waits}")
         if view is not None and view.detail:
             lines.append(f"  - {one_line(view.detail)}")
-    if plan.gates.integration or plan.gates.completion:
+        verified = verification_line(view)
+        if verified is not None:
+            lines.append(f"  - {verified}")
+    if plan.gates.integration or plan.gates.completion or plan.gates.projects:
         lines += ["", "Gates:"]
+        if plan.gates.projects:
+            lines.append(f"- in every project unit of: {', '.join(plan.gates.projects)}")
         if plan.gates.integration:
             lines.append(f"- integration: {', '.join(plan.gates.integration)}")
         if plan.gates.completion:
@@ -96,6 +101,17 @@ def markdown_view(document: PlanDocument, sha: str, states: Mapping[str, TaskVie
     reason = f": {one_line(plan.review.reason)}" if plan.review.reason.strip() else ""
     lines += ["", f"Review: {plan.review.mode}{reason}"]
     return "\n".join(lines)
+
+
+def verification_line(view: TaskView | None) -> str | None:
+    """A task's verification gate in one line (None: it declares no check)."""
+    verification = view.verification if view is not None else None
+    if verification is None or verification.status == "none":
+        return None
+    if verification.status == "pending":
+        return f"verification pending: {one_line('; '.join(verification.blockers()))}"
+    caveats = verification.caveats()
+    return "verification green" + (f" (caveat: {one_line('; '.join(caveats))})" if caveats else "")
 
 
 def live_summary(states: Mapping[str, TaskView]) -> str:
@@ -128,10 +144,18 @@ def agent_view(document: PlanDocument, sha: str, states: Mapping[str, TaskView])
                 "  waits for: "
                 + ", ".join(f"{dep} ({dep_state})" for dep, dep_state in view.waiting_on.items())
             )
-    if plan.gates.integration or plan.gates.completion:
+        verified = verification_line(view)
+        if verified is not None:
+            lines.append(f"  {verified}")
+    if plan.gates.integration or plan.gates.completion or plan.gates.projects:
         lines.append(
             f"Gates: integration {', '.join(plan.gates.integration) or 'none'}; "
             f"completion {', '.join(plan.gates.completion) or 'none'}"
+            + (
+                f"; in every unit of {', '.join(plan.gates.projects)}"
+                if plan.gates.projects
+                else ""
+            )
         )
     lines.append(f"Review: {plan.review.mode} {one_line(plan.review.reason)}".rstrip())
     return fence("\n".join(lines))

@@ -14,7 +14,7 @@ A task's state, in the order the rules apply:
 - ``parent-owned``: its role is ``parent`` (the main agent does it itself).
 - no attempt yet, or its last attempt completed under a definition that has
   since changed (the sha of the task's canonical form): ``queued`` when every
-  dependency is completed or parent-owned, else ``blocked``.
+  dependency is satisfied (below), else ``blocked``.
 - otherwise its last attempt's state: ``running``; ``awaiting-approval`` (a
   question of the task waits for the parent's approver); ``interrupted`` (it
   never ended and the parent started again: a later ``session.started``);
@@ -26,6 +26,10 @@ A task's state, in the order the rules apply:
 ``failures`` counts the attempts that failed (``task.failed``) under the
 task's current definition; a lost capture, a cancel or an interruption is not
 the task's failure and is not counted.
+
+A dependency is satisfied when it is parent-owned, or completed with its
+verification not pending (``verify``: its declared checks green on the
+workspace after its newest binding, the attempt's ``anchor``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..plans.model import Plan, PlanTask, task_sha256
+from .verify import Ledger, Verification, check_runs, parent_anchor, verify_task
 
 TaskState = Literal[
     "queued",
@@ -48,8 +53,6 @@ TaskState = Literal[
     "parent-owned",
     "interrupted",
 ]
-# A dependency in one of these states lets its dependents start.
-SATISFIED: frozenset[str] = frozenset({"completed", "parent-owned"})
 TASK_EVENT_TYPES = frozenset(
     {
         "task.started",
@@ -85,6 +88,8 @@ class Attempt:
     refused: list[dict[str, Any]] = field(default_factory=list)
     integrated: bool = False
     discarded: bool = False
+    # The position of its newest binding (its completion, an apply): the verification anchor.
+    anchor: int | None = None
 
     @property
     def state(self) -> TaskState:
@@ -138,14 +143,16 @@ def attempts(events: Iterable[Mapping[str, Any]]) -> list[Attempt]:
             continue
         current = open_by_key.get(key)
         if current is not None:
-            _apply(current, kind, event)
+            _apply(current, kind, event, position)
     return found
 
 
-def _apply(attempt: Attempt, kind: Any, event: Mapping[str, Any]) -> None:
+def _apply(attempt: Attempt, kind: Any, event: Mapping[str, Any], position: int) -> None:
     if kind in _ENDS:
         if attempt.end is None and not attempt.interrupted:
             attempt.end = _ENDS[kind]  # type: ignore[assignment]
+            if kind == "task.completed":
+                attempt.anchor = position
             attempt.detail = event.get("reason") or event.get("detail")
             attempt.open_asks.clear()
     elif kind == "task.asked":
@@ -159,6 +166,8 @@ def _apply(attempt: Attempt, kind: Any, event: Mapping[str, Any]) -> None:
         attempt.applied += [str(path) for path in event.get("applied") or []]
         attempt.refused = list(event.get("refused") or [])
         attempt.integrated = attempt.captured is not None and not attempt.refused
+        if event.get("applied"):
+            attempt.anchor = position
     elif kind == "task.discarded":
         attempt.discarded = True
 
@@ -183,10 +192,26 @@ class TaskView:
     detail: str | None = None
     group: str | None = None
     child: str | None = None
+    # Its declared checks on the workspace after its work (status none: it declares none).
+    verification: Verification | None = None
+
+
+def dependency_unmet(view: TaskView) -> str | None:
+    """Why ``view``'s dependents must wait (its state, or its verification), or None."""
+    if view.state == "parent-owned":
+        return None
+    if view.state != "completed":
+        return view.state
+    if view.verification is not None and view.verification.status == "pending":
+        return "completed, verification pending: " + "; ".join(view.verification.blockers())
+    return None
 
 
 def fold_tasks(plan: Plan, events: Iterable[Mapping[str, Any]]) -> dict[str, TaskView]:
     """Each plan task's state (see the module docstring), in plan order."""
+    events = list(events)
+    ledger = check_runs(events)
+    parent_at = parent_anchor(events)
     by_task: dict[str, list[Attempt]] = {}
     for attempt in attempts(events):
         if attempt.definition is not None:
@@ -199,7 +224,7 @@ def fold_tasks(plan: Plan, events: Iterable[Mapping[str, Any]]) -> dict[str, Tas
         if task.id in views:
             return views[task.id]
         visiting.add(task.id)
-        done = _view(task, by_task.get(task.id, []), tasks, view, visiting)
+        done = _view(plan, task, by_task.get(task.id, []), tasks, view, visiting, ledger, parent_at)
         visiting.discard(task.id)
         views[task.id] = done
         return done
@@ -210,11 +235,14 @@ def fold_tasks(plan: Plan, events: Iterable[Mapping[str, Any]]) -> dict[str, Tas
 
 
 def _view(
+    plan: Plan,
     task: PlanTask,
     tried: list[Attempt],
     tasks: Mapping[str, PlanTask],
     view: Any,
     visiting: set[str],
+    ledger: Ledger,
+    parent_at: int | None,
 ) -> TaskView:
     sha = task_sha256(task)
     last = tried[-1] if tried else None
@@ -233,7 +261,12 @@ def _view(
         "child": last.child if last is not None else None,
     }
     if task.role == "parent":
+        common["verification"] = verify_task(
+            plan, task, parent_at, ledger, "the parent has not changed the workspace yet"
+        )
         return TaskView(state="parent-owned", **common)
+    anchors = [a.anchor for a in tried if a.anchor is not None]
+    common["verification"] = verify_task(plan, task, max(anchors, default=None), ledger)
     reopened = last is not None and last.state == "completed" and last.definition != sha
     if last is not None and not reopened:
         return TaskView(state=last.state, detail=last.why, **common)
@@ -245,9 +278,9 @@ def _view(
         elif dependency in visiting:
             waiting[dependency] = "cyclic"
         else:
-            state = view(other).state
-            if state not in SATISFIED:
-                waiting[dependency] = state
+            unmet = dependency_unmet(view(other))
+            if unmet is not None:
+                waiting[dependency] = unmet
     return TaskView(
         state="blocked" if waiting else "queued",
         reopened=reopened,

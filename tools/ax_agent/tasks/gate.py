@@ -23,7 +23,9 @@ The rules, in order:
    ``already-completed`` (failed, cancelled and interrupted tasks may run
    again), ``still-running``, ``still-integrating``, ``attempts-exhausted``
    (``MAX_FAILURES`` genuine failures under the current definition) and
-   ``unmet-dependency`` (naming each dependency's state).
+   ``unmet-dependency`` (naming each dependency's state; a completed one whose
+   verification is pending names each kind and unit that is not green, with
+   the typed diagnosis of a failing run: ``verify``, ``ax_agent.recovery``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 from ..plans.model import PlanTask
 from ..plans.store import APPROVE_COMMAND, PlanState
 from ..plans.validate import overlaps
-from .fold import SATISFIED, TaskView, fold_tasks
+from .fold import TaskView, dependency_unmet, fold_tasks
 
 # Genuine failures of a task under one definition before the gate stops re-running it.
 MAX_FAILURES = 3
@@ -64,7 +66,9 @@ class Refusal:
     message: str
 
     def text(self) -> str:
-        return f"{self.task}: {self.message} [{self.rule}]"
+        # The rule ends the first line: a message may carry a diagnosis on the lines after.
+        first, _, rest = self.message.partition("\n")
+        return f"{self.task}: {first} [{self.rule}]" + (f"\n{rest}" if rest else "")
 
 
 @dataclass(frozen=True)
@@ -269,21 +273,30 @@ def _task_states(bound: Sequence[PlanTask], states: Mapping[str, TaskView]) -> l
                     f"{MAX_FAILURES}); change the task or do it yourself",
                 )
             )
-        unmet = {
-            dep: state
-            for dep, state in _dependency_states(task, states).items()
-            if state not in SATISFIED and dep not in members
-        }
+        unmet: dict[str, str] = {}
+        for dep in task.depends_on:
+            why = dependency_unmet(states[dep]) if dep in states else "unknown"
+            if why is not None and dep not in members:
+                unmet[dep] = why
         if unmet:
-            refusals.append(
-                Refusal(
-                    task_id,
-                    "unmet-dependency",
-                    "it waits for " + ", ".join(f"{dep} ({state})" for dep, state in unmet.items()),
-                )
-            )
+            text = "it waits for " + ", ".join(f"{dep} ({why})" for dep, why in unmet.items())
+            diagnoses = [
+                diagnosis for dep in unmet if dep in states for diagnosis in _diagnoses(states[dep])
+            ]
+            refusals.append(Refusal(task_id, "unmet-dependency", "\n".join([text, *diagnoses])))
     return refusals
 
 
-def _dependency_states(task: PlanTask, states: Mapping[str, TaskView]) -> dict[str, str]:
-    return {dep: states[dep].state if dep in states else "unknown" for dep in task.depends_on}
+def _diagnoses(view: TaskView) -> list[str]:
+    """The typed diagnosis of each failing run that keeps ``view``'s verification pending."""
+    from ..recovery.classify import classify_check
+    from ..recovery.render import diagnosis_lines
+
+    if view.verification is None or view.verification.status != "pending":
+        return []
+    lines: list[str] = []
+    for run in view.verification.failing_runs():
+        found = classify_check(run.event)
+        if found is not None:
+            lines += [f"  {view.id}: {line}" for line in diagnosis_lines(found)]
+    return lines

@@ -493,6 +493,58 @@ def _plan(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _repair(context: Context, args: list[str]) -> Action:
+    from ax_log import read_events
+
+    from ..recovery.ledger import (
+        DISMISS_REASON_MAX_CHARS,
+        DISMISSED_EVENT,
+        dismissal_problem,
+        repair_ledger,
+    )
+
+    session = context.session
+    ledger = repair_ledger(read_events(session.layout.session_log(session.id), session.id))
+    if not args:
+        if not ledger.repairs:
+            _say(context, "no classified failure in this session")
+        for repair in ledger.repairs:
+            _say(context, f"  {repair.line()}  (signature {repair.diagnosis.signature})")
+            verb = "needs" if repair.status in ("open", "dismissed") else "proof"
+            for line in repair.proof:
+                _say(context, f"      {verb}: {line}")
+        return None
+    if args[0] != "dismiss" or len(args) < 3 or not args[1].isdigit():
+        raise UsageError(
+            f"/repair does not understand {' '.join(args)!r}", hint="/repair [dismiss N REASON]"
+        )
+    number, reason = int(args[1]), " ".join(args[2:])
+    if len(reason) > DISMISS_REASON_MAX_CHARS:
+        raise UsageError(
+            f"the reason is {len(reason)} characters, more than {DISMISS_REASON_MAX_CHARS}",
+            hint="say it shorter",
+        )
+    problem = dismissal_problem(ledger, number)
+    if problem is not None:
+        raise UsageError(problem, hint="/repair lists the ledger")
+    chosen = ledger.find(number)
+    assert chosen is not None
+    session.record(
+        {
+            "type": DISMISSED_EVENT,
+            "number": number,
+            "signature": chosen.diagnosis.signature,
+            "reason": reason,
+        }
+    )
+    _say(
+        context,
+        f"Dismissed repair {number} ({chosen.diagnosis.name}): its blocker is closed; it stays "
+        "a caveat when the work is accepted.",
+    )
+    return None
+
+
 def _init(context: Context, args: list[str]) -> Action:
     from .init import run_init
 
@@ -546,6 +598,12 @@ COMMANDS: tuple[Command, ...] = (
         _push,
     ),
     Command("plan", "[approve [SHA]]", "the session's plan and its task states; approve it", _plan),
+    Command(
+        "repair",
+        "[dismiss N REASON]",
+        "the repair ledger: each classified failure and its outcome; dismiss an open one",
+        _repair,
+    ),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),

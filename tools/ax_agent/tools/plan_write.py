@@ -69,6 +69,11 @@ class PlanWriteInput(ToolInput):
     completion_checks: list[str] = Field(
         default_factory=list, description="Check kinds that must pass before the work is done."
     )
+    gate_projects: list[str] = Field(
+        default_factory=list,
+        description="Project units (workspace-relative folders) in which every task's checks "
+        "must pass, each of them; empty: the units the checks ran in.",
+    )
     review: ReviewMode = Field(
         default="auto",
         description="auto: a review is required when any task is an executor; required; "
@@ -93,6 +98,7 @@ class PlanWriteInput(ToolInput):
                 "gates": {
                     "integration": self.integration_checks,
                     "completion": self.completion_checks,
+                    "projects": self.gate_projects,
                 },
                 "review": {"mode": self.review, "reason": self.review_reason},
             }

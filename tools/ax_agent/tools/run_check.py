@@ -7,6 +7,9 @@ it runs without a question (only inside an enforced sandbox).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 from pydantic import Field
 
 from ax_check import KINDS, CheckResult, Kind
@@ -53,6 +56,9 @@ def run(request: RunCheckInput, ctx: ToolContext) -> ToolResult:
     spill = result.output.spill_path if result.output is not None else None
     full = read_capped(spill) if cut and spill else None
     content = render(result, full is not None, ctx.step)
+    diagnosis = diagnose(result, lambda: _session_events(ctx))
+    if diagnosis:
+        content += "\n" + "\n".join(diagnosis)
     return ToolResult(
         content=content,
         is_error=result.verdict in ("error", "unsupported"),
@@ -122,6 +128,43 @@ def render(result: CheckResult, saved: bool, step: int) -> str:
             lines.append(f"[output: {output.bytes} bytes]")
             lines.append(f"{output.head}{output.tail}".rstrip("\n"))
     return "\n".join(lines)
+
+
+def _session_events(ctx: ToolContext) -> list[dict[str, Any]]:
+    from ax_log import read_events
+
+    return list(read_events(ctx.layout.session_log(ctx.session_id), ctx.session_id))
+
+
+def diagnose(
+    result: CheckResult, events: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+) -> list[str]:
+    """The recovery catalogue's entry for a failing result (ax_agent.recovery), or nothing;
+    with the session's ``events`` (read only for a failure), where its repair stands."""
+    from ..recovery.classify import classify_check
+    from ..recovery.ledger import attempt_line, repair_ledger
+    from ..recovery.render import diagnosis_lines
+
+    found = classify_check(
+        {
+            "kind": result.kind,
+            "project": result.project,
+            "scope": result.scope,
+            "verdict": result.verdict,
+            "reason": result.reason,
+            "termination": result.termination,
+            "exitCode": result.exit_code,
+            "signals": [signal.to_json() for signal in result.signals],
+        }
+    )
+    if found is None:
+        return []
+    lines = diagnosis_lines(found)
+    ledger = repair_ledger(events()) if events is not None else None
+    mine = [r for r in ledger.repairs if r.diagnosis.signature == found.signature] if ledger else []
+    if mine and mine[-1].status == "open":
+        lines.append(attempt_line(mine[-1]))
+    return lines
 
 
 TOOL = ModelTool(
