@@ -685,6 +685,7 @@ def _run_tool(
         abort=abort,
         environ=session.environ,
         touched=touched,
+        session=session,
     )
     try:
         return tool.run(value, context)

@@ -138,6 +138,9 @@ class Session:
     # just began) since the last automatic checkpoint, and why none can be taken here.
     checkpoint_due: bool = True
     checkpoints_unavailable: str | None = None
+    # Delegated tasks (issue 21): shown one line per running task (the terminal's status);
+    # an empty list when none runs any more.
+    on_task_status: Callable[[list[str]], None] | None = None
 
     @property
     def workspace(self) -> Path:

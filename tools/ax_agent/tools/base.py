@@ -22,6 +22,7 @@ from libcommon.paths import StateLayout
 if TYPE_CHECKING:
     from ax_agent.providers.base import ToolSchema
     from ax_agent.seam import Seam
+    from ax_agent.session import Session
     from ax_policy import Decision, ToolFacts
 
 
@@ -40,6 +41,9 @@ class ToolContext:
     # Every real path the call resolved (common.resolve): the folders it worked in,
     # whose instruction files the loop loads the first time.
     touched: list[Path] = field(default_factory=list)
+    # The calling session, for the one tool that starts sessions of its own
+    # (delegate_task): every other tool reaches ax only through ``seam``.
+    session: Session | None = None
 
     @property
     def workspace(self) -> Path:
