@@ -7,10 +7,13 @@ script's ``turns``, each task's are ``tasks[<task id or label>]``.
 
 from __future__ import annotations
 
+import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import pytest
 from agenttest import call, events_of, of_type, open_session, write_script
 
 from ax_agent.approvals import ApprovalAnswer, ApprovalRequest, DenyingApprover
@@ -270,4 +273,119 @@ def test_an_executors_question_goes_to_the_parents_approver_and_is_declined_off_
     assert [e["taskId"] for e in of_type(events, "task.completed")] == ["fix"]
     # The interim isolation: the executor worked in a copy (see delegation/isolation.py).
     assert of_type(events, "task.captured")[0]["files"] == []
+    parent.end("done")
+
+
+class _Yes:
+    name = "yes"
+
+    def __init__(self) -> None:
+        self.asked: list[ApprovalRequest] = []
+
+    def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked.append(request)
+        return ApprovalAnswer("once", self.name)
+
+
+def _approved_plan(parent: Session, tasks: list[dict[str, Any]]) -> None:
+    from ax_agent.plans.actions import approve
+    from ax_agent.plans.model import Plan
+    from ax_agent.plans.store import write_plan
+
+    write_plan(parent.layout, parent.id, Plan.model_validate({"tasks": tasks}))
+    approve(parent.layout, parent.id, parent.record, "test")
+
+
+def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script = {
+        "turns": [
+            {
+                "tool_calls": [
+                    _delegate(
+                        {"role": "executor", "task_id": "lexer", "prompt": "move the lexer"},
+                        {"role": "executor", "task_id": "src", "prompt": "tidy src"},
+                    )
+                ]
+            },
+            {"text": "refused", "expect": "overlapping-touches"},
+        ],
+        "tasks": {"lexer": [{"text": "never"}], "src": [{"text": "never"}]},
+    }
+    parent = _parent(workspace, tmp_path, script, approver=_Yes())
+    _approved_plan(
+        parent,
+        [
+            {"id": "lexer", "title": "L", "role": "executor", "touches": ["src/lexer"]},
+            {"id": "src", "title": "S", "role": "executor", "touches": ["src"]},
+        ],
+    )
+    before = set(Path(tempfile.gettempdir()).glob("ax-task-*"))
+    assert run_turn(parent, "go").text == "refused"
+    events = events_of(parent)
+    assert not [e for e in events if e["type"].startswith("task.")]
+    assert set(Path(tempfile.gettempdir()).glob("ax-task-*")) == before
+    assert "overlapping-touches" in _digest(parent)
+    assert "nothing was spawned" in _digest(parent)
+    parent.end("done")
+
+
+def test_without_a_plan_the_policys_question_is_the_floor_for_an_executor(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate({"role": "executor", "label": "e", "prompt": "x"})]},
+            {"text": "declined", "expect": "declined"},
+        ],
+        "tasks": {"e": [{"text": "never"}]},
+    }
+    parent = _parent(workspace, tmp_path, script, approver=DenyingApprover())
+    assert run_turn(parent, "go").text == "declined"
+    events = events_of(parent)
+    assert [e["rule"] for e in of_type(events, "policy.decision")] == ["delegate-mutating"]
+    assert not [e for e in events if e["type"].startswith("task.")]
+    parent.end("done")
+
+
+def test_a_question_of_a_task_stopped_while_it_waited_is_dropped_unseen(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.delegation import forward
+
+    b_waits = threading.Event()
+
+    @dataclass
+    class Watched(forward.Question):
+        def __post_init__(self) -> None:
+            if self.task == "b":
+                b_waits.set()
+
+    monkeypatch.setattr(forward, "Question", Watched)
+    members = [_member(workspace, "a", "executor"), _member(workspace, "b", "executor")]
+
+    class StopsB:
+        name = "stops-b"
+        asked: ClassVar[list[ApprovalRequest]] = []
+
+        def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+            self.asked.append(request)
+            assert b_waits.wait(10)
+            members[1].stopped.set()
+            return ApprovalAnswer("no", self.name)
+
+    parent = _parent(workspace, tmp_path, {"turns": []}, approver=StopsB())
+    ask = {"tool_calls": [call("run_command", command="curl https://example.com")]}
+    _task_session(parent, {"a": [ask, {"text": "a done"}], "b": [ask, {"text": "b done"}]})
+    run_group(parent, "g1", members, threading.Event())
+    assert [request.task for request in StopsB.asked] in (["a"], ["b"])
+    shown = StopsB.asked[0].task
+    hidden = "b" if shown == "a" else "a"
+    answers = {e["taskId"]: e["answer"] for e in of_type(events_of(parent), "task.answered")}
+    if shown == "a":
+        assert answers == {"a": "no", "b": "dropped"}
+    else:
+        # b's question came first: it was shown, and b stopped while it was: discarded.
+        assert answers[shown] == "dropped" and hidden in answers
     parent.end("done")
