@@ -354,38 +354,66 @@ def test_a_question_of_a_task_stopped_while_it_waited_is_dropped_unseen(
 ) -> None:
     from ax_agent.delegation import forward
 
-    b_waits = threading.Event()
+    posted = {"a": threading.Event(), "b": threading.Event()}
 
     @dataclass
     class Watched(forward.Question):
         def __post_init__(self) -> None:
-            if self.task == "b":
-                b_waits.set()
+            posted[self.task].set()
 
     monkeypatch.setattr(forward, "Question", Watched)
-    members = [_member(workspace, "a", "executor"), _member(workspace, "b", "executor")]
+    members = {key: _member(workspace, key, "executor") for key in ("a", "b")}
 
-    class StopsB:
-        name = "stops-b"
+    class StopsTheOther:
+        """Shown the first question, it stops the other task once that one's question
+        waits in the queue behind it."""
+
+        name = "stops-the-other"
         asked: ClassVar[list[ApprovalRequest]] = []
 
         def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
             self.asked.append(request)
-            assert b_waits.wait(10)
-            members[1].stopped.set()
+            other = "b" if request.task == "a" else "a"
+            assert posted[other].wait(10)
+            members[other].stopped.set()
             return ApprovalAnswer("no", self.name)
 
-    parent = _parent(workspace, tmp_path, {"turns": []}, approver=StopsB())
+    parent = _parent(workspace, tmp_path, {"turns": []}, approver=StopsTheOther())
     ask = {"tool_calls": [call("run_command", command="curl https://example.com")]}
     _task_session(parent, {"a": [ask, {"text": "a done"}], "b": [ask, {"text": "b done"}]})
-    run_group(parent, "g1", members, threading.Event())
-    assert [request.task for request in StopsB.asked] in (["a"], ["b"])
-    shown = StopsB.asked[0].task
-    hidden = "b" if shown == "a" else "a"
+    run_group(parent, "g1", list(members.values()), threading.Event())
+    shown = [request.task for request in StopsTheOther.asked]
+    assert len(shown) == 1
+    other = "b" if shown[0] == "a" else "a"
     answers = {e["taskId"]: e["answer"] for e in of_type(events_of(parent), "task.answered")}
-    if shown == "a":
-        assert answers == {"a": "no", "b": "dropped"}
-    else:
-        # b's question came first: it was shown, and b stopped while it was: discarded.
-        assert answers[shown] == "dropped" and hidden in answers
+    assert answers == {shown[0]: "no", other: "dropped"}
+    parent.end("done")
+
+
+def test_an_interrupt_in_the_parents_thread_still_ends_and_records_every_task(
+    workspace: Path, tmp_path: Path
+) -> None:
+    parent = _parent(workspace, tmp_path, {"turns": []})
+    _task_session(parent, {"a": [{"hang": True}], "b": [{"hang": True}]})
+    raised: list[bool] = []
+
+    def interrupting(lines: list[str]) -> None:
+        if lines and not raised:
+            raised.append(True)
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_group(
+            parent,
+            "g1",
+            [_member(workspace, "a"), _member(workspace, "b")],
+            threading.Event(),
+            on_status=interrupting,
+        )
+    events = events_of(parent)
+    cancelled = sorted((e["taskId"], e["reason"]) for e in of_type(events, "task.cancelled"))
+    assert cancelled == [("a", "person"), ("b", "person")]
+    for started in of_type(events, "task.started"):
+        child = _child_events(parent, started["child"])
+        assert child[-1]["type"] == "session.ended"
     parent.end("done")

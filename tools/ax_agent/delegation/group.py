@@ -378,6 +378,16 @@ class _Group:
         self.parent.record(end)
         self._status()
 
+    def _never_ran(self, member: Member) -> None:
+        """A task whose session started but whose thread never did: it ends here."""
+        member.done = True
+        if member.session is not None:
+            member.session.end("task-cancelled")
+            detail = "the group stopped before the task ran"
+            self.parent.record(
+                self._task_event(member, "task.cancelled", reason="group", detail=detail)
+            )
+
     def outcome(self) -> GroupOutcome:
         ended: dict[str, str] = {}
         reports: list[str] = []
@@ -400,10 +410,6 @@ class _Group:
             reports.append(f"--- {member.key} ({member.role.name}) ---\n{text or '(no report)'}")
         return GroupOutcome(self.observations, reports, ended)
 
-    def cancel_all(self, reason: str) -> None:
-        for member in self.members:
-            self._stop(member, "task.cancelled", "group", reason)
-
 
 def run_group(
     parent: Session,
@@ -420,12 +426,25 @@ def run_group(
     try:
         group.start()
         group.supervise()
-    except BaseException:
-        # The parent's own failure: no task may outlive it unsupervised.
-        group.cancel_all("the parent stopped supervising")
+    except BaseException as exc:
+        # The parent's own failure or interruption: no task outlives it unsupervised, and
+        # each one's end is still recorded (a second failure leaves them to the fold).
+        person = isinstance(exc, KeyboardInterrupt)
         for member in members:
-            if member.thread is not None:
-                member.thread.join()
+            if member.thread is None and not member.done:
+                group._never_ran(member)
+            group._stop(
+                member,
+                "task.cancelled",
+                "person" if person else "group",
+                "interrupted (Ctrl+C)" if person else "the parent stopped supervising",
+            )
+        try:
+            group.supervise()
+        finally:
+            for member in members:
+                if member.thread is not None:
+                    member.thread.join()
         raise
     finally:
         if on_status is not None:
