@@ -436,3 +436,60 @@ def test_a_report_cannot_close_its_fence_or_forge_a_line_of_the_digest_head(
     assert digest.index("other: completed") > digest.index("<<<task report: t")
     assert digest.rstrip().endswith("<<<end task report>>>")
     parent.end("done")
+
+
+def test_no_stall_is_observed_while_a_tasks_command_runs(workspace: Path, tmp_path: Path) -> None:
+    parent = _parent(workspace, tmp_path, {"turns": []}, approver=_Yes())
+    _task_session(
+        parent,
+        {"w": [{"tool_calls": [call("run_command", command="sleep 1.5")]}, {"text": "slept"}]},
+    )
+    outcome = run_group(
+        parent,
+        "g1",
+        [_member(workspace, "w", "executor")],
+        threading.Event(),
+        budget=Budget(stall_seconds=0.5),
+    )
+    assert outcome.ended["w"].startswith("completed")
+    assert not of_type(events_of(parent), "task.observed")
+    parent.end("done")
+
+
+def test_a_plan_bound_executor_records_its_definition_and_its_capture(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from ax_agent.plans.store import plan_state
+    from ax_agent.tasks.fold import fold_tasks
+
+    (workspace / "a.txt").write_text("alpha\n")
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate({"role": "executor", "task_id": "edit", "prompt": "go"})]},
+            {"text": "edited"},
+        ],
+        "tasks": {
+            "edit": [
+                {
+                    "tool_calls": [call("write_file", path="a.txt", content="omega\n")],
+                    "expect": "Plan task edit: Edit a",
+                },
+                {"text": "a.txt now says omega"},
+            ]
+        },
+    }
+    parent = _parent(workspace, tmp_path, script, approver=_Yes())
+    _approved_plan(
+        parent, [{"id": "edit", "title": "Edit a", "role": "executor", "touches": ["a.txt"]}]
+    )
+    assert run_turn(parent, "go").text == "edited"
+    events = events_of(parent)
+    [started] = of_type(events, "task.started")
+    state = plan_state(parent.layout, parent.id, events)
+    assert state.loaded is not None
+    view = fold_tasks(state.loaded.plan, events)["edit"]
+    assert started["definitionSha256"] == view.definition_sha256
+    assert (view.state, view.captured) == ("integrating", ["a.txt"])
+    # The executor wrote its own copy; the workspace waits for the apply.
+    assert (workspace / "a.txt").read_text() == "alpha\n"
+    parent.end("done")
