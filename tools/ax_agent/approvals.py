@@ -131,7 +131,7 @@ class TerminalApprover:
         write = self.stderr.write
         write(f"\nax-agent: {request.tool} needs your approval (call {request.call_id})\n")
         if request.task is not None:
-            write(f"  task:     {redact(request.task)} (a delegated task, in its own worktree)\n")
+            write(f"  task:     {redact(request.task)} (a delegated task, in its own copy)\n")
         write(f"  request:  {request.summary}\n")
         write(f"  reason:   {redact(request.decision.reason)}\n")
         write(f"  boundary: {request.boundary}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -61,3 +62,41 @@ def test_a_role_holding_a_parent_only_tool_refuses_to_load(monkeypatch: pytest.M
     monkeypatch.setitem(roles.ROLES, "executor", bad)
     with pytest.raises(RuntimeError, match="executor holds parent-only tool"):
         check_table(DELEGATE_ROLES)
+
+
+@pytest.mark.parametrize(
+    ("task", "problem"),
+    [
+        ({"role": "explorer", "prompt": "x"}, "exactly one of task_id"),
+        ({"role": "explorer", "prompt": "x", "task_id": "a", "label": "b"}, "exactly one of"),
+        ({"role": "executor", "prompt": "x", "task_id": "\x1b[31m"}, "is no plan task id"),
+        ({"role": "executor", "prompt": "x", "label": "../up"}, "is not a slug"),
+        ({"role": "boss", "prompt": "x", "label": "a"}, "role"),
+        ({"role": "explorer", "prompt": "", "label": "a"}, "prompt"),
+    ],
+)
+def test_a_task_the_call_cannot_name_safely_is_refused_as_input(
+    task: dict[str, str], problem: str
+) -> None:
+    from pydantic import ValidationError
+
+    from ax_agent.tools.delegate_task import DelegateInput
+
+    with pytest.raises(ValidationError, match=re.escape(problem)):
+        DelegateInput.model_validate({"tasks": [task]})
+
+
+def test_a_group_holds_one_to_three_tasks_with_distinct_labels() -> None:
+    from pydantic import ValidationError
+
+    from ax_agent.tools.delegate_task import MAX_GROUP_TASKS, DelegateInput
+
+    one = {"role": "explorer", "prompt": "x"}
+    with pytest.raises(ValidationError):
+        DelegateInput.model_validate({"tasks": []})
+    with pytest.raises(ValidationError):
+        DelegateInput.model_validate(
+            {"tasks": [{**one, "label": f"t{n}"} for n in range(MAX_GROUP_TASKS + 1)]}
+        )
+    with pytest.raises(ValidationError, match="same label"):
+        DelegateInput.model_validate({"tasks": [{**one, "label": "a"}, {**one, "label": "a"}]})

@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 
 from ax_policy import ToolFacts
 
+from ..plans.validate import TASK_ID_MAX_CHARS, TASK_ID_PATTERN
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, error, guarded
 
@@ -55,6 +56,11 @@ class TaskSpec(ToolInput):
     def _one_name(self) -> TaskSpec:
         if bool(self.task_id) == bool(self.label):
             raise ValueError("give each task exactly one of task_id (a plan task) or label")
+        if self.task_id and not TASK_ID_PATTERN.fullmatch(self.task_id):
+            raise ValueError(
+                f"the task_id {self.task_id[:80]!r} is no plan task id: 1-"
+                f"{TASK_ID_MAX_CHARS} lowercase letters, digits or '-'"
+            )
         if self.label and not re.fullmatch(LABEL_PATTERN, self.label):
             raise ValueError(
                 f"the label {self.label[:80]!r} is not a slug: lowercase letters, digits and "
@@ -127,11 +133,11 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
     )
     group_id = clock.new_id("g")
     executors = [task.key for task in request.tasks if task.role == "executor"]
-    base = (
-        isolation.prepare_group(ctx.layout, ctx.session_id, group_id, executors, ctx.environ)
-        if executors
-        else None
-    )
+    base = None
+    if executors:
+        # What killed parents left behind goes first, by their positive identity only.
+        isolation.sweep_orphans(ctx.layout)
+        base = isolation.prepare_group(ctx.layout, ctx.session_id, group_id, executors, ctx.environ)
     try:
         members = []
         for task in request.tasks:
