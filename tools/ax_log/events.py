@@ -314,7 +314,7 @@ class ToolCompleted(EventBody):
     ok: bool
     summary: str
     content: str | None = None
-    # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
+    # Why no tool ran: denied, declined, refused-input, refused, skipped, interrupted.
     outcome: str | None = None
     unrecorded: Unrecorded | None = None
 

@@ -313,7 +313,8 @@ def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
         ],
         "tasks": {"lexer": [{"text": "never"}], "src": [{"text": "never"}]},
     }
-    parent = _parent(workspace, tmp_path, script, approver=_Yes())
+    approver = _Yes()
+    parent = _parent(workspace, tmp_path, script, approver=approver)
     _approved_plan(
         parent,
         [
@@ -328,6 +329,10 @@ def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
     assert set(Path(tempfile.gettempdir()).glob("ax-task-*")) == before
     assert "overlapping-touches" in _digest(parent)
     assert "nothing was spawned" in _digest(parent)
+    # Refused before the policy's question: nobody was asked about a group that cannot run.
+    assert not approver.asked
+    assert not of_type(events, "policy.decision")
+    assert of_type(events, "tool.completed")[0]["outcome"] == "refused"
     parent.end("done")
 
 

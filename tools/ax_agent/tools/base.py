@@ -71,6 +71,11 @@ class ModelTool:
     run: Callable[[Any, ToolContext], ToolResult]
     # A schema given as data (an MCP server's) instead of derived from ``input_model``.
     input_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # Why the call cannot be done at all, asked before the policy decides (so nobody is
+    # asked about it): the harness's own state refuses it. None: it may go on.
+    precheck: Callable[[Any, Session], str | None] | None = field(
+        default=None, compare=False, hash=False
+    )
 
     def schema(self) -> ToolSchema:
         from ax_agent.providers.base import ToolSchema

@@ -16,13 +16,19 @@ observations and each task's end first, then each task's report.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ax_policy import ToolFacts
 
 from ..plans.validate import TASK_ID_MAX_CHARS, TASK_ID_PATTERN
+
+if TYPE_CHECKING:
+    from libcommon.paths import StateLayout
+
+    from ..plans.store import PlanState
+    from ..session import Session
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, error, guarded
 
@@ -96,36 +102,48 @@ class DelegateInput(ToolInput):
         return self
 
 
+def _gate(
+    request: DelegateInput, layout: StateLayout, session_id: str
+) -> tuple[str | None, PlanState | None]:
+    """Why the group may not run (None: it may), and the plan's state it was judged on."""
+    from ax_log import read_events
+
+    from ..plans.store import plan_state
+    from ..tasks.gate import Binding, check_group
+
+    keys = [task.key for task in request.tasks]
+    if len(keys) != len(set(keys)):
+        # Without a plan the gate has no graph to find a twice-bound task in.
+        return "the group was refused, nothing was spawned: it names one task twice", None
+    events = list(read_events(layout.session_log(session_id), session_id))
+    plan = plan_state(layout, session_id, events)
+    bindings = [Binding(t.role, t.task_id or None, t.label or None) for t in request.tasks]
+    gate = check_group(plan, events, bindings)
+    return (None if gate.allowed else gate.message()), plan
+
+
+def precheck(request: DelegateInput, session: Session) -> str | None:
+    """The scheduler gate before the policy's question: a refused group asks nobody."""
+    return _gate(request, session.layout, session.id)[0]
+
+
 @guarded
 def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
-    from ax_log import read_events
     from libcommon import clock
 
     from ..delegation import isolation
     from ..delegation.group import Member, run_group
     from ..delegation.roles import ROLES
     from ..plans.model import task_sha256
-    from ..plans.store import plan_state
-    from ..tasks.gate import Binding, check_group
 
     session = ctx.session
     if session is None:
         return error("delegate_task runs only inside a session's turn")
-    events = list(read_events(ctx.layout.session_log(ctx.session_id), ctx.session_id))
-    plan = plan_state(ctx.layout, ctx.session_id, events)
-    bindings = [
-        Binding(task.role, task.task_id or None, task.label or None) for task in request.tasks
-    ]
-    keys = [task.key for task in request.tasks]
-    if len(keys) != len(set(keys)):
-        # Without a plan the gate has no graph to find a twice-bound task in.
-        return error(
-            "the group was refused, nothing was spawned: it names one task twice; run it once",
-            "refused: a task named twice",
-        )
-    gate = check_group(plan, events, bindings)
-    if not gate.allowed:
-        return error(gate.message(), f"refused: {len(gate.refusals)} problem(s)")
+    # Again, right before anything is spawned: the gate is the authority, not the precheck.
+    refusal, plan = _gate(request, ctx.layout, ctx.session_id)
+    if refusal is not None:
+        return error(refusal, "refused: the scheduler gate")
+    assert plan is not None
     planned = (
         {task.id: task for task in plan.loaded.plan.tasks}
         if plan.approved_and_current and plan.loaded is not None
@@ -207,4 +225,5 @@ TOOL = ModelTool(
         name="delegate_task", delegates=lambda request: [t.role for t in request.tasks]
     ),
     run=run,
+    precheck=precheck,
 )
