@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -151,3 +153,9 @@ def test_sigkill_mid_group_then_resume_leaves_the_tasks_interrupted_and_nothing_
     }
     assert not [e for e in events if e["type"] in ("task.applied", "file.mutated")]
     assert (workspace / "a.txt").read_text() == "alpha\n"
+    # The interim copy has no orphan sweep (the worktree modules bring it): the test
+    # removes what the killed parent left.
+    group = next(e for e in events if e["type"] == "task.started")["group"]
+    left = list(Path(tempfile.gettempdir()).glob(f"ax-task-{group}-*"))
+    assert len(left) == 1
+    shutil.rmtree(left[0])
