@@ -716,6 +716,7 @@ def test_agent_delegation_limits() -> None:
     assert group.BUDGET_WARN_FRACTION == 0.8
     assert group.STALL_SECONDS == 60.0
     assert group.SUPERVISE_TICK_SECONDS == 0.1
+    assert group.STATUS_REFRESH_SECONDS == 1.0
     assert group.DIGEST_REPORT_MAX_CHARS == 4000
     assert forward.QUESTION_POLL_SECONDS == 0.05
     assert isolation.COPY_MAX_FILES == 20_000

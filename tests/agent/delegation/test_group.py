@@ -498,3 +498,19 @@ def test_a_plan_bound_executor_records_its_definition_and_its_capture(
     # The executor wrote its own copy; the workspace waits for the apply.
     assert (workspace / "a.txt").read_text() == "alpha\n"
     parent.end("done")
+
+
+def test_a_running_tasks_status_line_moves_on_while_nothing_happens(
+    workspace: Path, tmp_path: Path
+) -> None:
+    parent = _parent(workspace, tmp_path, {"turns": []})
+    _task_session(parent, {"quiet": [{"hang": True}]})
+    shown: list[list[str]] = []
+    abort = threading.Event()
+    threading.Timer(2.5, abort.set).start()
+    run_group(parent, "g1", [_member(workspace, "quiet")], abort, on_status=shown.append)
+    running = [lines[0] for lines in shown if lines]
+    assert running[0].startswith("quiet (explorer): step ")
+    assert any(line.endswith(", 2s") for line in running)
+    assert shown[-1] == []  # none runs any more
+    parent.end("done")

@@ -52,6 +52,8 @@ REPEAT_CANCEL_AT = 5
 BUDGET_WARN_FRACTION = 0.8
 STALL_SECONDS = 60.0
 SUPERVISE_TICK_SECONDS = 0.1
+# How often the running tasks' status lines are given again when nothing happens.
+STATUS_REFRESH_SECONDS = 1.0
 # How much of each task's final report the digest carries.
 DIGEST_REPORT_MAX_CHARS = 4000
 # Each report is fenced by markers built from these words (libcommon.delimiters).
@@ -133,6 +135,8 @@ class _Group:
         self.capture = capture
         self.inbox: queue.Queue[tuple[str, Member, Any]] = queue.Queue()
         self.observations: list[str] = []
+        # When the status lines were last given (their seconds move on between events).
+        self.shown_at = 0.0
 
     # --- the parent's records ----------------------------------------------------------
 
@@ -303,6 +307,8 @@ class _Group:
 
     def _tick(self) -> None:
         now = time.monotonic()
+        if now - self.shown_at >= STATUS_REFRESH_SECONDS:
+            self._status()
         for member in self.members:
             if member.done or member.session is None:
                 continue
@@ -339,9 +345,10 @@ class _Group:
                 )
 
     def _status(self) -> None:
+        now = time.monotonic()
+        self.shown_at = now
         if self.on_status is None:
             return
-        now = time.monotonic()
         lines = [
             f"{m.key} ({m.role.name}): step {m.steps}, {m.doing}, {now - m.started_at:.0f}s"
             for m in self.members
