@@ -48,6 +48,8 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
         "keySet": None,
         "apiHost": None,
         "keyCheck": None,
+        "parent": None,
+        "task": None,
     }
     assert [r["seq"] for r in more] == [2, 3, 4]
     stored = lines(layout.session_log("s1"))
