@@ -724,6 +724,28 @@ def test_agent_recovery_limits() -> None:
     assert any(getattr(m, "max_length", None) == ledger.DISMISS_REASON_MAX_CHARS for m in reason)
 
 
+def test_agent_delegation_limits() -> None:
+    from ax_agent.delegation import child, forward, group, isolation
+    from ax_agent.tools import delegate_task
+
+    assert delegate_task.MAX_GROUP_TASKS == 3
+    assert delegate_task.TASK_PROMPT_MAX_CHARS == 20_000
+    assert delegate_task.LABEL_PATTERN == r"^[a-z0-9][a-z0-9-]{0,63}$"
+    assert child.CHILD_MAX_STEPS == 30
+    assert child.CHILD_MAX_TOKENS == 400_000
+    assert child.CHILD_MAX_SECONDS == 900.0
+    assert group.REPEAT_WARN_AT == 3
+    assert group.REPEAT_CANCEL_AT == 5
+    assert group.BUDGET_WARN_FRACTION == 0.8
+    assert group.STALL_SECONDS == 60.0
+    assert group.SUPERVISE_TICK_SECONDS == 0.1
+    assert group.STATUS_REFRESH_SECONDS == 1.0
+    assert group.DIGEST_REPORT_MAX_CHARS == 4000
+    assert forward.QUESTION_POLL_SECONDS == 0.05
+    assert isolation.COPY_MAX_FILES == 20_000
+    assert isolation.CAPTURE_MAX_FILES == 200
+
+
 def test_mesh_limits() -> None:
     from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 

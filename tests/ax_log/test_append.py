@@ -48,6 +48,8 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
         "keySet": None,
         "apiHost": None,
         "keyCheck": None,
+        "parent": None,
+        "task": None,
     }
     assert [r["seq"] for r in more] == [2, 3, 4]
     stored = lines(layout.session_log("s1"))
@@ -296,3 +298,17 @@ def test_batch_size_is_capped(layout: StateLayout) -> None:
     with pytest.raises(UsageError, match=f"at most {cap} events"):
         append_events(layout, "s", [Custom(kind="k", data={})] * (cap + 1))
     assert not layout.session_log("s").exists()
+
+
+def test_continue_never_picks_a_delegated_tasks_session(layout: StateLayout) -> None:
+    from ax_log import latest_session
+
+    ws = str(layout.workspace)
+    append_events(layout, "s-parent", [{"type": "session.started", "workspace": ws}])
+    # The task's session started later, and names its parent: the person's session wins.
+    append_events(
+        layout,
+        "s-task",
+        [{"type": "session.started", "workspace": ws, "parent": "s-parent", "task": "look"}],
+    )
+    assert latest_session(layout) == "s-parent"

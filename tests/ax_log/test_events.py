@@ -155,6 +155,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "plan.approved": {"sha256": SHA},
     "task.started": {"group": "g1", "taskId": "parse", "role": "executor"},
     "task.asked": {"group": "g1", "taskId": "parse", "callId": "c1"},
+    "task.observed": {"group": "g1", "taskId": "parse", "kind": "stall", "detail": "60 s"},
     "task.answered": {"group": "g1", "taskId": "parse", "callId": "c1", "answer": "no"},
     "task.captured": {"group": "g1", "taskId": "parse", "files": ["src/a.py"]},
     "task.completed": {"group": "g1", "taskId": "parse"},

@@ -401,6 +401,9 @@ DELEGATE = ToolFacts("delegate", delegates=lambda i: i["roles"])
     [
         (["explorer", "reviewer"], "allow", "delegate-read-only"),
         (["explorer", "executor"], "ask", "delegate-mutating"),
+        (["inspector", "planner"], "allow", "delegate-read-only"),
+        (["inspector", "researcher"], "ask", "delegate-external"),
+        (["researcher", "executor"], "ask", "delegate-mutating"),
         (["explorer", "hacker"], "deny", "delegate-unknown-role"),
         ([], "deny", "fact-error"),
     ],

@@ -46,6 +46,8 @@ class ApprovalRequest:
     # Set when the call changes files and no snapshot could be taken.
     no_undo: str | None = None
     offers: tuple[Choice, ...] = ("no", "once")
+    # The delegated task that asks (issue 21): its questions reach the parent's approver.
+    task: str | None = None
 
     @property
     def summary(self) -> str:
@@ -128,6 +130,8 @@ class TerminalApprover:
         self.asked += 1
         write = self.stderr.write
         write(f"\nax-agent: {request.tool} needs your approval (call {request.call_id})\n")
+        if request.task is not None:
+            write(f"  task:     {redact(request.task)} (a delegated task, in its own copy)\n")
         write(f"  request:  {request.summary}\n")
         write(f"  reason:   {redact(request.decision.reason)}\n")
         write(f"  boundary: {request.boundary}\n")

@@ -347,6 +347,15 @@ def _execute(
             summary="stopped: the same call repeated",
             outcome="loop-stopped",
         )
+    if tool.precheck is not None:
+        # The harness's own refusal (delegate_task's scheduler gate): before the policy,
+        # so a person is never asked about a call that cannot run.
+        try:
+            refusal = tool.precheck(value, session)
+        except AxError as exc:
+            refusal = exc.message
+        if refusal is not None:
+            return _complete(session, use, refusal, ok=False, summary=refusal, outcome="refused")
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
     facts = _with_setup_plan(session, facts)
     facts = _with_checkpoints_taken(session, facts)
@@ -758,6 +767,7 @@ def _run_tool(
         environ=session.environ,
         touched=touched,
         model=session.model,
+        session=session,
     )
     try:
         return tool.run(value, context)

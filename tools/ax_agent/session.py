@@ -140,6 +140,9 @@ class Session:
     checkpoints_unavailable: str | None = None
     # Uncatalogued models this process has already said it runs on defaults for.
     models_noted: set[str] = field(default_factory=set)
+    # Delegated tasks (issue 21): shown one line per running task (the terminal's status);
+    # an empty list when none runs any more.
+    on_task_status: Callable[[list[str]], None] | None = None
 
     @property
     def workspace(self) -> Path:

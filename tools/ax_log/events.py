@@ -71,6 +71,10 @@ class SessionStarted(EventBody):
     key_set: bool | None = None
     api_host: str | None = None
     key_check: str | None = None
+    # A delegated task's own session (issue 21): the parent session's id and the task's
+    # plan id or label.
+    parent: str | None = None
+    task: str | None = None
 
 
 @register
@@ -82,7 +86,8 @@ class SessionEnded(EventBody):
 
 @register
 class TrustVerified(EventBody):
-    """``basis``: ``store`` (recorded consent) or ``once`` (--trust-this-workspace)."""
+    """``basis``: ``store`` (recorded consent), ``once`` (--trust-this-workspace) or
+    ``derived`` (a delegated task's session, trusted as its parent's workspace is)."""
 
     type: Literal["trust.verified"] = "trust.verified"
     workspace: str
@@ -319,7 +324,7 @@ class ToolCompleted(EventBody):
     ok: bool
     summary: str
     content: str | None = None
-    # Why no tool ran: denied, declined, refused-input, skipped, interrupted.
+    # Why no tool ran: denied, declined, refused-input, refused, skipped, interrupted.
     outcome: str | None = None
     unrecorded: Unrecorded | None = None
     images: list[ImageShown] | None = None
@@ -690,6 +695,16 @@ class TaskStarted(_TaskEvent):
     definition_sha256: Sha256 | None = None
     child: str | None = None
     base: str | None = None
+
+
+@register
+class TaskObserved(_TaskEvent):
+    """Supervision saw something the parent must know: ``kind`` ``repeat`` (identical
+    consecutive calls), ``budget`` (80% of a budget spent), ``stall`` (no progress)."""
+
+    type: Literal["task.observed"] = "task.observed"
+    kind: Literal["repeat", "budget", "stall"]
+    detail: str
 
 
 @register

@@ -22,13 +22,17 @@ def session_logs(layout: StateLayout) -> dict[str, Path]:
 
 
 def latest_session(layout: StateLayout) -> str | None:
-    """The session that started last: newest first event, ties broken by id.
+    """The person's session that started last: newest first event, ties broken by id.
 
     Only each log's first line is read, so the lookup does not grow with log length.
+    A delegated task's own session (its ``session.started`` names a ``parent``) is
+    never the one to continue: its parent is.
     """
     best: tuple[str, str] | None = None
     for session_id, path in session_logs(layout).items():
         first = first_record(path)
+        if first and first.get("parent"):
+            continue
         started = first.get("ts") if first else None
         key = (started if isinstance(started, str) else "", session_id)
         if best is None or key > best:

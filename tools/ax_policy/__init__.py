@@ -17,7 +17,7 @@ from libcommon.lazy import lazy_getattr
 if TYPE_CHECKING:
     from .command_review import SYSTEM_BIN_DIRS, review_command
     from .config import load_config, workspace_config_path
-    from .engine import DecisionContext, ToolFacts, decide, decide_request
+    from .engine import DELEGATE_ROLES, DecisionContext, ToolFacts, decide, decide_request
     from .grants import (
         GRANTABLE_CLASSES,
         Grants,
@@ -62,6 +62,7 @@ _EXPORTS = {
     "review_command": "command_review",
     "load_config": "config",
     "workspace_config_path": "config",
+    "DELEGATE_ROLES": "engine",
     "DecisionContext": "engine",
     "ToolFacts": "engine",
     "decide": "engine",
@@ -106,6 +107,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DELEGATE_ROLES",
     "DURABLE_EXTERNAL_TOOLS",
     "GRANTABLE_CLASSES",
     "MAX_MCP_SERVERS",

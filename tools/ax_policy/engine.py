@@ -60,11 +60,16 @@ from .pathcheck import validate_path
 
 MAX_FACT_ERROR_CHARS = 300
 
-# Roles a tool may delegate to, and what each may do. Any other role denies.
+# Roles a tool may delegate to, and what each may do (the fact table ax-agent's role
+# table is pinned against when it loads). Any other role denies.
 DELEGATE_ROLES = {
     "explorer": "read-only",
     "reviewer": "read-only",
     "planner": "read-only",
+    "inspector": "read-only",
+    # Reads, and may reach outside services (each such call is decided on its own).
+    "researcher": "read-only-external",
+    # Writes, in a worktree of its own; its changes reach the workspace only when applied.
     "executor": "mutating",
 }
 
@@ -289,7 +294,8 @@ def _delegation(name: str, roles: list[str]) -> Decision:
             f"{name} delegates to unknown role(s) {', '.join(unknown)}; the whole group is "
             f"refused (known: {', '.join(sorted(DELEGATE_ROLES))})",
         )
-    mutating = [role for role in roles if DELEGATE_ROLES[role] != "read-only"]
+    # The strictest member governs the group.
+    mutating = [role for role in roles if DELEGATE_ROLES[role] == "mutating"]
     if mutating:
         return Decision(
             verdict="ask",
@@ -297,6 +303,15 @@ def _delegation(name: str, roles: list[str]) -> Decision:
             rule="delegate-mutating",
             reason=f"{name} starts a role that can change files ({', '.join(mutating)}); "
             "every such start is a person's decision",
+        )
+    external = [role for role in roles if DELEGATE_ROLES[role] == "read-only-external"]
+    if external:
+        return Decision(
+            verdict="ask",
+            decision_class="delegate",
+            rule="delegate-external",
+            reason=f"{name} starts a role that may reach outside services "
+            f"({', '.join(external)}); every such start is a person's decision",
         )
     return Decision(
         verdict="allow",

@@ -129,8 +129,11 @@ class AgentPty:
         os.close(self.fd)
 
 
-def write_script(path: Path, turns: list[dict[str, Any]]) -> Path:
-    path.write_text(json.dumps({"model": "scripted", "turns": turns}))
+def write_script(
+    path: Path, turns: list[dict[str, Any]], tasks: dict[str, Any] | None = None
+) -> Path:
+    """A script; ``tasks`` holds delegated tasks' turns by task id or label."""
+    path.write_text(json.dumps({"model": "scripted", "turns": turns, "tasks": tasks or {}}))
     return path
 
 
@@ -143,8 +146,9 @@ def agent(workspace: Path, tmp_path: Path) -> Iterator[Callable[..., AgentPty]]:
         *extra: str,
         stdout_file: Path | None = None,
         term: str = "xterm",
+        tasks: dict[str, Any] | None = None,
     ) -> AgentPty:
-        script = write_script(tmp_path / f"script{len(started)}.json", turns)
+        script = write_script(tmp_path / f"script{len(started)}.json", turns, tasks)
         argv = [
             tool_path("agent"),
             "-C",

@@ -448,6 +448,8 @@ def test_help_lists_every_command_from_the_table() -> None:
     assert commands.run_line(context, "/help") is None
     for command in commands.COMMANDS:
         assert command.usage in err.getvalue()
+    assert "@plan REQUEST" in err.getvalue() and "a planner task" in err.getvalue()
+    assert "@review REQUEST" in err.getvalue() and "an inspector task" in err.getvalue()
     commands.run_line(context, "/help me")
     assert "/help: /help takes no arguments" in err.getvalue()
     assert commands.run_line(context, "/quit") == "quit"

@@ -156,6 +156,11 @@ def test_every_tool_that_reaches_git_declares_a_git_read_and_nothing_else() -> N
     reaching = git_tools(ROOT, tools)
     assert "git_status" in reaching
     for tool in all_tools():
+        if tool.name in reaching and tool.facts.declared_kinds() == ["delegates"]:
+            # delegate_task reaches git through its children: each child's start probes
+            # git read-only, each call a child makes is decided on its own facts, and an
+            # executor's worktree is made only after the delegate-mutating question.
+            continue
         if tool.name in reaching:
             assert tool.facts.git_read is not None, f"{tool.name} reaches git undeclared"
             assert tool.facts.declared_kinds() == ["git_read"], tool.name

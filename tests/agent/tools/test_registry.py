@@ -30,6 +30,7 @@ NAMES = [
     "git_status",
     "git_checkpoint",
     "plan_write",
+    "delegate_task",
 ]
 
 

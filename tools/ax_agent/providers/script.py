@@ -85,6 +85,8 @@ class ScriptTurn(Contract):
 class Script(Contract):
     model: str | None = None
     turns: list[ScriptTurn]
+    # A delegated task's own turns, by its plan task id or label (issue 21).
+    tasks: dict[str, list[ScriptTurn]] = Field(default_factory=dict)
 
 
 def parse_script(data: Any, source: str = "script") -> Script:
@@ -163,6 +165,16 @@ class ScriptProvider:
     @classmethod
     def from_file(cls, path: Path, *, model: str | None = None) -> ScriptProvider:
         return cls(load_script(path), model=model, source=str(path))
+
+    def for_task(self, task: str) -> ScriptProvider:
+        """The provider of a delegated task's child session: the script's turns for ``task``
+        (none when the script has none for it, so its first model call fails loudly)."""
+        turns = self.script.tasks.get(task, [])
+        return ScriptProvider(
+            Script(model=self.script.model, turns=turns),
+            model=self.model,
+            source=f"{self.source} (task {task})",
+        )
 
     @property
     def remaining(self) -> int:

@@ -95,6 +95,12 @@ def _help(context: Context, args: list[str]) -> Action:
     width = max(len(command.usage) for command in COMMANDS)
     for command in COMMANDS:
         _say(context, f"  {command.usage.ljust(width)}  {command.summary}")
+    from .sigils import SIGILS
+
+    for word, role in SIGILS.items():
+        article = "an" if role[0] in "aeiou" else "a"
+        usage = f"@{word} REQUEST".ljust(width)
+        _say(context, f"  {usage}  hand the request to {article} {role} task")
     _say(context, "  Enter sends; a trailing \\ continues the line; Ctrl+C interrupts a turn;")
     _say(context, "  Ctrl+C twice or Ctrl+D at the prompt exits.")
     return None

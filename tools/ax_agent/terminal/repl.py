@@ -30,7 +30,7 @@ from ..instructions import TruncationNotice
 from ..loop import run_turn
 from ..narrative import finish
 from ..session import Session, StartOptions, start_session
-from . import commands
+from . import commands, sigils
 from .approve import KeySource, MenuApprover, TypeAhead
 from .keys import KeyReader, drain, echo_mode, raw_mode
 from .prompt import History, LineReader
@@ -166,7 +166,11 @@ class Terminal:
                             replace(self.options, resume=None, continue_latest=False)
                         )
                     continue
-                self._turn(session, line)
+                routed = sigils.route(line)
+                if isinstance(routed, str):
+                    self.screen.line(self.screen.style(f"ax-agent: {routed}", "red"))
+                    continue
+                self._turn(session, line if routed is None else routed.turn_text())
             clean = True
         finally:
             reader.history.save()
@@ -180,6 +184,7 @@ class Terminal:
 
     def _start(self, options: StartOptions) -> Session:
         session = start_session(options)
+        session.on_task_status = self.status.set_tasks
         self.renderer.last_step = session.trail_step
         self.renderer.steps.clear()
         resumed = " (resumed)" if session.resumed else ""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from .screen import Screen
+from .screen import Screen, clean
 
 # How often the status line redraws (elapsed time, spinner).
 STATUS_TICK_S = 0.1
@@ -105,6 +105,8 @@ class StatusLine:
         self.started = 0.0
         self.active = False
         self._frame = 0
+        # One line per delegated task still running (issue 21), under the turn's own.
+        self.tasks: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if screen.escapes:
@@ -120,13 +122,25 @@ class StatusLine:
         return self.screen.style(f"{spinner} {self.activity} ({glyphs.sep.join(parts)})", "dim")
 
     def lines(self) -> list[str]:
-        return [self.text()]
+        return [self.text(), *(self.screen.style(f"  {task}", "dim") for task in self.tasks)]
+
+    def set_tasks(self, lines: list[str]) -> None:
+        """The running delegated tasks, one line each (an empty list: none runs now).
+
+        A task's line holds what its model chose (a tool's name), so it is cleaned of
+        control characters before it reaches the terminal.
+        """
+        with self.screen.lock:
+            self.tasks = [clean(line) for line in lines]
+            if self.active and self.screen.escapes and self.screen.live == self.lines:
+                self.screen.redraw()
 
     def begin(self, activity: str = "thinking") -> None:
         """A turn starts: show the line and keep it fresh until ``end``."""
         self.started = self.clock()
         self.tokens = 0
         self.activity = activity
+        self.tasks = []
         self.active = True
         if not self.screen.escapes:
             return

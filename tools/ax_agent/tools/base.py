@@ -22,6 +22,7 @@ from libcommon.paths import StateLayout
 if TYPE_CHECKING:
     from ax_agent.providers.base import ImagePart, ToolSchema
     from ax_agent.seam import Seam
+    from ax_agent.session import Session
     from ax_policy import Decision, ToolFacts
 
 
@@ -42,6 +43,9 @@ class ToolContext:
     touched: list[Path] = field(default_factory=list)
     # The model the call's result goes to (view_image asks the catalog whether it sees).
     model: str = ""
+    # The calling session, for the one tool that starts sessions of its own
+    # (delegate_task): every other tool reaches ax only through ``seam``.
+    session: Session | None = None
 
     @property
     def workspace(self) -> Path:
@@ -71,6 +75,11 @@ class ModelTool:
     run: Callable[[Any, ToolContext], ToolResult]
     # A schema given as data (an MCP server's) instead of derived from ``input_model``.
     input_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # Why the call cannot be done at all, asked before the policy decides (so nobody is
+    # asked about it): the harness's own state refuses it. None: it may go on.
+    precheck: Callable[[Any, Session], str | None] | None = field(
+        default=None, compare=False, hash=False
+    )
 
     def schema(self) -> ToolSchema:
         from ax_agent.providers.base import ToolSchema

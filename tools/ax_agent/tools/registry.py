@@ -15,6 +15,7 @@ def all_tools() -> list[ModelTool]:
 @cache
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
+        delegate_task,
         edit_file,
         git_checkpoint,
         git_status,
@@ -65,6 +66,8 @@ def _tools() -> tuple[ModelTool, ...]:
         git_checkpoint,
         # Plans (issue 21): the session's structured plan, approved by a person.
         plan_write,
+        # Delegated tasks (issue 21): one to three helpers side by side.
+        delegate_task,
     )
     return tuple(module.TOOL for module in modules)
 

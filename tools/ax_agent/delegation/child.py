@@ -1,0 +1,136 @@
+"""A delegated task's own session: started beside its parent, never through the trust gate.
+
+The child is a ``Session`` like any other (its own id, log and owner lease),
+driven by the same ``run_turn``; its ``session.started`` names its parent and
+its task. What it may do is inherited or narrower, by construction:
+
+- its tools are its role's registry (``roles.registry_for``), a subset of the
+  parent's without the parent-only tools;
+- the parent's loaded configuration (with its narrowing rules) decides every
+  call, under the parent's probed sandbox; its session grants start empty;
+- it reads the project's instruction files (never the user-level file) and no
+  generated project memory and no repository map;
+- its workspace is the parent's (read-only roles) or a worktree made of it
+  (executors), trusted by derivation: ``trust.verified`` says ``derived`` and
+  nothing is written to the trust store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from libcommon import clock
+from libcommon.locks import OwnerLease
+from libcommon.paths import state_layout
+
+if TYPE_CHECKING:
+    from ..approvals import Approver
+    from ..providers import Provider
+    from ..session import Listener, Session
+    from .roles import Role
+
+# A child's harness-fixed budget: model calls, tokens (input and output, summed over
+# its turn) and wall clock. The model cannot change them.
+CHILD_MAX_STEPS = 30
+CHILD_MAX_TOKENS = 400_000
+CHILD_MAX_SECONDS = 900.0
+
+
+def child_provider(parent: Provider, task: str) -> Provider:
+    """The provider a child asks: the script's turns for the task, or the parent's own
+    provider (its HTTP client is shared behind a lock, and safe across threads)."""
+    for_task = getattr(parent, "for_task", None)
+    if callable(for_task):
+        provider: Provider = for_task(task)
+        return provider
+    return parent
+
+
+def start_child(
+    parent: Session,
+    *,
+    role: Role,
+    task: str,
+    workspace: Path,
+    approver: Approver,
+    listener: Listener,
+) -> Session:
+    """A child session for ``task``, its first records written (see the module docstring)."""
+    from ax_policy import SessionGrants
+
+    from ..context import probe_git, system_prompt
+    from ..instructions import load_instructions
+    from ..seam.compose import make_seam
+    from ..seam.models import SlateStartRequest
+    from ..session import SESSION_ID_PREFIX, Session
+    from ..window.window import SYSTEM_NOTE, ContextWindow
+    from .roles import registry_for
+
+    layout = state_layout(workspace, parent.environ)
+    git = probe_git(layout.workspace, parent.environ)
+    instructions = load_instructions(
+        layout.workspace,
+        parent.config,
+        working=layout.workspace,
+        toplevel=git.toplevel,
+        user_folder=None,
+        for_delegated_task=True,
+    )
+    provider = child_provider(parent.provider, task)
+    child_id = clock.new_id(SESSION_ID_PREFIX)
+    lease = OwnerLease(layout.session_lease(child_id))
+    lease.acquire()
+    try:
+        seam = make_seam(layout, child_id, parent.environ, parent.config)
+        system = system_prompt(layout.workspace, parent.sandbox, git, instructions)
+        system += "\n\n" + SYSTEM_NOTE + "\n\n" + role.prompt
+        child = Session(
+            id=child_id,
+            layout=layout,
+            environ=parent.environ,
+            provider=provider,
+            model=provider.model,
+            tools=registry_for(role, parent.tools),
+            system=system,
+            seam=seam,
+            sandbox=parent.sandbox,
+            config=parent.config,
+            approver=approver,
+            grants=SessionGrants(),
+            max_steps=CHILD_MAX_STEPS,
+            lease=lease,
+            listeners=[listener],
+            instructions=instructions,
+        )
+        child.record(*_first_records(child, parent, task, git.event()))
+        seam.call("slate.start", SlateStartRequest())
+        child.window = ContextWindow.resumed(seam, child.record, [])
+        child.listeners.append(child.window.archive)
+    except BaseException:
+        lease.release()
+        raise
+    return child
+
+
+def _first_records(
+    child: Session, parent: Session, task: str, git_event: dict[str, Any]
+) -> list[dict[str, Any]]:
+    assert child.instructions is not None
+    workspace = str(child.workspace)
+    return [
+        {
+            "type": "session.started",
+            "workspace": workspace,
+            "provider": child.provider.name,
+            "model": child.model,
+            "resumed": False,
+            "parent": parent.id,
+            "task": task,
+        },
+        {"type": "trust.verified", "workspace": workspace, "basis": "derived"},
+        {"type": "config.loaded", "sources": [s.to_json() for s in parent.config.sources]},
+        child.sandbox.event(),
+        git_event,
+        {**child.instructions.event(), "documents": list(child.instructions.documents)},
+    ]
