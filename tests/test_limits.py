@@ -701,6 +701,21 @@ def test_agent_plan_limits() -> None:
     assert gate.READY_IDS_SHOWN == 10
 
 
+def test_agent_executor_limits() -> None:
+    from ax_agent.tasks import worktrees
+    from libcommon import trust
+
+    assert worktrees.MAX_GROUP_TASKS == 3
+    assert worktrees.CAPTURE_MAX_FILES == 500
+    assert worktrees.CAPTURE_FILE_MAX_BYTES == 4 * 1024 * 1024
+    assert worktrees.CAPTURE_TASK_MAX_BYTES == 64 * 1024 * 1024
+    assert worktrees.OMISSIONS_SHOWN == 20
+    assert worktrees.EOL_DRIFT_SHOWN == 10
+    assert worktrees.BINARY_SNIFF_BYTES == 8000
+    assert worktrees.BLOBS_PER_READ == 200
+    assert trust.OWNER_FILE_MAX_BYTES == 64 * 1024
+
+
 def test_mesh_limits() -> None:
     from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 
