@@ -716,6 +716,15 @@ def test_agent_executor_limits() -> None:
     assert trust.OWNER_FILE_MAX_BYTES == 64 * 1024
 
 
+def test_agent_apply_limits() -> None:
+    from ax_agent.tasks import merge, worktrees
+    from ax_agent.tools import apply_task_changes
+
+    assert merge.CONFLICT_SHOWN_CHARS == 4000
+    # A rename is named by both its paths: room for a full capture of renames.
+    assert apply_task_changes.APPLY_MAX_FILES == 2 * worktrees.CAPTURE_MAX_FILES == 1000
+
+
 def test_mesh_limits() -> None:
     from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from ax_log.sessions import list_sessions
     from ax_log.snapshots import (
         hash_recorded,
+        hash_stream,
         latest_snapshots,
         load_object,
         mutation_events,
@@ -164,6 +165,7 @@ _EXPORTS = {
     "ax_log.verify": ["verify_session"],
     "ax_log.snapshots": [
         "hash_recorded",
+        "hash_stream",
         "latest_snapshots",
         "load_object",
         "mutation_events",
@@ -232,6 +234,7 @@ __all__ = [
     "create_checkpoint",
     "follow_events",
     "hash_recorded",
+    "hash_stream",
     "latest_session",
     "latest_snapshots",
     "list_checkpoints",

@@ -27,6 +27,7 @@ NAMES = [
     "git_status",
     "git_checkpoint",
     "plan_write",
+    "apply_task_changes",
 ]
 
 

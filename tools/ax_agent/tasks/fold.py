@@ -158,7 +158,12 @@ def _apply(attempt: Attempt, kind: Any, event: Mapping[str, Any]) -> None:
     elif kind == "task.applied":
         attempt.applied += [str(path) for path in event.get("applied") or []]
         attempt.refused = list(event.get("refused") or [])
-        attempt.integrated = attempt.captured is not None and not attempt.refused
+        # Integrated once every captured file is applied: an apply may name only some.
+        attempt.integrated = (
+            attempt.captured is not None
+            and not attempt.refused
+            and set(attempt.captured) <= set(attempt.applied)
+        )
     elif kind == "task.discarded":
         attempt.discarded = True
 

@@ -15,6 +15,7 @@ def all_tools() -> list[ModelTool]:
 @cache
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
+        apply_task_changes,
         edit_file,
         git_checkpoint,
         git_status,
@@ -58,6 +59,8 @@ def _tools() -> tuple[ModelTool, ...]:
         git_checkpoint,
         # Plans (issue 21): the session's structured plan, approved by a person.
         plan_write,
+        # Executors (issue 21): the parent applies a task's captured files (parent only).
+        apply_task_changes,
     )
     return tuple(module.TOOL for module in modules)
 
