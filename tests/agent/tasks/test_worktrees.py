@@ -269,7 +269,9 @@ def test_a_failed_removal_is_recorded_and_not_raised(
     _dirty_repo(workspace)
     layout = _layout(workspace, state_dir)
     base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
-    monkeypatch.setattr(worktrees, "_remove_worktree", lambda runner, tree: "it would not go")
+    monkeypatch.setattr(
+        worktrees, "_remove_trees", lambda runner, trees: ["it would not go" for _ in trees]
+    )
     release = release_group(base)
     assert release.failed == (("t1", "it would not go"),) and base.folder.exists()
     removed = [

@@ -62,6 +62,7 @@ from typing import Any
 from libcommon.errors import OperationFailed, Unsupported, UsageError
 from libcommon.git import (
     GIT_WRITE_TIMEOUT_S,
+    MAX_BATCH_COMMANDS,
     GitOutput,
     GitRunner,
     git_problem,
@@ -229,16 +230,20 @@ def prepare_group(
         environ=dict(environ),
     )
     try:
-        for task in task_ids:
-            done = runner.run(
-                ["worktree", "add", "--detach", "--quiet", str(folder / task), commit],
-                timeout_s=GIT_WRITE_TIMEOUT_S,
-            )
+        # Added side by side: each is a checkout of the whole tree, mostly file creation.
+        answers = runner.batch(
+            [
+                ["worktree", "add", "--detach", "--quiet", str(folder / task), commit]
+                for task in task_ids
+            ],
+            timeout_s=GIT_WRITE_TIMEOUT_S,
+        )
+        for task, done in zip(task_ids, answers, strict=True):
             if done is None or not done.ok:
                 raise OperationFailed(
                     f"git could not add the worktree of task {task} at {folder / task}",
-                    hint="`git worktree list` shows the repository's worktrees; a git older "
-                    "than 2.15 or a locked index refuses",
+                    hint="`git worktree list` shows the repository's worktrees; a locked "
+                    "index or a full disk refuses",
                 )
         _check_eol(runner, base)
     except BaseException:
@@ -342,20 +347,34 @@ def _check_eol(runner: GitRunner, base: GroupBase) -> None:
     )
 
 
-def _tree(runner: GitRunner, commit: str, prefix: str) -> dict[str, tuple[str, str, int]]:
-    """The commit's files below ``prefix``: {workspace-relative path: (mode, oid, size)}."""
-    done = runner.run(
-        ["ls-tree", "-r", "-z", "-l", "--full-tree", commit], timeout_s=GIT_WRITE_TIMEOUT_S
-    )
+def _tree(
+    runner: GitRunner, commit: str, prefix: str, paths: Sequence[str] | None = None
+) -> dict[str, tuple[str, str, int]]:
+    """The commit's files below ``prefix`` (only ``paths``, workspace-relative, when given):
+    {workspace-relative path: (mode, oid, size)}. Sizes are read only for named paths
+    (``-l`` costs an object lookup per file); the whole listing has size 0."""
+    argv = ["ls-tree", "-r", "-z", "--full-tree"]
+    if paths is not None:
+        if not paths:
+            return {}
+        argv += ["-l", commit, "--", *(prefix + path for path in paths)]
+    else:
+        argv.append(commit)
+    done = runner.run(argv, timeout_s=GIT_WRITE_TIMEOUT_S)
     if done is None or not done.ok:
         raise OperationFailed(f"git could not list the checkpoint {commit[:12]}")
+    wanted = set(paths) if paths is not None else None
     found: dict[str, tuple[str, str, int]] = {}
     for record in done.stdout.split(b"\0")[:-1]:
         info, _, raw = record.partition(b"\t")
-        mode, _kind, oid, size = info.decode("ascii").split()
+        mode, _kind, oid, *size = info.decode("ascii").split()
         name = os.fsdecode(raw)
-        if name.startswith(prefix):
-            found[name[len(prefix) :]] = (mode, oid, int(size) if size.isdigit() else 0)
+        if not name.startswith(prefix):
+            continue
+        relative = name[len(prefix) :]
+        if wanted is None or relative in wanted:
+            known = size[0] if size and size[0].isdigit() else "0"
+            found[relative] = (mode, oid, int(known))
     return found
 
 
@@ -398,7 +417,6 @@ def capture_task(
     )
     if staged is None or not staged.ok or listed is None or not listed.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
-    base_files = _tree(runner, group_base.commit, prefix)
     entries: list[tuple[str, str, str | None]] = []
     omissions: list[tuple[str, str]] = []
     for status in parse_status_z(listed.stdout):
@@ -415,6 +433,12 @@ def capture_task(
         if letter == "C":
             change, source = "created", None
         entries.append((path, change, source))
+    base_files = _tree(
+        runner,
+        group_base.commit,
+        prefix,
+        [source or path for path, change, source in entries if change != "created"],
+    )
     wanted: dict[str, tuple[str, str, int]] = {}
     files: list[CapturedFile] = []
     total = 0
@@ -560,8 +584,8 @@ def _remove_all(
 ) -> tuple[list[str], list[tuple[str, str]]]:
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
-    for task, tree in base.trees.items():
-        why = _remove_worktree(runner, tree)
+    tasks = list(base.trees)
+    for task, why in zip(tasks, _remove_trees(runner, list(base.trees.values())), strict=True):
         if why is None:
             removed.append(task)
         else:
@@ -573,16 +597,28 @@ def _remove_all(
     return removed, failed
 
 
-def _remove_worktree(runner: GitRunner | None, tree: Path) -> str | None:
-    """Why the worktree at ``tree`` could not be removed; None when it is gone."""
-    if not tree.exists():
-        return None
-    if runner is None:
-        return "git is not usable to remove it"
-    done = runner.run(["worktree", "remove", "--force", str(tree)], timeout_s=GIT_WRITE_TIMEOUT_S)
-    if done is None or not done.ok or tree.exists():
-        return f"`git worktree remove --force {tree}` failed"
-    return None
+def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str | None]:
+    """Per worktree, why it could not be removed, or None when it is gone. The removals
+    run side by side (each deletes a whole checkout)."""
+    present = [tree for tree in trees if tree.exists()]
+    if runner is not None:
+        for start in range(0, len(present), MAX_BATCH_COMMANDS):
+            runner.batch(
+                [
+                    ["worktree", "remove", "--force", str(tree)]
+                    for tree in present[start : start + MAX_BATCH_COMMANDS]
+                ],
+                timeout_s=GIT_WRITE_TIMEOUT_S,
+            )
+    out: list[str | None] = []
+    for tree in trees:
+        if not tree.exists():
+            out.append(None)
+        elif runner is None:
+            out.append("git is not usable to remove it")
+        else:
+            out.append(f"`git worktree remove --force {tree}` failed")
+    return out
 
 
 def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
@@ -628,11 +664,9 @@ def _sweep_group(folder: Path, owner: Mapping[str, Any], environ: Mapping[str, s
             runner = _runner(Path(workspace), environ)
         except Unsupported:
             runner = None
+    named = [task for task in tasks if isinstance(task, str) and _NAME.fullmatch(task)]
     problems = []
-    for task in tasks:
-        if not isinstance(task, str) or not _NAME.fullmatch(task):
-            continue
-        why = _remove_worktree(runner, folder / task)
+    for task, why in zip(named, _remove_trees(runner, [folder / t for t in named]), strict=True):
         if why is not None and runner is None:
             # The repository is gone or unusable: its worktree is plain files now.
             shutil.rmtree(folder / task, ignore_errors=True)
