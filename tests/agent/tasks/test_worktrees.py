@@ -328,3 +328,36 @@ def test_a_workspace_below_the_top_works_at_its_own_place(workspace: Path, state
         release_group(base)
     assert [f.path for f in capture.files] == ["a.txt"]
     assert capture.omissions == (("other.txt", "outside the workspace"),)
+
+
+CRASHING_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from ax_agent.tasks.worktrees import prepare_group
+from libcommon.paths import StateLayout
+
+layout = StateLayout(root=Path(sys.argv[1]), workspace=Path(sys.argv[2]))
+base = prepare_group(layout, "s1", "g1", ["t1", "t2"], dict(os.environ))
+print(base.folder, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_process_killed_between_add_and_remove_leaves_an_orphan_the_sweep_removes(
+    workspace: Path, state_dir: Path
+) -> None:
+    repo = _dirty_repo(workspace)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_CHILD, str(state_dir), str(workspace)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AX_STATE_DIR": str(state_dir)},
+        timeout=60,
+    )
+    assert done.returncode == -9, done.stderr
+    folder = Path(done.stdout.strip())
+    assert (folder / "t1").is_dir() and (folder / "t2").is_dir()
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 3
+    swept = sweep_orphans(_layout(workspace, state_dir), ENV)
+    assert swept.removed == ("s1.g1",) and not folder.exists()
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
