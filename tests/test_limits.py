@@ -710,6 +710,7 @@ def test_agent_executor_limits() -> None:
     assert worktrees.CAPTURE_FILE_MAX_BYTES == 4 * 1024 * 1024
     assert worktrees.CAPTURE_TASK_MAX_BYTES == 64 * 1024 * 1024
     assert worktrees.OMISSIONS_SHOWN == 20
+    assert worktrees.CAPTURE_EXCLUDED_MAX == 1000
     assert worktrees.EOL_DRIFT_SHOWN == 10
     assert worktrees.BINARY_SNIFF_BYTES == 8000
     assert worktrees.BLOBS_PER_READ == 200

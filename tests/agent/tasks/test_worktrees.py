@@ -152,6 +152,15 @@ def test_the_caps_count_every_omission_and_keep_a_rename_whole(
     assert len(kept) == 2
     reasons = dict(capture.omissions)
     assert "big.txt" in reasons and "file cap" in reasons["big.txt"]
+    # Kept out of the index too, so never hashed into the repository's shared objects.
+    big = (
+        subprocess.run(
+            ["git", "hash-object", "--stdin"], input=b"x" * 500, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    assert subprocess.run(["git", "-C", str(workspace), "cat-file", "-e", big]).returncode != 0
     # Six changes: two kept, the rest counted (the rename is one entry, kept or not whole).
     assert capture.omitted == 4 and len(kept) + capture.omitted == 6
     if "moved.txt" in kept:

@@ -79,6 +79,8 @@ MAX_GROUP_TASKS = 3
 CAPTURE_MAX_FILES = 500
 CAPTURE_FILE_MAX_BYTES = 4 * 1024 * 1024
 CAPTURE_TASK_MAX_BYTES = 64 * 1024 * 1024
+# Files over the file cap kept out of the worktree's index by name (git add pathspecs).
+CAPTURE_EXCLUDED_MAX = 1000
 # Omitted paths named in a capture (the count covers the rest).
 OMISSIONS_SHOWN = 20
 # Files an end-of-line refusal names (the count covers the rest).
@@ -402,19 +404,15 @@ def capture_task(
     tree = group_base.trees[task_id]
     runner = _runner(tree, group_base.environ)
     prefix = group_base.prefix
-    staged = runner.run(["add", "-A", "--", ":/"], timeout_s=GIT_WRITE_TIMEOUT_S)
-    listed = runner.run(
-        [
-            "-c",
-            "status.renames=true",
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignore-submodules=all",
-        ],
-        timeout_s=GIT_WRITE_TIMEOUT_S,
-    )
+    # Files over the file cap are kept out of the worktree's index: staging hashes a file
+    # into the object store the parent's repository shares, before any cap could apply.
+    before = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
+    if before is None or not before.ok:
+        raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
+    big = [item.path for item in parse_status_z(before.stdout) if _over_cap(tree / item.path)]
+    excluded = [f":(top,literal,exclude){path}" for path in big[:CAPTURE_EXCLUDED_MAX]]
+    staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
+    listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
     if staged is None or not staged.ok or listed is None or not listed.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
     entries: list[tuple[str, str, str | None]] = []
@@ -428,8 +426,12 @@ def capture_task(
             continue
         path = status.path[len(prefix) :]
         source = status.orig_path[len(prefix) :] if status.orig_path else None
-        letter = status.xy[0]
-        change = {"A": "created", "D": "deleted", "R": "renamed"}.get(letter, "modified")
+        # Staged, a change is in the index column; a file kept out of the index (over the
+        # file cap) shows in the worktree column, or as untracked.
+        letter = status.xy[0] if status.xy[0] != " " else status.xy[1]
+        change = {"A": "created", "?": "created", "D": "deleted", "R": "renamed"}.get(
+            letter, "modified"
+        )
         if letter == "C":
             change, source = "created", None
         entries.append((path, change, source))
@@ -507,6 +509,25 @@ def capture_task(
     )
     record(capture.event(group_base.group_id))
     return capture
+
+
+_STATUS = (
+    "-c",
+    "status.renames=true",
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=all",
+)
+
+
+def _over_cap(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size > CAPTURE_FILE_MAX_BYTES
 
 
 def _after_size(path: Path, change: str) -> tuple[int, int, str | None]:
