@@ -714,6 +714,7 @@ def test_agent_executor_limits() -> None:
     assert worktrees.EOL_DRIFT_SHOWN == 10
     assert worktrees.BINARY_SNIFF_BYTES == 8000
     assert worktrees.BLOBS_PER_READ == 200
+    assert worktrees.LOCK_KEY_CHARS == 16
     assert trust.OWNER_FILE_MAX_BYTES == 64 * 1024
 
 

@@ -370,3 +370,38 @@ def test_a_process_killed_between_add_and_remove_leaves_an_orphan_the_sweep_remo
     swept = sweep_orphans(_layout(workspace, state_dir), ENV)
     assert swept.removed == ("s1.g1",) and not folder.exists()
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_worktree_entries_are_added_one_at_a_time_under_the_repository_lock(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git worktree add reads every .git/worktrees entry, and one a concurrent add is still
+    # writing fails it ("failed to read .../commondir"): adds must never overlap.
+    import fcntl
+
+    from libcommon.git import GitRunner
+
+    _dirty_repo(workspace)
+    layout = _layout(workspace, state_dir)
+    seen: list[tuple[int, bool]] = []
+    batch = GitRunner.batch
+
+    def watched(self: GitRunner, commands: Any, **options: Any) -> Any:
+        adds = [c for c in commands if list(c[:2]) == ["worktree", "add"]]
+        if adds:
+            locks = list((state_dir / "locks").glob("worktrees-*.lock"))
+            held = False
+            for lock in locks:
+                with open(lock, "rb") as handle:
+                    try:
+                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        fcntl.flock(handle, fcntl.LOCK_UN)
+                    except BlockingIOError:
+                        held = True
+            seen.append((len(adds), held))
+        return batch(self, commands, **options)
+
+    monkeypatch.setattr(GitRunner, "batch", watched)
+    base = prepare_group(layout, "s1", "g1", ["t1", "t2", "t3"], ENV)
+    release_group(base)
+    assert seen == [(1, True)] * 3

@@ -7,7 +7,11 @@ The interface the delegation side calls (issue 21):
   task starts, so the parent's working tree, dirty state included, is what every
   member starts from; then per task ``git worktree add --detach <folder> <commit>``
   under ``<state root>/projects/<slug>/worktrees/<session>.<group>/<task>`` (never
-  inside the repository: a state root inside it is refused). Before anything is
+  inside the repository: a state root inside it is refused). The entries are added
+  one at a time (``--no-checkout``) under a lock of the repository held by every ax
+  process (``<state root>/locks/worktrees-<key>.lock``): an add reads every entry of
+  ``.git/worktrees`` and fails on one a concurrent add is still writing. The
+  checkouts (``reset --hard`` in each worktree) then run side by side. Before anything is
   returned the end-of-line check compares the first worktree's files, and the
   workspace's, with the checkpoint's blobs byte for byte: a checkout or a checkpoint
   that converts line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes``
@@ -33,7 +37,8 @@ The interface the delegation side calls (issue 21):
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
 - ``release_group(group_base) -> Release``: every worktree removed (``git worktree
-  remove --force``, then ``git worktree prune``), to be called in a ``finally``. A
+  remove --force``, then ``git worktree prune``, under the same lock), to be called in
+  a ``finally``. A
   removal that fails is recorded (``worktree.removed {ok: false}``) and left for the
   sweep, never raised.
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
@@ -59,15 +64,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from libcommon.errors import OperationFailed, Unsupported, UsageError
+from libcommon.errors import AxError, OperationFailed, Unsupported, UsageError
 from libcommon.git import (
     GIT_WRITE_TIMEOUT_S,
-    MAX_BATCH_COMMANDS,
     GitOutput,
     GitRunner,
     git_problem,
     parse_status_z,
 )
+from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, is_within
 from libcommon.procfs import read_proc
 from libcommon.trust import OWNER_FILE_NAME, WORKTREES_DIR_NAME, read_owner
@@ -87,6 +92,8 @@ OMISSIONS_SHOWN = 20
 EOL_DRIFT_SHOWN = 10
 # A file is binary (no merge offered) when this many leading bytes hold a NUL, as git judges.
 BINARY_SNIFF_BYTES = 8000
+# Hex characters of the common git folder's sha256 naming its worktree lock.
+LOCK_KEY_CHARS = 16
 # Blobs one ``git show`` reads back at a time.
 BLOBS_PER_READ = 200
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -115,6 +122,8 @@ class GroupBase:
     prefix: str
     folder: Path
     trees: Mapping[str, Path]
+    # Held while the repository's worktree entries are added, removed or pruned.
+    lock: Path
     environ: Mapping[str, str] = field(repr=False, default_factory=dict)
 
     def workspace(self, task_id: str) -> Path:
@@ -198,7 +207,7 @@ def prepare_group(
 
     _check_names(group_id, task_ids)
     runner = _runner(layout.workspace, environ)
-    toplevel, prefix = _toplevel(runner, layout.workspace)
+    toplevel, prefix, common = _toplevel(runner, layout.workspace)
     root = layout.project_dir / WORKTREES_DIR_NAME
     folder = root / f"{session_id}.{group_id}"
     if is_within(Path(os.path.realpath(folder.parent.parent)), toplevel):
@@ -229,23 +238,35 @@ def prepare_group(
         prefix=prefix,
         folder=folder,
         trees={task: folder / task for task in task_ids},
+        lock=_repository_lock(layout, common),
         environ=dict(environ),
     )
     try:
-        # Added side by side: each is a checkout of the whole tree, mostly file creation.
-        answers = runner.batch(
-            [
-                ["worktree", "add", "--detach", "--quiet", str(folder / task), commit]
-                for task in task_ids
-            ],
+        # git worktree add reads every entry of .git/worktrees, and one being written by a
+        # concurrent add reads as empty and fails it: the entries are made one at a time
+        # under a lock of the repository (across ax processes); the checkouts, each in its
+        # own worktree and index, then run side by side.
+        with flock_lock(base.lock, what="worktree lock"):
+            for task in task_ids:
+                path = str(folder / task)
+                added = runner.run(
+                    ["worktree", "add", "--detach", "--no-checkout", "--quiet", path, commit],
+                    timeout_s=GIT_WRITE_TIMEOUT_S,
+                )
+                if added is None or not added.ok:
+                    raise OperationFailed(
+                        f"git could not add the worktree of task {task} at {folder / task}",
+                        hint="`git worktree list` shows the repository's worktrees",
+                    )
+        checkouts = runner.batch(
+            [["-C", str(folder / task), "reset", "--hard", "--quiet"] for task in task_ids],
             timeout_s=GIT_WRITE_TIMEOUT_S,
         )
-        for task, done in zip(task_ids, answers, strict=True):
+        for task, done in zip(task_ids, checkouts, strict=True):
             if done is None or not done.ok:
                 raise OperationFailed(
-                    f"git could not add the worktree of task {task} at {folder / task}",
-                    hint="`git worktree list` shows the repository's worktrees; a locked "
-                    "index or a full disk refuses",
+                    f"git could not check out the worktree of task {task} at {folder / task}",
+                    hint="a full disk or a file git cannot write there refuses",
                 )
         _check_eol(runner, base)
     except BaseException:
@@ -280,19 +301,27 @@ def _runner(directory: Path, environ: Mapping[str, str]) -> GitRunner:
     return runner
 
 
-def _toplevel(runner: GitRunner, workspace: Path) -> tuple[Path, str]:
-    done = runner.run(["rev-parse", "--is-inside-work-tree", "--show-toplevel"])
+def _toplevel(runner: GitRunner, workspace: Path) -> tuple[Path, str, Path]:
+    """The repository's top, the workspace's place below it, and its common git folder."""
+    done = runner.run(["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir"])
     lines = done.text().splitlines() if done is not None and done.ok else []
-    if lines[:1] != ["true"] or len(lines) != 2:
+    if lines[:1] != ["true"] or len(lines) != 3:
         raise Unsupported(
             f"{workspace} is not inside a git working tree: executors work in git worktrees",
             reason="not-a-repository",
             hint="`git init` and commit first, or let the parent do the work itself",
         )
     toplevel = Path(os.path.realpath(lines[1]))
+    common = Path(os.path.realpath(Path(workspace) / lines[2]))
     real = Path(os.path.realpath(workspace))
     relative = real.relative_to(toplevel).as_posix() if real != toplevel else ""
-    return toplevel, f"{relative}/" if relative else ""
+    return toplevel, f"{relative}/" if relative else "", common
+
+
+def _repository_lock(layout: StateLayout, common: Path) -> Path:
+    """The lock every ax process takes to add, remove or prune a repository's worktrees."""
+    key = hashlib.sha256(os.fsencode(common)).hexdigest()[:LOCK_KEY_CHARS]
+    return layout.root / "locks" / f"worktrees-{key}.lock"
 
 
 def _write_owner(
@@ -606,39 +635,37 @@ def _remove_all(
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
     tasks = list(base.trees)
-    for task, why in zip(tasks, _remove_trees(runner, list(base.trees.values())), strict=True):
+    try:
+        with flock_lock(base.lock, what="worktree lock"):
+            answers = _remove_trees(runner, list(base.trees.values()))
+    except AxError as exc:
+        answers = [f"the worktree lock was not taken: {exc.message}"] * len(tasks)
+    for task, why in zip(tasks, answers, strict=True):
         if why is None:
             removed.append(task)
         else:
             failed.append((task, why))
-    if runner is not None:
-        runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
     if not failed:
         shutil.rmtree(base.folder, ignore_errors=True)
     return removed, failed
 
 
 def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str | None]:
-    """Per worktree, why it could not be removed, or None when it is gone. The removals
-    run side by side (each deletes a whole checkout)."""
-    present = [tree for tree in trees if tree.exists()]
-    if runner is not None:
-        for start in range(0, len(present), MAX_BATCH_COMMANDS):
-            runner.batch(
-                [
-                    ["worktree", "remove", "--force", str(tree)]
-                    for tree in present[start : start + MAX_BATCH_COMMANDS]
-                ],
-                timeout_s=GIT_WRITE_TIMEOUT_S,
-            )
+    """Per worktree, why it could not be removed, or None when it is gone; then a prune.
+    One at a time, under the repository's worktree lock: a removal, like an add, reads
+    every entry of .git/worktrees."""
     out: list[str | None] = []
     for tree in trees:
+        if tree.exists() and runner is not None:
+            runner.run(["worktree", "remove", "--force", str(tree)], timeout_s=GIT_WRITE_TIMEOUT_S)
         if not tree.exists():
             out.append(None)
         elif runner is None:
             out.append("git is not usable to remove it")
         else:
             out.append(f"`git worktree remove --force {tree}` failed")
+    if runner is not None:
+        runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
     return out
 
 
@@ -662,7 +689,7 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
         if info is not None and info.alive and (start is None or info.start_time == start):
             kept.append((folder.name, f"its owner (pid {pid}) is alive"))
             continue
-        why = _sweep_group(folder, owner, environ if environ is not None else os.environ)
+        why = _sweep_group(layout, folder, owner, environ if environ is not None else os.environ)
         if why is None:
             removed.append(folder.name)
         else:
@@ -674,28 +701,36 @@ def _owner(folder: Path) -> dict[str, Any] | None:
     return read_owner(folder / OWNER_FILE_NAME)
 
 
-def _sweep_group(folder: Path, owner: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:
+def _sweep_group(
+    layout: StateLayout, folder: Path, owner: Mapping[str, Any], environ: Mapping[str, str]
+) -> str | None:
     tasks = owner.get("tasks")
     workspace = owner.get("workspace")
     if not isinstance(tasks, list) or not isinstance(workspace, str):
         return "the owner file does not name its tasks and workspace"
     runner: GitRunner | None = None
+    lock: Path | None = None
     if Path(workspace).is_dir():
         try:
             runner = _runner(Path(workspace), environ)
+            lock = _repository_lock(layout, _toplevel(runner, Path(workspace))[2])
         except Unsupported:
             runner = None
     named = [task for task in tasks if isinstance(task, str) and _NAME.fullmatch(task)]
+    trees = [folder / task for task in named]
+    if lock is not None:
+        with flock_lock(lock, what="worktree lock"):
+            answers = _remove_trees(runner, trees)
+    else:
+        answers = _remove_trees(None, trees)
     problems = []
-    for task, why in zip(named, _remove_trees(runner, [folder / t for t in named]), strict=True):
+    for task, why in zip(named, answers, strict=True):
         if why is not None and runner is None:
             # The repository is gone or unusable: its worktree is plain files now.
             shutil.rmtree(folder / task, ignore_errors=True)
             why = None if not (folder / task).exists() else why
         if why is not None:
             problems.append(f"{task}: {why}")
-    if runner is not None:
-        runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
     if problems:
         return "; ".join(problems)
     shutil.rmtree(folder, ignore_errors=True)
