@@ -6,9 +6,10 @@ On a committed git repository of ``--files`` files (2,500 by default) in folders
 50, with a few uncommitted changes (the base is the dirty tree), one run is one
 group of ``--tasks`` executors (3 by default) and times each part ax owns:
 
-- prepare: the group's task-base checkpoint, one ``git worktree add --detach`` per
-  task under the state root, and the end-of-line check (every file of the first
-  worktree and of the workspace hashed against the checkpoint's blobs);
+- prepare: the group's task-base checkpoint, the worktree entries (one at a time,
+  under the repository's lock) and their checkouts (side by side) under the state
+  root, and the end-of-line check (every file of the first worktree and of the
+  workspace hashed against the checkpoint's blobs);
 - capture: per task, five changed files captured (``add -A``, ``status -z``, base blobs
   read back, base and after bytes stored), all tasks one after the other;
 - release: every worktree removed (``git worktree remove --force``, then ``prune``).
