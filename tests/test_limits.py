@@ -746,6 +746,32 @@ def test_agent_delegation_limits() -> None:
     assert isolation.CAPTURE_MAX_FILES == 200
 
 
+def test_agent_executor_limits() -> None:
+    from ax_agent.tasks import worktrees
+    from libcommon import trust
+
+    assert worktrees.MAX_GROUP_TASKS == 3
+    assert worktrees.CAPTURE_MAX_FILES == 500
+    assert worktrees.CAPTURE_FILE_MAX_BYTES == 4 * 1024 * 1024
+    assert worktrees.CAPTURE_TASK_MAX_BYTES == 64 * 1024 * 1024
+    assert worktrees.OMISSIONS_SHOWN == 20
+    assert worktrees.CAPTURE_EXCLUDED_MAX == 1000
+    assert worktrees.EOL_DRIFT_SHOWN == 10
+    assert worktrees.BINARY_SNIFF_BYTES == 8000
+    assert worktrees.BLOBS_PER_READ == 200
+    assert worktrees.LOCK_KEY_CHARS == 16
+    assert trust.OWNER_FILE_MAX_BYTES == 64 * 1024
+
+
+def test_agent_apply_limits() -> None:
+    from ax_agent.tasks import merge, worktrees
+    from ax_agent.tools import apply_task_changes
+
+    assert merge.CONFLICT_SHOWN_CHARS == 4000
+    # A rename is named by both its paths: room for a full capture of renames.
+    assert apply_task_changes.APPLY_MAX_FILES == 2 * worktrees.CAPTURE_MAX_FILES == 1000
+
+
 def test_mesh_limits() -> None:
     from ax_mesh import limits, memory_tools, mesh, pg_store, serve, sqlite_store, work_tools
 

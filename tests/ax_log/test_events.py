@@ -163,6 +163,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.cancelled": {"group": "g1", "taskId": "parse", "reason": "user"},
     "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
+    "worktree.removed": {"group": "g1", "taskId": "parse", "path": "/s/wt/parse", "ok": True},
     "checkpoint.created": {
         "ref": "refs/ax/checkpoints/s1/1",
         "n": 1,

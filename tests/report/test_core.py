@@ -204,6 +204,7 @@ def test_the_registry_renders_every_section_in_order() -> None:
         "approvals",
         "undo",
         "checkpoints",
+        "tasks",
         "previews",
         "custom",
         "problems",

@@ -44,7 +44,7 @@ def test_golden_report_is_reproduced_byte_for_byte(name: str) -> None:
 
 
 def test_every_rule_has_a_golden_stream() -> None:
-    expected = {"scope", "order", "veto", "never_completed", "resume_crash", "invalid"}
+    expected = {"scope", "order", "veto", "never_completed", "resume_crash", "invalid", "tasks"}
     assert expected <= set(STREAMS)
 
 
@@ -172,3 +172,22 @@ def test_report_is_identical_whatever_the_input_key_order() -> None:
     lines = (GOLDEN / "scope.jsonl").read_bytes().splitlines()
     reordered = [orjson.dumps(dict(reversed(list(orjson.loads(line).items())))) for line in lines]
     assert build_report(read_jsonl(reordered)) == report_of("scope")
+
+
+def test_tasks_fold_integration_capture_loss_and_interruption() -> None:
+    document, markdown = report_of("tasks")
+    states = {item["id"]: item["state"] for item in document["tasks"]}
+    assert states == {
+        # Captured, one file applied and one refused: still integrating.
+        "lexer": "integrating",
+        # Completed with no capture: its work was lost, so it failed.
+        "parser": "failed",
+        "survey": "completed",
+        # Open when the parent started again: interrupted, and its late end is ignored.
+        "fixer": "interrupted",
+    }
+    lexer = document["tasks"][0]
+    assert lexer["captured"] == ["src/lexer.py", "src/tokens.py"] and lexer["omitted"] == 3
+    assert lexer["applied"] == ["src/tokens.py"]
+    assert [item["path"] for item in lexer["refused"]] == ["src/lexer.py"]
+    assert "worktree NOT removed" in markdown

@@ -729,12 +729,14 @@ class TaskAnswered(_TaskEvent):
 class TaskCaptured(_TaskEvent):
     """An executor's changes, captured at its end whatever its status: ``files`` the
     workspace-relative paths captured, ``omitted`` those left out by the caps;
-    ``entries`` the per-file records (change, base and after blob hashes)."""
+    ``entries`` the per-file records (change, base and after blob hashes);
+    ``omissions`` the first omitted paths with why (``omitted`` counts them all)."""
 
     type: Literal["task.captured"] = "task.captured"
     files: list[str]
     omitted: Annotated[int, Field(ge=0)] = 0
     entries: list[dict[str, Any]] = Field(default_factory=list)
+    omissions: list[dict[str, Any]] = Field(default_factory=list)
 
 
 @register
@@ -772,6 +774,17 @@ class TaskApplied(_TaskEvent):
     type: Literal["task.applied"] = "task.applied"
     applied: list[str]
     refused: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@register
+class WorktreeRemoved(_TaskEvent):
+    """An executor's worktree was removed at the end of its group (``ok``), or could not
+    be (``ok`` false, ``reason``: it is left for the orphan sweep)."""
+
+    type: Literal["worktree.removed"] = "worktree.removed"
+    path: str
+    ok: bool
+    reason: str | None = None
 
 
 @register

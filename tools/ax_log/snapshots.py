@@ -129,6 +129,29 @@ def store_file(layout: StateLayout, path: Path) -> str | None:
     return sha
 
 
+def store_bytes(layout: StateLayout, data: bytes) -> str:
+    """Put ``data`` in the object store (content-addressed, like ``store_file``); its sha256."""
+    sha = hashlib.sha256(data).hexdigest()
+    target = object_path(layout, sha)
+    if target.exists():
+        return sha
+    objects = layout.objects_dir
+    objects.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".incoming.", dir=objects)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(tmp_name).chmod(0o400)
+        Path(tmp_name).replace(target)
+        fsync_dir(objects)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return sha
+
+
 def load_object(layout: StateLayout, sha256: str) -> bytes:
     """The bytes stored under ``sha256``, checked against their name."""
     try:

@@ -398,8 +398,9 @@ class TrustStore(_Model):
 class TrustStatus(_Model):
     workspace: str
     trusted: bool
-    # "store": recorded consent; "once": --trust-this-workspace, never saved.
-    basis: Literal["store", "once"] | None = None
+    # "store": recorded consent; "once": --trust-this-workspace, never saved; "derived":
+    # an executor's worktree of a trusted workspace (never saved).
+    basis: Literal["store", "once", "derived"] | None = None
     granted_at: str | None = None
 
 

@@ -3,7 +3,9 @@
 Trust is not a sandbox; it says a person agreed, nothing more. It lives in
 ``trust.json`` (keyed by the workspace's realpath) and an append-only
 ``trust.log``, both at the state root, which is never inside a workspace, so a
-repository cannot plant its own consent. Keys are exact realpaths: two folders
+repository cannot plant its own consent. An executor's worktree under the state
+root inherits its parent workspace's trust (``libcommon.trust.derived_parent``),
+which is never written to the store. Keys are exact realpaths: two folders
 that differ only in case are two folders on a case-sensitive filesystem.
 """
 
@@ -15,6 +17,7 @@ from libcommon import clock
 from libcommon.errors import NotTrusted
 from libcommon.locks import file_lock
 from libcommon.paths import StateLayout
+from libcommon.trust import derived_parent
 
 from .models import TrustEntry, TrustStatus, TrustStore
 from .stores import load_store, lock_path, save_store
@@ -25,9 +28,16 @@ def check_trust(layout: StateLayout) -> TrustStatus:
     store = load_store(layout.trust_file, TrustStore)
     key = str(layout.workspace)
     entry = store.workspaces.get(key)
-    if entry is None:
+    if entry is not None:
+        return TrustStatus(workspace=key, trusted=True, basis="store", granted_at=entry.granted_at)
+    # An executor's worktree of a trusted workspace: trusted by derivation, never stored.
+    parent = derived_parent(layout.root, layout.workspace)
+    inherited = store.workspaces.get(str(parent)) if parent is not None else None
+    if inherited is None:
         return TrustStatus(workspace=key, trusted=False)
-    return TrustStatus(workspace=key, trusted=True, basis="store", granted_at=entry.granted_at)
+    return TrustStatus(
+        workspace=key, trusted=True, basis="derived", granted_at=inherited.granted_at
+    )
 
 
 def grant_trust(layout: StateLayout, source: str = "cli") -> TrustStatus:

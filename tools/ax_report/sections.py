@@ -793,6 +793,141 @@ class Checkpoints(Section):
         return lines + _none(body)
 
 
+# --- delegated tasks ---------------------------------------------------------
+
+
+class Tasks(Section):
+    """Delegated tasks as their events record them: per task id, its role, how many
+    attempts, the last attempt's state, the files captured (and how many the caps left
+    out), applied and refused, and worktrees that could not be removed. A task the plan
+    names but no event does (queued, blocked, parent-owned) is not listed: the report
+    reads the log, not the plan."""
+
+    name = "tasks"
+    title = "Tasks"
+    handles = ("task.*", "worktree.removed", "session.started")
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, dict[str, Any]] = {}
+        # (group, taskId) of each attempt, to its task's entry.
+        self.open: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        kind = event["type"]
+        if kind == "session.started":
+            for entry in self.tasks.values():
+                if entry["state"] in ("running", "awaiting-approval"):
+                    entry["state"] = "interrupted"
+            return
+        group, task = event.get("group"), event.get("taskId")
+        if not isinstance(group, str) or not isinstance(task, str):
+            return
+        if kind == "task.started":
+            entry = self.tasks.setdefault(task, {"id": task, "attempts": 0})
+            entry.update(
+                role=event.get("role"),
+                group=group,
+                seq=ctx.event_seq,
+                state="running",
+                captured=None,
+                omitted=0,
+                applied=[],
+                refused=[],
+                worktreeNotRemoved=[],
+            )
+            entry["attempts"] += 1
+            self.open[(group, task)] = entry
+            return
+        attempt = self.open.get((group, task))
+        if attempt is not None:
+            self._attempt(attempt, kind, event)
+
+    @staticmethod
+    def _attempt(entry: dict[str, Any], kind: str, event: Event) -> None:
+        ended = entry["state"] not in ("running", "awaiting-approval")
+        if kind in ("task.completed", "task.failed", "task.cancelled") and not ended:
+            entry["state"] = kind.removeprefix("task.")
+            entry["reason"] = event.get("reason")
+        elif kind == "task.asked" and not ended:
+            entry["state"] = "awaiting-approval"
+        elif kind == "task.answered" and entry["state"] == "awaiting-approval":
+            entry["state"] = "running"
+        elif kind == "task.captured":
+            entry["captured"] = [str(path) for path in event.get("files") or []]
+            omitted = event.get("omitted")
+            entry["omitted"] = omitted if type(omitted) is int else 0
+        elif kind == "task.applied":
+            entry["applied"] = sorted(
+                set(entry["applied"]) | {str(p) for p in event.get("applied") or []}
+            )
+            entry["refused"] = [
+                {"path": str(item.get("path")), "reason": str(item.get("reason"))}
+                for item in event.get("refused") or []
+                if isinstance(item, dict)
+            ]
+        elif kind == "task.discarded":
+            entry["state"] = "cancelled"
+            entry["reason"] = event.get("reason")
+        elif kind == "worktree.removed" and event.get("ok") is not True:
+            entry["worktreeNotRemoved"].append(str(event.get("reason")))
+
+    def to_json(self, ctx: Context) -> Any:
+        return [_task_view(self.tasks[key]) for key in self.tasks]
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        lines = [f"## {self.title} ({len(self.tasks)})", ""]
+        body = []
+        for key in self.tasks:
+            view = _task_view(self.tasks[key])
+            head = (
+                f"- {code(view['id'])} ({view['role']}, group {code(view['group'])}): "
+                f"{view['state']}, {plural(view['attempts'], 'attempt')}"
+            )
+            if view["reason"]:
+                head += f" ({shown(str(view['reason']))})"
+            body.append(head)
+            if view["captured"] is not None:
+                left = (
+                    f"; {view['omitted']} left out (caps, outside the workspace)"
+                    if view["omitted"]
+                    else ""
+                )
+                body.append(f"  - captured {plural(len(view['captured']), 'file')}{left}")
+            if view["applied"]:
+                applied = ", ".join(code(path) for path in view["applied"])
+                body.append(f"  - applied: {applied}")
+            for refusal in view["refused"]:
+                body.append(f"  - refused {code(refusal['path'])}: {shown(refusal['reason'])}")
+            for why in view["worktreeNotRemoved"]:
+                body.append(f"  - worktree NOT removed: {shown(why)}")
+        return lines + _none(body)
+
+
+def _task_view(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with the executor's integration folded into its state."""
+    state = entry["state"]
+    captured = entry["captured"]
+    reason = entry.get("reason")
+    if state == "completed" and entry["role"] == "executor":
+        if captured is None:
+            state, reason = "failed", "it completed but its changes were never captured"
+        elif not set(captured) <= set(entry["applied"]) or entry["refused"]:
+            state = "integrating"
+    return {
+        "id": entry["id"],
+        "role": entry["role"],
+        "group": entry["group"],
+        "state": state,
+        "attempts": entry["attempts"],
+        "reason": reason,
+        "captured": captured,
+        "omitted": entry["omitted"],
+        "applied": entry["applied"],
+        "refused": entry["refused"],
+        "worktreeNotRemoved": entry["worktreeNotRemoved"],
+    }
+
+
 # --- previews ----------------------------------------------------------------
 
 
@@ -921,6 +1056,7 @@ SECTIONS: list[type[Section]] = [
     Approvals,
     Undo,
     Checkpoints,
+    Tasks,
     Previews,
     Custom,
     Problems,

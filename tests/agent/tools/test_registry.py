@@ -31,6 +31,7 @@ NAMES = [
     "git_checkpoint",
     "plan_write",
     "delegate_task",
+    "apply_task_changes",
 ]
 
 
@@ -38,7 +39,8 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "ax-agent-tools.md"
 COUNT_WORDS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen", "twenty",
+    "nineteen", "twenty", "twenty-one", "twenty-two", "twenty-three", "twenty-four",
+    "twenty-five",
 ]  # fmt: skip
 
 

@@ -165,7 +165,12 @@ def _apply(attempt: Attempt, kind: Any, event: Mapping[str, Any], position: int)
     elif kind == "task.applied":
         attempt.applied += [str(path) for path in event.get("applied") or []]
         attempt.refused = list(event.get("refused") or [])
-        attempt.integrated = attempt.captured is not None and not attempt.refused
+        # Integrated once every captured file is applied: an apply may name only some.
+        attempt.integrated = (
+            attempt.captured is not None
+            and not attempt.refused
+            and set(attempt.captured) <= set(attempt.applied)
+        )
         if event.get("applied"):
             attempt.anchor = position
     elif kind == "task.discarded":

@@ -15,6 +15,7 @@ def all_tools() -> list[ModelTool]:
 @cache
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
+        apply_task_changes,
         delegate_task,
         edit_file,
         git_checkpoint,
@@ -68,6 +69,8 @@ def _tools() -> tuple[ModelTool, ...]:
         plan_write,
         # Delegated tasks (issue 21): one to three helpers side by side.
         delegate_task,
+        # Executors (issue 21): the parent applies a task's captured files (parent only).
+        apply_task_changes,
     )
     return tuple(module.TOOL for module in modules)
 

@@ -1,0 +1,118 @@
+"""The executors' group overhead on a generated repository (not collected).
+
+    .venv/bin/python tests/bench/worktrees.py [--files N] [--runs N] [--tasks N]
+
+On a committed git repository of ``--files`` files (2,500 by default) in folders of
+50, with a few uncommitted changes (the base is the dirty tree), one run is one
+group of ``--tasks`` executors (3 by default) and times each part ax owns:
+
+- prepare: the group's task-base checkpoint, the worktree entries (one at a time,
+  under the repository's lock) and their checkouts (side by side) under the state
+  root, and the end-of-line check (every file of the first worktree and of the
+  workspace hashed against the checkpoint's blobs);
+- capture: per task, five changed files captured (``add -A``, ``status -z``, base blobs
+  read back, base and after bytes stored), all tasks one after the other;
+- release: every worktree removed (``git worktree remove --force``, then ``prune``).
+
+It prints the median and max of ``--runs`` for each part and for the whole group
+overhead, beside the goal of issue 21 (group overhead under 1 s), met or NOT MET,
+and exits 1 when it is not met. Running the same scripted executors in parallel
+against in sequence needs the delegation side's child sessions (another branch), so
+that ratio is not measured here. Wall time on a shared machine: the load average is
+printed first and last, and several runs are worth comparing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ax_agent.tasks.worktrees import capture_task, prepare_group, release_group
+from libcommon.paths import StateLayout
+
+GOAL_GROUP_S = 1.0
+GIT_IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "gc.auto=0"]
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *GIT_IDENTITY, "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def make_repo(root: Path, files: int) -> Path:
+    repo = root / "repo"
+    for n in range(files):
+        path = repo / f"pkg{n // 50:03d}" / f"mod{n % 50:02d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# module {n}\n" + "".join(f"value_{i} = {n * i}\n" for i in range(20)))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "generated")
+    # The parent's uncommitted work: every member starts from it.
+    (repo / "pkg000" / "mod00.py").write_text("# changed, not committed\n")
+    (repo / "notes.txt").write_text("untracked\n")
+    return repo
+
+
+def one_group(layout: StateLayout, run: int, tasks: int) -> dict[str, float]:
+    ids = [f"t{n}" for n in range(tasks)]
+    environ = dict(os.environ)
+    start = time.perf_counter()
+    base = prepare_group(layout, "bench", f"g{run}", ids, environ)
+    prepared = time.perf_counter()
+    try:
+        for n, task in enumerate(ids):
+            tree = base.workspace(task)
+            for k in range(4):
+                (tree / f"pkg{n + 1:03d}" / f"mod{k:02d}.py").write_text(f"# task {task}\n")
+            (tree / f"new_{task}.py").write_text("print('new')\n")
+            capture_task(base, task, lambda _event: None)
+        captured = time.perf_counter()
+    finally:
+        release_group(base)
+    released = time.perf_counter()
+    return {
+        "prepare": prepared - start,
+        "capture": captured - prepared,
+        "release": released - captured,
+        "group": released - start,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2500)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=3)
+    options = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="ax-bench-delegate-") as folder:
+        root = Path(folder)
+        repo = make_repo(root, options.files)
+        layout = StateLayout(root=root / "state", workspace=repo)
+        runs = [one_group(layout, run, options.tasks) for run in range(options.runs)]
+    print(
+        f"{options.files} files, {options.tasks} executors per group, {options.runs} runs "
+        "(median / max, seconds):"
+    )
+    for part in ("prepare", "capture", "release", "group"):
+        values = [run[part] for run in runs]
+        print(f"  {part:8s} {statistics.median(values):7.3f} / {max(values):7.3f}")
+    median = statistics.median(run["group"] for run in runs)
+    met = median < GOAL_GROUP_S
+    print(
+        f"goal: group overhead under {GOAL_GROUP_S:.1f} s: "
+        f"{'met' if met else 'NOT MET'} ({median:.3f} s median)"
+    )
+    print("parallel against sequential executors: not measured (needs the child sessions)")
+    print(f"load average at end: {os.getloadavg()}")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

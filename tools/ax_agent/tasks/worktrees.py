@@ -1,0 +1,737 @@
+"""Executors' isolation: one base per group, a git worktree per task, capture, release.
+
+The interface the delegation side calls (issue 21):
+
+- ``prepare_group(layout, session_id, group_id, task_ids, environ) -> GroupBase``: one
+  hidden-ref checkpoint of kind ``task-base`` for the whole group, taken before any
+  task starts, so the parent's working tree, dirty state included, is what every
+  member starts from; then per task ``git worktree add --detach <folder> <commit>``
+  under ``<state root>/projects/<slug>/worktrees/<session>.<group>/<task>`` (never
+  inside the repository: a state root inside it is refused). The entries are added
+  one at a time (``--no-checkout``) under a lock of the repository held by every ax
+  process (``<state root>/locks/worktrees-<key>.lock``): an add reads every entry of
+  ``.git/worktrees`` and fails on one a concurrent add is still writing. The
+  checkouts (``reset --hard`` in each worktree) then run side by side. Before anything is
+  returned the end-of-line check compares the first worktree's files, and the
+  workspace's, with the checkpoint's blobs byte for byte: a checkout or a checkpoint
+  that converts line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes``
+  ``eol``/``text``) would make every file of every task drift at apply, so any
+  difference refuses the group, with the files named, and nothing is left behind.
+  Every worktree is checked out from the same commit under the same config and
+  attributes, so the first one stands for all. ``GroupBase.workspace(task)`` is the
+  folder the task works in (the parent's place below the repository's top), and
+  ``GITIGNORED_NOTE`` is the text the executor's prompt carries: gitignored files
+  (and what the checkpoint left out: dependency folders, big untracked files,
+  submodules) are absent there. The group's folder holds ``owner.json``: this
+  process's pid and start time, the parent workspace and the tasks; trust reads it
+  (``libcommon.trust.derived_parent``: a worktree of a trusted workspace is trusted,
+  never written to the trust store) and so does the sweep.
+- ``capture_task(group_base, task_id, record) -> Capture``: at the task's end, whatever
+  its status (partial work is evidence). The worktree's changes are staged in its own
+  index (``add -A``) and read back with ``status --porcelain=v1 -z`` (renames kept
+  whole, as one entry), filtered to the parent workspace's place; each file's base
+  bytes (the checkpoint's blob) and after bytes (the worktree's file) go into the
+  content-addressed object store (``<project>/objects/<sha256>``). Bounded by
+  ``CAPTURE_MAX_FILES``, ``CAPTURE_FILE_MAX_BYTES`` and ``CAPTURE_TASK_MAX_BYTES``:
+  every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
+  named with why; a rename pair is kept or left out whole. ``record`` gets the
+  ``task.captured`` event body (a dict) to append.
+- ``release_group(group_base) -> Release``: every worktree removed (``git worktree
+  remove --force``, then ``git worktree prune``, under the same lock), to be called in
+  a ``finally``. A
+  removal that fails is recorded (``worktree.removed {ok: false}``) and left for the
+  sweep, never raised.
+- ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
+  positive identity (no process with the owner's pid, or one with another start time:
+  the pid was recycled). A live owner's group is never swept, however old; a folder
+  with no readable owner file is left alone and reported.
+
+Every git call goes through ``libcommon.git`` (no hooks, no fsmonitor, no content
+drivers): a worktree add would otherwise run the repository's ``post-checkout`` hook
+and smudge filters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from libcommon.errors import AxError, OperationFailed, Unsupported, UsageError
+from libcommon.git import (
+    GIT_WRITE_TIMEOUT_S,
+    GitOutput,
+    GitRunner,
+    git_problem,
+    parse_status_z,
+)
+from libcommon.locks import flock_lock
+from libcommon.paths import StateLayout, is_within
+from libcommon.procfs import read_proc
+from libcommon.trust import OWNER_FILE_NAME, WORKTREES_DIR_NAME, read_owner
+
+# The most tasks one group runs (the delegate tool's schema maximum).
+MAX_GROUP_TASKS = 3
+# Capture's bounds: files one task's capture holds, bytes one file may have (base or
+# after), and the base and after bytes of all of a task's files together.
+CAPTURE_MAX_FILES = 500
+CAPTURE_FILE_MAX_BYTES = 4 * 1024 * 1024
+CAPTURE_TASK_MAX_BYTES = 64 * 1024 * 1024
+# Files over the file cap kept out of the worktree's index by name (git add pathspecs).
+CAPTURE_EXCLUDED_MAX = 1000
+# Omitted paths named in a capture (the count covers the rest).
+OMISSIONS_SHOWN = 20
+# Files an end-of-line refusal names (the count covers the rest).
+EOL_DRIFT_SHOWN = 10
+# A file is binary (no merge offered) when this many leading bytes hold a NUL, as git judges.
+BINARY_SNIFF_BYTES = 8000
+# Hex characters of the common git folder's sha256 naming its worktree lock.
+LOCK_KEY_CHARS = 16
+# Blobs one ``git show`` reads back at a time.
+BLOBS_PER_READ = 200
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+GITIGNORED_NOTE = (
+    "You work in a git worktree of the user's repository, checked out from a checkpoint "
+    "of their working tree (uncommitted changes included). Files git ignores (build "
+    "output, local settings, .env files, installed dependencies such as node_modules or "
+    ".venv) and untracked files bigger than the checkpoint keeps are NOT here: install or "
+    "generate what you need, and do not expect local configuration. Only your changes to "
+    "files git tracks or would track are captured and offered to the parent."
+)
+
+
+@dataclass(frozen=True)
+class GroupBase:
+    """One group's base checkpoint and its tasks' worktrees."""
+
+    layout: StateLayout
+    session_id: str
+    group_id: str
+    checkpoint_ref: str
+    commit: str
+    # The repository's top and the workspace's place below it ("" or "sub/dir/").
+    toplevel: Path
+    prefix: str
+    folder: Path
+    trees: Mapping[str, Path]
+    # Held while the repository's worktree entries are added, removed or pruned.
+    lock: Path
+    environ: Mapping[str, str] = field(repr=False, default_factory=dict)
+
+    def workspace(self, task_id: str) -> Path:
+        """The folder task ``task_id`` works in: its worktree at the parent's place."""
+        tree = self.trees[task_id]
+        return tree / self.prefix if self.prefix else tree
+
+
+@dataclass(frozen=True)
+class CapturedFile:
+    path: str
+    change: str  # created, modified, deleted, renamed
+    source: str | None
+    base: str | None  # sha256 of the base bytes (None: absent at the base)
+    after: str | None  # sha256 of the bytes at the task's end (None: deleted)
+    binary: bool
+    mode: int
+    size: int
+
+    def record(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "path": self.path,
+            "change": self.change,
+            "base": self.base,
+            "after": self.after,
+            "binary": self.binary,
+            "mode": f"{self.mode:o}",
+            "size": self.size,
+        }
+        if self.source is not None:
+            entry["from"] = self.source
+        return entry
+
+
+@dataclass(frozen=True)
+class Capture:
+    task_id: str
+    files: tuple[CapturedFile, ...]
+    omitted: int
+    omissions: tuple[tuple[str, str], ...]
+
+    def event(self, group_id: str) -> dict[str, Any]:
+        from ax_log import TaskCaptured
+
+        return TaskCaptured(
+            group=group_id,
+            task_id=self.task_id,
+            files=[item.path for item in self.files],
+            omitted=self.omitted,
+            entries=[item.record() for item in self.files],
+            omissions=[{"path": p, "reason": r} for p, r in self.omissions],
+        ).to_json()
+
+
+@dataclass(frozen=True)
+class Release:
+    removed: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    removed: tuple[str, ...]
+    # Group folders left alone, with why (a live owner, no readable owner file).
+    kept: tuple[tuple[str, str], ...]
+    failed: tuple[tuple[str, str], ...] = ()
+
+
+# --- preparing a group -------------------------------------------------------------
+
+
+def prepare_group(
+    layout: StateLayout,
+    session_id: str,
+    group_id: str,
+    task_ids: Sequence[str],
+    environ: Mapping[str, str],
+) -> GroupBase:
+    """The group's base checkpoint and a checked worktree per task (module docstring)."""
+    from ax_log import create_checkpoint
+
+    _check_names(group_id, task_ids)
+    runner = _runner(layout.workspace, environ)
+    toplevel, prefix, common = _toplevel(runner, layout.workspace)
+    root = layout.project_dir / WORKTREES_DIR_NAME
+    folder = root / f"{session_id}.{group_id}"
+    if is_within(Path(os.path.realpath(folder.parent.parent)), toplevel):
+        raise Unsupported(
+            f"the state root {layout.root} is inside the repository {toplevel}: executors' "
+            "worktrees would be files of the workspace they must stay out of",
+            reason="state-root-inside-repository",
+            hint="set AX_STATE_DIR to a folder outside the repository",
+        )
+    if folder.exists():
+        raise UsageError(
+            f"group {group_id} of session {session_id} already has worktrees ({folder})",
+            hint="give each group a new id",
+        )
+    created = create_checkpoint(
+        layout, session_id, kind="task-base", label=f"group {group_id}", environ=environ
+    )
+    commit = created.checkpoint.commit
+    folder.mkdir(mode=0o700, parents=True)
+    _write_owner(folder, layout, session_id, group_id, task_ids, prefix, commit)
+    base = GroupBase(
+        layout=layout,
+        session_id=session_id,
+        group_id=group_id,
+        checkpoint_ref=created.checkpoint.ref,
+        commit=commit,
+        toplevel=toplevel,
+        prefix=prefix,
+        folder=folder,
+        trees={task: folder / task for task in task_ids},
+        lock=_repository_lock(layout, common),
+        environ=dict(environ),
+    )
+    try:
+        # git worktree add reads every entry of .git/worktrees, and one being written by a
+        # concurrent add reads as empty and fails it: the entries are made one at a time
+        # under a lock of the repository (across ax processes); the checkouts, each in its
+        # own worktree and index, then run side by side.
+        with flock_lock(base.lock, what="worktree lock"):
+            for task in task_ids:
+                path = str(folder / task)
+                added = runner.run(
+                    ["worktree", "add", "--detach", "--no-checkout", "--quiet", path, commit],
+                    timeout_s=GIT_WRITE_TIMEOUT_S,
+                )
+                if added is None or not added.ok:
+                    raise OperationFailed(
+                        f"git could not add the worktree of task {task} at {folder / task}",
+                        hint="`git worktree list` shows the repository's worktrees",
+                    )
+        checkouts = runner.batch(
+            [["-C", str(folder / task), "reset", "--hard", "--quiet"] for task in task_ids],
+            timeout_s=GIT_WRITE_TIMEOUT_S,
+        )
+        for task, done in zip(task_ids, checkouts, strict=True):
+            if done is None or not done.ok:
+                raise OperationFailed(
+                    f"git could not check out the worktree of task {task} at {folder / task}",
+                    hint="a full disk or a file git cannot write there refuses",
+                )
+        _check_eol(runner, base)
+    except BaseException:
+        _remove_all(base, runner)
+        raise
+    return base
+
+
+def _check_names(group_id: str, task_ids: Sequence[str]) -> None:
+    for name in (group_id, *task_ids):
+        if not _NAME.fullmatch(name):
+            raise UsageError(
+                f"{name!r} cannot name a group or task folder",
+                hint="use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
+                "or digit",
+            )
+    if not 1 <= len(task_ids) <= MAX_GROUP_TASKS or len(set(task_ids)) != len(task_ids):
+        raise UsageError(
+            f"a group holds 1 to {MAX_GROUP_TASKS} distinct tasks, not {list(task_ids)}"
+        )
+
+
+def _runner(directory: Path, environ: Mapping[str, str]) -> GitRunner:
+    problem = git_problem(environ)
+    runner = None if problem is not None else GitRunner.open(directory, environ)
+    if runner is None:
+        raise Unsupported(
+            f"executors need git: {problem or 'the repository config could not be read'}",
+            reason="git-unavailable",
+            hint="install git 2.15 or newer, or fix the repository's config",
+        )
+    return runner
+
+
+def _toplevel(runner: GitRunner, workspace: Path) -> tuple[Path, str, Path]:
+    """The repository's top, the workspace's place below it, and its common git folder."""
+    done = runner.run(["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir"])
+    lines = done.text().splitlines() if done is not None and done.ok else []
+    if lines[:1] != ["true"] or len(lines) != 3:
+        raise Unsupported(
+            f"{workspace} is not inside a git working tree: executors work in git worktrees",
+            reason="not-a-repository",
+            hint="`git init` and commit first, or let the parent do the work itself",
+        )
+    toplevel = Path(os.path.realpath(lines[1]))
+    common = Path(os.path.realpath(Path(workspace) / lines[2]))
+    real = Path(os.path.realpath(workspace))
+    relative = real.relative_to(toplevel).as_posix() if real != toplevel else ""
+    return toplevel, f"{relative}/" if relative else "", common
+
+
+def _repository_lock(layout: StateLayout, common: Path) -> Path:
+    """The lock every ax process takes to add, remove or prune a repository's worktrees."""
+    key = hashlib.sha256(os.fsencode(common)).hexdigest()[:LOCK_KEY_CHARS]
+    return layout.root / "locks" / f"worktrees-{key}.lock"
+
+
+def _write_owner(
+    folder: Path,
+    layout: StateLayout,
+    session_id: str,
+    group_id: str,
+    task_ids: Sequence[str],
+    prefix: str,
+    commit: str,
+) -> None:
+    from libcommon.atomic import atomic_write_bytes
+
+    me = read_proc(os.getpid())
+    owner = {
+        "pid": os.getpid(),
+        "startTime": me.start_time if me is not None else None,
+        "session": session_id,
+        "group": group_id,
+        "workspace": os.path.realpath(layout.workspace),
+        "prefix": prefix.rstrip("/"),
+        "tasks": list(task_ids),
+        "commit": commit,
+    }
+    atomic_write_bytes(folder / OWNER_FILE_NAME, json.dumps(owner, indent=1).encode())
+
+
+def _check_eol(runner: GitRunner, base: GroupBase) -> None:
+    """Refuse when the first worktree's files or the workspace's differ from the blobs."""
+    tree = _tree(runner, base.commit, base.prefix)
+    algorithm = "sha256" if len(base.commit) == 64 else "sha1"
+    first = base.workspace(next(iter(base.trees)))
+    drift: list[tuple[str, str]] = []
+    for path, (mode, oid, _size) in sorted(tree.items()):
+        if mode not in ("100644", "100755"):
+            continue
+        if _blob_id(first / path, algorithm) != oid:
+            drift.append((path, "the worktree's checkout"))
+        elif _blob_id(base.layout.workspace / path, algorithm) not in (oid, None):
+            drift.append((path, "the workspace's file"))
+    if not drift:
+        return
+    shown = ", ".join(f"{path} ({where})" for path, where in drift[:EOL_DRIFT_SHOWN])
+    more = len(drift) - EOL_DRIFT_SHOWN
+    raise OperationFailed(
+        f"refused: {len(drift)} file(s) differ between the group's base checkpoint and the "
+        f"bytes on disk: {shown}"
+        + (f" and {more} more" if more > 0 else "")
+        + ". This is line-ending normalisation (core.autocrlf, core.eol or a .gitattributes "
+        "eol/text rule converts on checkout or on add): every task's files would drift at "
+        "apply",
+        hint="set `git config core.autocrlf false` (and no eol conversion in .gitattributes) "
+        "for this repository, or let the parent do the work itself",
+    )
+
+
+def _tree(
+    runner: GitRunner, commit: str, prefix: str, paths: Sequence[str] | None = None
+) -> dict[str, tuple[str, str, int]]:
+    """The commit's files below ``prefix`` (only ``paths``, workspace-relative, when given):
+    {workspace-relative path: (mode, oid, size)}. Sizes are read only for named paths
+    (``-l`` costs an object lookup per file); the whole listing has size 0."""
+    argv = ["ls-tree", "-r", "-z", "--full-tree"]
+    if paths is not None:
+        if not paths:
+            return {}
+        argv += ["-l", commit, "--", *(prefix + path for path in paths)]
+    else:
+        argv.append(commit)
+    done = runner.run(argv, timeout_s=GIT_WRITE_TIMEOUT_S)
+    if done is None or not done.ok:
+        raise OperationFailed(f"git could not list the checkpoint {commit[:12]}")
+    wanted = set(paths) if paths is not None else None
+    found: dict[str, tuple[str, str, int]] = {}
+    for record in done.stdout.split(b"\0")[:-1]:
+        info, _, raw = record.partition(b"\t")
+        mode, _kind, oid, *size = info.decode("ascii").split()
+        name = os.fsdecode(raw)
+        if not name.startswith(prefix):
+            continue
+        relative = name[len(prefix) :]
+        if wanted is None or relative in wanted:
+            known = size[0] if size and size[0].isdigit() else "0"
+            found[relative] = (mode, oid, int(known))
+    return found
+
+
+def _blob_id(path: Path, algorithm: str) -> str | None:
+    """The blob id git would give the bytes of the regular file at ``path``, unconverted."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+# --- capture -----------------------------------------------------------------------
+
+
+def capture_task(
+    group_base: GroupBase, task_id: str, record: Callable[[dict[str, Any]], Any]
+) -> Capture:
+    """The task's changes as content-addressed blobs, bounded; ``record`` gets the event."""
+    from ax_log import store_bytes
+
+    tree = group_base.trees[task_id]
+    runner = _runner(tree, group_base.environ)
+    prefix = group_base.prefix
+    # Files over the file cap are kept out of the worktree's index: staging hashes a file
+    # into the object store the parent's repository shares, before any cap could apply.
+    before = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
+    if before is None or not before.ok:
+        raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
+    big = [item.path for item in parse_status_z(before.stdout) if _over_cap(tree / item.path)]
+    excluded = [f":(top,literal,exclude){path}" for path in big[:CAPTURE_EXCLUDED_MAX]]
+    staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
+    listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
+    if staged is None or not staged.ok or listed is None or not listed.ok:
+        raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
+    entries: list[tuple[str, str, str | None]] = []
+    omissions: list[tuple[str, str]] = []
+    for status in parse_status_z(listed.stdout):
+        inside = status.path.startswith(prefix) and (
+            status.orig_path is None or status.orig_path.startswith(prefix)
+        )
+        if not inside:
+            omissions.append((status.path, "outside the workspace"))
+            continue
+        path = status.path[len(prefix) :]
+        source = status.orig_path[len(prefix) :] if status.orig_path else None
+        # Staged, a change is in the index column; a file kept out of the index (over the
+        # file cap) shows in the worktree column, or as untracked.
+        letter = status.xy[0] if status.xy[0] != " " else status.xy[1]
+        change = {"A": "created", "?": "created", "D": "deleted", "R": "renamed"}.get(
+            letter, "modified"
+        )
+        if letter == "C":
+            change, source = "created", None
+        entries.append((path, change, source))
+    base_files = _tree(
+        runner,
+        group_base.commit,
+        prefix,
+        [source or path for path, change, source in entries if change != "created"],
+    )
+    wanted: dict[str, tuple[str, str, int]] = {}
+    files: list[CapturedFile] = []
+    total = 0
+    plans: list[tuple[str, str, str | None, int]] = []
+    for path, change, source in entries:
+        if len(plans) >= CAPTURE_MAX_FILES:
+            omissions.append((path, f"over the {CAPTURE_MAX_FILES}-file cap"))
+            continue
+        base_path = source if change == "renamed" and source is not None else path
+        base_entry = base_files.get(base_path) if change != "created" else None
+        after_size, after_mode, why = _after_size(tree / prefix / path, change)
+        if why is not None:
+            omissions.append((path, why))
+            continue
+        base_size = base_entry[2] if base_entry is not None else 0
+        if base_entry is not None and base_entry[0] not in ("100644", "100755"):
+            omissions.append((path, "a symbolic link or submodule at the base"))
+            continue
+        if max(base_size, after_size) > CAPTURE_FILE_MAX_BYTES:
+            omissions.append((path, f"over the {CAPTURE_FILE_MAX_BYTES}-byte file cap"))
+            continue
+        if total + base_size + after_size > CAPTURE_TASK_MAX_BYTES:
+            omissions.append((path, f"over the {CAPTURE_TASK_MAX_BYTES}-byte task cap"))
+            continue
+        total += base_size + after_size
+        if base_entry is not None:
+            wanted[base_path] = base_entry
+        plans.append((path, change, source, after_mode))
+    blobs = _read_blobs(runner, list(wanted.values()))
+    for path, change, source, after_mode in plans:
+        base_entry = wanted.get(source if change == "renamed" and source is not None else path)
+        base_bytes = blobs.get(base_entry[1]) if base_entry is not None else None
+        if base_entry is not None and base_bytes is None:
+            omissions.append((path, "git could not read its base blob"))
+            continue
+        after_bytes = None
+        if change != "deleted":
+            try:
+                after_bytes = (tree / prefix / path).read_bytes()
+            except OSError as exc:
+                omissions.append((path, f"unreadable at the task's end: {exc.strerror}"))
+                continue
+        binary = any(
+            data is not None and b"\0" in data[:BINARY_SNIFF_BYTES]
+            for data in (base_bytes, after_bytes)
+        )
+        files.append(
+            CapturedFile(
+                path=path,
+                change=change,
+                source=source,
+                base=store_bytes(group_base.layout, base_bytes) if base_bytes is not None else None,
+                after=(
+                    store_bytes(group_base.layout, after_bytes) if after_bytes is not None else None
+                ),
+                binary=binary,
+                mode=after_mode if change != "deleted" else 0,
+                size=len(after_bytes) if after_bytes is not None else 0,
+            )
+        )
+    capture = Capture(
+        task_id=task_id,
+        files=tuple(files),
+        omitted=len(omissions),
+        omissions=tuple(omissions[:OMISSIONS_SHOWN]),
+    )
+    record(capture.event(group_base.group_id))
+    return capture
+
+
+_STATUS = (
+    "-c",
+    "status.renames=true",
+    "status",
+    "--porcelain=v1",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=all",
+)
+
+
+def _over_cap(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size > CAPTURE_FILE_MAX_BYTES
+
+
+def _after_size(path: Path, change: str) -> tuple[int, int, str | None]:
+    """(size, permission bits, None) of the file at the task's end; why it is left out."""
+    if change == "deleted":
+        return 0, 0, None
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return 0, 0, "gone at the task's end"
+    if not stat.S_ISREG(info.st_mode):
+        return 0, 0, "not a regular file (a symbolic link or a special file)"
+    return info.st_size, 0o755 if info.st_mode & 0o100 else 0o644, None
+
+
+def _read_blobs(
+    runner: GitRunner, entries: Sequence[tuple[str, str, int]]
+) -> dict[str, bytes | None]:
+    """Each blob's bytes, unconverted, checked against its id (``show`` of many at once)."""
+    sizes = {oid: size for _mode, oid, size in entries}
+    found: dict[str, bytes | None] = {}
+    oids = sorted(sizes)
+    for start in range(0, len(oids), BLOBS_PER_READ):
+        chunk = oids[start : start + BLOBS_PER_READ]
+        expected = sum(sizes[oid] for oid in chunk)
+        done: GitOutput | None = runner.run(
+            ["show", "--no-textconv", *chunk],
+            timeout_s=GIT_WRITE_TIMEOUT_S,
+            max_output_bytes=max(expected, 1),
+        )
+        if done is None or done.returncode != 0 or len(done.stdout) != expected:
+            found.update(dict.fromkeys(chunk))
+            continue
+        offset = 0
+        for oid in chunk:
+            data = done.stdout[offset : offset + sizes[oid]]
+            offset += sizes[oid]
+            algorithm = "sha256" if len(oid) == 64 else "sha1"
+            digest = hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
+            found[oid] = data if digest == oid else None
+    return found
+
+
+# --- release and the sweep ---------------------------------------------------------
+
+
+def release_group(group_base: GroupBase) -> Release:
+    """Remove every worktree of the group; a failure is recorded, never raised."""
+    from ax_log import WorktreeRemoved, append_events
+
+    try:
+        runner: GitRunner | None = _runner(group_base.toplevel, group_base.environ)
+    except Unsupported:
+        runner = None
+    removed, failed = _remove_all(group_base, runner)
+    events = [
+        WorktreeRemoved(
+            group=group_base.group_id,
+            task_id=task,
+            path=str(group_base.trees[task]),
+            ok=task in removed,
+            reason=dict(failed).get(task),
+        )
+        for task in group_base.trees
+    ]
+    try:
+        append_events(group_base.layout, group_base.session_id, events)
+    except Exception as exc:  # a release runs in a finally: it reports, never raises
+        failed.append(("(log)", f"the worktree.removed events could not be appended: {exc}"))
+    return Release(removed=tuple(removed), failed=tuple(failed))
+
+
+def _remove_all(
+    base: GroupBase, runner: GitRunner | None
+) -> tuple[list[str], list[tuple[str, str]]]:
+    removed: list[str] = []
+    failed: list[tuple[str, str]] = []
+    tasks = list(base.trees)
+    try:
+        with flock_lock(base.lock, what="worktree lock"):
+            answers = _remove_trees(runner, list(base.trees.values()))
+    except AxError as exc:
+        answers = [f"the worktree lock was not taken: {exc.message}"] * len(tasks)
+    for task, why in zip(tasks, answers, strict=True):
+        if why is None:
+            removed.append(task)
+        else:
+            failed.append((task, why))
+    if not failed:
+        shutil.rmtree(base.folder, ignore_errors=True)
+    return removed, failed
+
+
+def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str | None]:
+    """Per worktree, why it could not be removed, or None when it is gone; then a prune.
+    One at a time, under the repository's worktree lock: a removal, like an add, reads
+    every entry of .git/worktrees."""
+    out: list[str | None] = []
+    for tree in trees:
+        if tree.exists() and runner is not None:
+            runner.run(["worktree", "remove", "--force", str(tree)], timeout_s=GIT_WRITE_TIMEOUT_S)
+        if not tree.exists():
+            out.append(None)
+        elif runner is None:
+            out.append("git is not usable to remove it")
+        else:
+            out.append(f"`git worktree remove --force {tree}` failed")
+    if runner is not None:
+        runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
+    return out
+
+
+def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
+    """Remove the groups whose owner process is gone (module docstring): never by age."""
+    root = layout.project_dir / WORKTREES_DIR_NAME
+    removed: list[str] = []
+    kept: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = []
+    try:
+        folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
+    except OSError:
+        return Sweep((), ())
+    for folder in folders:
+        owner = _owner(folder)
+        if owner is None:
+            kept.append((folder.name, "no readable owner file: not removed"))
+            continue
+        pid, start = owner.get("pid"), owner.get("startTime")
+        info = read_proc(pid) if isinstance(pid, int) and pid > 0 else None
+        if info is not None and info.alive and (start is None or info.start_time == start):
+            kept.append((folder.name, f"its owner (pid {pid}) is alive"))
+            continue
+        why = _sweep_group(layout, folder, owner, environ if environ is not None else os.environ)
+        if why is None:
+            removed.append(folder.name)
+        else:
+            failed.append((folder.name, why))
+    return Sweep(tuple(removed), tuple(kept), tuple(failed))
+
+
+def _owner(folder: Path) -> dict[str, Any] | None:
+    return read_owner(folder / OWNER_FILE_NAME)
+
+
+def _sweep_group(
+    layout: StateLayout, folder: Path, owner: Mapping[str, Any], environ: Mapping[str, str]
+) -> str | None:
+    tasks = owner.get("tasks")
+    workspace = owner.get("workspace")
+    if not isinstance(tasks, list) or not isinstance(workspace, str):
+        return "the owner file does not name its tasks and workspace"
+    runner: GitRunner | None = None
+    lock: Path | None = None
+    if Path(workspace).is_dir():
+        try:
+            runner = _runner(Path(workspace), environ)
+            lock = _repository_lock(layout, _toplevel(runner, Path(workspace))[2])
+        except Unsupported:
+            runner = None
+    named = [task for task in tasks if isinstance(task, str) and _NAME.fullmatch(task)]
+    trees = [folder / task for task in named]
+    if lock is not None:
+        with flock_lock(lock, what="worktree lock"):
+            answers = _remove_trees(runner, trees)
+    else:
+        answers = _remove_trees(None, trees)
+    problems = []
+    for task, why in zip(named, answers, strict=True):
+        if why is not None and runner is None:
+            # The repository is gone or unusable: its worktree is plain files now.
+            shutil.rmtree(folder / task, ignore_errors=True)
+            why = None if not (folder / task).exists() else why
+        if why is not None:
+            problems.append(f"{task}: {why}")
+    if problems:
+        return "; ".join(problems)
+    shutil.rmtree(folder, ignore_errors=True)
+    return None
