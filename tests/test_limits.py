@@ -717,6 +717,7 @@ def test_mesh_limits() -> None:
     # ax-mesh's own.
     assert limits.SEARCH_QUERIES_MAX == 16
     assert limits.QUERY_MAX_CHARS == 512
+    assert limits.SEARCH_RANK_MAX == 200
     assert limits.TAGS_MAX == 32
     assert limits.PATH_MAX_CHARS == 512
     assert limits.NOTE_MAX_CHARS == 4000

@@ -246,17 +246,28 @@ def delivery(env: dict[str, str], idle_s: float) -> tuple[float, float, int]:
     return statistics.median(timings), max(timings), rss
 
 
-def run(label: str, env: dict[str, str], idle_s: float = 60.0) -> bool:
+PARTS = ("cas", "search", "delivery")
+
+
+def run(label: str, env: dict[str, str], idle_s: float, parts: list[str]) -> bool:
     mesh, token, generation = setup(env)
     mesh.close()  # type: ignore[attr-defined]
     ok = True
-    for writers in (4, 16):
+    for writers in (4, 16) if "cas" in parts else ():
         rate, conflicts, intact = cas(env, token, generation, writers)
         ok &= intact
         print(
             f"{label}: CAS {writers:2d} writers: {rate:7.1f} writes/s, {conflicts} conflicts, "
             f"{'no lost update' if intact else 'LOST UPDATES'}"
         )
+    if "search" in parts:
+        search_figures(label, env, token, generation)
+    if "delivery" in parts:
+        delivery_figures(label, env, idle_s)
+    return ok
+
+
+def search_figures(label: str, env: dict[str, str], token: str, generation: int) -> None:
     load, (median, p95, common_median, common_p95) = search(env, token, generation)
     print(f"{label}: {RECORDS} records written in {load:.1f} s")
     print(
@@ -267,13 +278,15 @@ def run(label: str, env: dict[str, str], idle_s: float = 60.0) -> bool:
         f"{label}: search, two words in every record: median {common_median:.2f} ms, "
         f"p95 {common_p95:.2f} ms (every record matches and is ranked)"
     )
+
+
+def delivery_figures(label: str, env: dict[str, str], idle_s: float) -> None:
     median_ms, max_ms, rss = delivery(env, idle_s)
     print(
         f"{label}: delivery, send to turn.started over {DELIVERIES} sends: median "
         f"{median_ms:.0f} ms, max {max_ms:.0f} ms (goal: < {DELIVERY_GOAL_MS:.0f} ms)"
     )
     print(f"{label}: runner idle {idle_s:.0f} s: {rss / 1024:.1f} MiB resident")
-    return ok
 
 
 def main() -> int:
@@ -281,14 +294,23 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle-s", type=float, default=60.0, help="the runner's idle time")
-    idle_s = parser.parse_args().idle_s
+    parser.add_argument(
+        "--part", action="append", choices=PARTS, help="measure only this part (repeatable)"
+    )
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append")
+    options = parser.parse_args()
+    idle_s, parts = options.idle_s, options.part or list(PARTS)
+    backends = options.backend or ["sqlite", "postgresql"]
     ok = True
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "AX_STATE_DIR": tmp}
-        env.pop("AX_MESH_DSN", None)
-        ok &= run("sqlite", env, idle_s)
+    if "sqlite" in backends:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "AX_STATE_DIR": tmp}
+            env.pop("AX_MESH_DSN", None)
+            ok &= run("sqlite", env, idle_s, parts)
     dsn = os.environ.get("AX_MESH_BENCH_DSN")
-    if dsn:
+    if "postgresql" not in backends:
+        pass
+    elif dsn:
         import psycopg
 
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -296,7 +318,7 @@ def main() -> int:
             conn.execute("CREATE SCHEMA public")
         with tempfile.TemporaryDirectory() as tmp:
             pg_env = {**os.environ, "AX_STATE_DIR": tmp, "AX_MESH_DSN": dsn}
-            ok &= run("postgresql", pg_env, idle_s)
+            ok &= run("postgresql", pg_env, idle_s, parts)
     else:
         print("postgresql: skipped (set AX_MESH_BENCH_DSN to an empty database to measure it)")
     return 0 if ok else 1

@@ -20,7 +20,7 @@ from libcommon.errors import OperationFailed
 
 from .query import parse_web_query
 from .sqlcore import RECORD_COLUMNS, SCHEMA_VERSION, SqlCore, record_of
-from .store import SearchHit
+from .store import SearchHit, SearchPage
 
 if TYPE_CHECKING:
     import psycopg
@@ -187,9 +187,10 @@ class PgStore(SqlCore):
         tags: list[str],
         limit: int,
         offset: int,
-    ) -> list[SearchHit]:
+        candidates: int,
+    ) -> SearchPage:
         if not stores:
-            return []
+            return SearchPage([], False)
         parsed = parse_web_query(query)
         # The parsed query rebuilt term by term, so it means exactly what FTS5 is given.
         term = "phraseto_tsquery('simple', ?)"
@@ -200,16 +201,43 @@ class PgStore(SqlCore):
         params: list[Any] = [t for group in parsed.groups for t in group] + parsed.excluded
         where, scope = self._scope(stores, prefix, tags, table="r")
         columns = ", ".join(f"r.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+        # The candidates are the newest ``candidates + 1`` matches inside the readable scope
+        # (the planner picks the GIN index for a rare word and a backward primary-key scan
+        # that stops early for a common one); ts_rank_cd ranks only those, and ts_headline
+        # runs for the page alone. One more than the bound tells whether it cut anything.
         with self.read() as tx:
             rows = tx.all(
-                f"SELECT {columns}, ts_headline('simple', r.text, q, 'StartSel=«, StopSel=», "
-                "MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
-                f"ts_rank_cd(r.tsv, q) FROM records r, (SELECT {expression} AS q) query "
-                f"WHERE r.tsv @@ q AND {where} ORDER BY ts_rank_cd(r.tsv, q) DESC, r.id "
-                "LIMIT ? OFFSET ?",
+                "WITH cand AS MATERIALIZED (SELECT r.id, ts_rank_cd(r.tsv, query.q) AS score "
+                f"FROM records r, (SELECT {expression} AS q) query WHERE r.tsv @@ query.q "
+                f"AND {where} "
+                "ORDER BY r.id DESC LIMIT ?), "
+                "bound AS (SELECT count(*) > ? AS cut, min(id) AS oldest FROM cand), "
+                "page AS (SELECT cand.id, cand.score FROM cand, bound "
+                "WHERE NOT bound.cut OR cand.id > bound.oldest "
+                "ORDER BY cand.score DESC, cand.id LIMIT ? OFFSET ?) "
+                f"SELECT {columns}, ts_headline('simple', r.text, query.q, 'StartSel=«, "
+                "StopSel=», MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
+                "page.score, bound.cut FROM page JOIN records r ON r.id = page.id, bound, "
+                f"(SELECT {expression} AS q) query ORDER BY page.score DESC, page.id",
                 *params,
                 *scope,
+                candidates + 1,
+                candidates,
                 limit,
                 offset,
+                *params,
             )
-        return [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows]
+            if rows:
+                cut = bool(rows[0][18])
+            else:
+                row = tx.one(
+                    f"SELECT 1 FROM records r, (SELECT {expression} AS q) query "
+                    f"WHERE r.tsv @@ q AND {where} LIMIT 1 OFFSET ?",
+                    *params,
+                    *scope,
+                    candidates,
+                )
+                cut = row is not None
+        return SearchPage(
+            [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows], cut
+        )
