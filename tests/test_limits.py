@@ -756,6 +756,7 @@ def test_mesh_runner_limits() -> None:
 
     assert runner.POLL_INTERVAL_S == 0.25
     assert runner.LISTEN_FALLBACK_S == 5.0
+    assert runner.RECONNECT_INTERVAL_S == 1.0
     assert runner.TURN_SHARE_OF_LEASE == 0.9
     assert runner.TURN_STOP_GRACE_S == 10.0
     assert runner.TURN_ERROR_MAX_CHARS == 2000

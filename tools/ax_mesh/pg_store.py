@@ -119,6 +119,32 @@ def channel(seat: str) -> str:
     return "mesh_" + seat.replace("-", "_")
 
 
+def server_of(dsn: str) -> str:
+    """Where a DSN points, for messages: host, port and database, never the password."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except ProgrammingError:  # a malformed DSN: libpq says why when it connects
+        return "(AX_MESH_DSN)"
+    host = parts.get("host") or parts.get("hostaddr") or "localhost"
+    return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def scrub(text: str, dsn: str) -> str:
+    """libpq's message with the DSN's password taken out, should it ever quote it."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except ProgrammingError:
+        password = None
+    text = " ".join(text.split())
+    return text.replace(str(password), "***") if password else text
+
+
 class PgStore(SqlCore):
     backend = "postgresql"
     share_lock = " FOR SHARE"
@@ -127,16 +153,25 @@ class PgStore(SqlCore):
     instr = "strpos"
 
     def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.where = server_of(dsn)
+        self.conn = self._connect()
+        self._migrate()
+
+    def _connect(self) -> psycopg.Connection[Any]:
         import psycopg
 
         try:
-            self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.OperationalError as exc:
-            raise OperationFailed(
-                f"cannot reach the mesh's PostgreSQL server: {str(exc).strip()}",
-                hint="check AX_MESH_DSN and that the server is up",
-            ) from None
-        self._migrate()
+            raise self._away(exc) from None
+
+    def _away(self, exc: Exception) -> OperationFailed:
+        return OperationFailed(
+            f"cannot reach the mesh's PostgreSQL server at {self.where}: "
+            f"{scrub(str(exc), self.dsn)}",
+            hint="check AX_MESH_DSN and that the server is up; nothing was written",
+        )
 
     def _migrate(self) -> None:
         with self.write() as tx:
@@ -163,14 +198,31 @@ class PgStore(SqlCore):
         self.conn.close()
 
     @contextmanager
+    def _transaction(self) -> Iterator[_PgTx]:
+        """One transaction; a connection the server dropped (a restart, a network cut) is
+        replaced at the next one, and the one it broke fails whole: the server rolls back
+        what it never saw committed."""
+        import psycopg
+
+        if self.conn.closed or self.conn.broken:
+            self.conn = self._connect()
+        try:
+            with self.conn.transaction():
+                yield _PgTx(self.conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if self.conn.closed or self.conn.broken:
+                raise self._away(exc) from None
+            raise
+
+    @contextmanager
     def read(self) -> Iterator[_PgTx]:
-        with self.conn.transaction():
-            yield _PgTx(self.conn)
+        with self._transaction() as tx:
+            yield tx
 
     @contextmanager
     def write(self) -> Iterator[_PgTx]:
-        with self.conn.transaction():
-            yield _PgTx(self.conn)
+        with self._transaction() as tx:
+            yield tx
 
     def lock(self, tx: Any, key: str) -> None:
         digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
