@@ -154,6 +154,7 @@ class Runner:
         self.child: subprocess.Popen[bytes] | None = None
         self.child_lock = threading.Lock()
         self.actor: Actor | None = None
+        self.unsettled: list[dict[str, Any]] = []
 
     # ---- the lease ----
     def _renew_loop(self, seat: str, generation: int) -> None:
@@ -199,6 +200,7 @@ class Runner:
         lease = acquire_lease(mesh, options.seat, holder, options.lease_ttl_s)
         self.actor = Actor(options.seat, lease.generation)
         self.say({"event": "started", "seat": options.seat, "generation": lease.generation})
+        self.unsettled = self._recover(mesh)
         renewer = threading.Thread(
             target=self._renew_loop, args=(options.seat, lease.generation), daemon=True
         )
@@ -210,7 +212,7 @@ class Runner:
             while not self.stop.is_set():
                 try:
                     schedule_due(mesh.store, self.actor, epoch(), clock.timestamp())
-                    turn = next_turn(mesh, options.seat, options.delivery_lease_s)
+                    turn = next_turn(mesh, options.seat, options.delivery_lease_s, self.unsettled)
                     due = None if turn is not None else mesh.store.next_due(options.seat)
                 except OperationFailed as exc:
                     if away is None:
@@ -244,6 +246,22 @@ class Runner:
                 hint="another runner holds the seat now",
             )
         return status
+
+    def _recover(self, mesh: Mesh) -> list[dict[str, Any]]:
+        """Operations a dead runner of this seat left unsettled: settled by read-back where
+        the service shows the effect, the rest kept for the next turn's envelope."""
+        from .connection_tools import recover_seat
+
+        assert self.actor is not None
+        unsettled = recover_seat(mesh.store, self.actor, epoch(), clock.timestamp())
+        self.say(
+            {
+                "event": "operations.recovered",
+                "seat": self.options.seat,
+                "unsettled": [{"id": op["id"], "status": op["status"]} for op in unsettled],
+            }
+        )
+        return unsettled
 
     def _command(self, session: str | None) -> list[str]:
         argv = [
@@ -339,6 +357,7 @@ class Runner:
         if child.returncode == 0 and problem is None:
             if self._settle(lambda: finish_turn(mesh, turn), turn):
                 self.say({**report, "outcome": "done"})
+                self.unsettled = []  # a turn that ran to its end has seen them
             return 0
         error = problem or _error_text(summary, err, child.returncode)
         states: list[str] = []
