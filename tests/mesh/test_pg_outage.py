@@ -1,4 +1,5 @@
-"""A PostgreSQL server that goes away (``pg_ctl stop -m immediate``) and comes back.
+"""A PostgreSQL server that goes away (``pg_ctl stop -m immediate``) and comes back, and a
+database that is not UTF8.
 
 A cluster of the test's own, so stopping it leaves the other tests' server alone.
 """
@@ -91,3 +92,34 @@ def test_a_server_that_goes_away_and_comes_back(
     finally:
         runners.close()
         mesh.close()
+
+
+def test_a_database_that_is_not_utf8_is_refused_before_anything_is_written(
+    pg_server: str, state_dir: Path
+) -> None:
+    import os
+
+    import psycopg
+
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS mesh_ascii")
+        conn.execute(
+            "CREATE DATABASE mesh_ascii ENCODING 'SQL_ASCII' TEMPLATE template0 "
+            "LC_COLLATE 'C' LC_CTYPE 'C'"
+        )
+    dsn = pg_server.replace("dbname=postgres", "dbname=mesh_ascii")
+    env = {"AX_STATE_DIR": str(state_dir), "PATH": os.environ.get("PATH", ""), "AX_MESH_DSN": dsn}
+    done = subprocess.run(
+        [tool_path("mesh"), "seat", "list"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "server_encoding SQL_ASCII" in done.stderr and "UTF8" in done.stderr
+    assert "mesh_ascii" in done.stderr
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+        assert tables.fetchone() == (0,)

@@ -156,7 +156,28 @@ class PgStore(SqlCore):
         self.dsn = dsn
         self.where = server_of(dsn)
         self.conn = self._connect()
+        try:
+            self._check_encoding()
+        except BaseException:
+            self.conn.close()
+            raise
         self._migrate()
+
+    def _check_encoding(self) -> None:
+        """Refuse a database that is not UTF8: SQL_ASCII stores any bytes unchecked, so
+        texts would not round-trip and to_tsvector would misread them; checked before the
+        schema is created, so nothing is written there."""
+        row = self.conn.execute("SHOW server_encoding").fetchone()
+        value = row[0] if row else b"?"
+        # Under SQL_ASCII psycopg hands text back as bytes: one more sign of the problem.
+        encoding = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise OperationFailed(
+                f"the mesh's PostgreSQL database at {self.where} has server_encoding "
+                f"{encoding}; ax-mesh needs UTF8",
+                hint="create the database with ENCODING 'UTF8' (createdb -E UTF8 -T template0) "
+                "and point AX_MESH_DSN at it",
+            )
 
     def _connect(self) -> psycopg.Connection[Any]:
         import psycopg
