@@ -288,9 +288,11 @@ class PgStore(SqlCore):
                 "page AS (SELECT cand.id, cand.score FROM cand, bound "
                 "WHERE NOT bound.cut OR cand.id > bound.oldest "
                 "ORDER BY cand.score DESC, cand.id LIMIT ? OFFSET ?) "
+                # From ``bound``, so an empty page still says whether the bound cut.
                 f"SELECT {columns}, ts_headline('simple', r.text, query.q, 'StartSel=«, "
                 "StopSel=», MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
-                "page.score, bound.cut FROM page JOIN records r ON r.id = page.id, bound, "
+                "page.score, bound.cut FROM bound LEFT JOIN page ON true "
+                "LEFT JOIN records r ON r.id = page.id, "
                 f"(SELECT {expression} AS q) query ORDER BY page.score DESC, page.id",
                 *params,
                 *scope,
@@ -300,17 +302,8 @@ class PgStore(SqlCore):
                 offset,
                 *params,
             )
-            if rows:
-                cut = bool(rows[0][18])
-            else:
-                row = tx.one(
-                    f"SELECT 1 FROM records r, (SELECT {expression} AS q) query "
-                    f"WHERE r.tsv @@ q AND {where} LIMIT 1 OFFSET ?",
-                    *params,
-                    *scope,
-                    candidates,
-                )
-                cut = row is not None
+        cut = bool(rows[0][18]) if rows else False
+        rows = [row for row in rows if row[0] is not None]
         return SearchPage(
             [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows], cut
         )

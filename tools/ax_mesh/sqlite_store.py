@@ -200,8 +200,9 @@ class SqliteStore(SqlCore):
                 "page AS (SELECT cand.id AS id, cand.score AS score FROM cand, bound "
                 "WHERE NOT bound.cut OR cand.id > bound.oldest "
                 "ORDER BY cand.score, cand.id LIMIT ? OFFSET ?) "
-                f"SELECT {columns}, page.score, (SELECT cut FROM bound) "
-                "FROM page JOIN records r ON r.id = page.id ORDER BY page.score, page.id",
+                # From ``bound``, so an empty page still says whether the bound cut.
+                f"SELECT {columns}, page.score, bound.cut FROM bound LEFT JOIN page ON 1 "
+                "LEFT JOIN records r ON r.id = page.id ORDER BY page.score, page.id",
                 expression,
                 *params,
                 candidates + 1,
@@ -209,8 +210,10 @@ class SqliteStore(SqlCore):
                 limit,
                 offset,
             )
+            cut = bool(rows[0][17]) if rows else False
+            rows = [row for row in rows if row[0] is not None]
             if not rows:
-                return SearchPage([], self._cut(tx, expression, where, params, candidates))
+                return SearchPage([], cut)
             # Snippets in a statement of their own: FTS5 seeks each page row by rowid.
             ids = [row[0] for row in rows]
             snippets = dict(
@@ -225,15 +228,4 @@ class SqliteStore(SqlCore):
             SearchHit(record_of(row[:16]), snippets.get(row[0], ""), -float(row[16]))
             for row in rows
         ]
-        return SearchPage(hits, bool(rows[0][17]))
-
-    def _cut(self, tx: Any, expression: str, where: str, params: list[Any], bound: int) -> bool:
-        """Whether more than ``bound`` records match (asked only for a page past the end)."""
-        row = tx.one(
-            "SELECT 1 FROM records_fts JOIN records r ON r.id = records_fts.rowid "
-            f"WHERE records_fts MATCH ? AND {where} LIMIT 1 OFFSET ?",
-            expression,
-            *params,
-            bound,
-        )
-        return row is not None
+        return SearchPage(hits, cut)
