@@ -143,6 +143,9 @@ def test_search_ranks_a_bounded_set_of_the_newest_matches_and_says_so(
     ranked = found["results"] + rest["results"]
     assert sorted(h["path"] for h in ranked) == ["n/2.md", "n/3.md", "n/4.md"]
     assert [h["score"] for h in ranked] == sorted((h["score"] for h in ranked), reverse=True)
+    # A page past the bound is empty and still says the bound cut.
+    past = mesh.mesh.store.search(["team"], "deploy", "", [], 10, 3, 3)
+    assert (past.hits, past.bounded) == ([], True)
     # Matches in a store the seat cannot read neither take a candidate's place nor bound it.
     for i in range(6):
         hidden.call("memory.write", store="vault", path=f"v/{i}.md", text="deploy rare secret")

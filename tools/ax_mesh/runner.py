@@ -254,13 +254,14 @@ class Runner:
 
         assert self.actor is not None
         unsettled = recover_seat(mesh.store, self.actor, epoch(), clock.timestamp())
-        self.say(
-            {
-                "event": "operations.recovered",
-                "seat": self.options.seat,
-                "unsettled": [{"id": op["id"], "status": op["status"]} for op in unsettled],
-            }
-        )
+        if unsettled:
+            self.say(
+                {
+                    "event": "operations.recovered",
+                    "seat": self.options.seat,
+                    "unsettled": [{"id": op["id"], "status": op["status"]} for op in unsettled],
+                }
+            )
         return unsettled
 
     def _command(self, session: str | None) -> list[str]:
