@@ -20,6 +20,7 @@
   saw commit. Goal: every message completed exactly once (a duplicate or a lost message
   fails the bench).
 
+``--part`` (repeatable: cas, search, killed, delivery) and ``--backend`` measure less.
 PostgreSQL runs when ``AX_MESH_BENCH_DSN`` names an empty database (it is wiped);
 otherwise only SQLite. Figures, not pass/fail, except a lost update, which fails.
 """

@@ -123,3 +123,14 @@ def test_a_database_that_is_not_utf8_is_refused_before_anything_is_written(
     with psycopg.connect(dsn, autocommit=True) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         assert tables.fetchone() == (0,)
+
+
+def test_a_dsn_is_named_by_its_server_never_its_password() -> None:
+    pytest.importorskip("psycopg")
+    from ax_mesh.pg_store import scrub, server_of
+
+    uri = f"postgresql://mesh:{PASSWORD}@db.example:6543/team"
+    assert server_of(uri) == "db.example:6543/team"
+    assert server_of(f"host=/run/pg user=mesh password={PASSWORD}") == "/run/pg:5432/mesh"
+    assert scrub(f"auth failed for {PASSWORD}\n\tretry", uri) == "auth failed for *** retry"
+    assert PASSWORD not in server_of("not a dsn = = =")
