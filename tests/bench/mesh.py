@@ -22,7 +22,8 @@
 
 ``--part`` (repeatable: cas, search, killed, delivery) and ``--backend`` measure less.
 PostgreSQL runs when ``AX_MESH_BENCH_DSN`` names an empty database (it is wiped);
-otherwise only SQLite. Figures, not pass/fail, except a lost update, which fails.
+otherwise only SQLite. Figures, not pass/fail, except a lost update or a message completed
+twice or never, which fail (exit 1).
 """
 
 from __future__ import annotations
