@@ -32,6 +32,17 @@ class QueuedMessage(_Model):
     body: str
 
 
+class UnsettledOperation(_Model):
+    """A connection operation a dead runner left ``pending`` or ``unknown``: the seat checks
+    it (``operations.get``, the service itself) before doing it again."""
+
+    id: str
+    connection: str
+    operation: str
+    status: str
+    idempotency_key: str | None = None
+
+
 class Envelope(_Model):
     kind: Literal["message", "automation"]
     seat: str
@@ -48,6 +59,8 @@ class Envelope(_Model):
     automation_name: str | None = None
     missed: int = 0
     queued: list[QueuedMessage] = Field(default_factory=list)
+    # The first turn after a runner's start: operations recovery could not settle.
+    operations: list[UnsettledOperation] = Field(default_factory=list)
 
 
 class EnvelopeError(ValueError):

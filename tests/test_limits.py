@@ -787,6 +787,7 @@ def test_mesh_limits() -> None:
     # ax-mesh's own.
     assert limits.SEARCH_QUERIES_MAX == 16
     assert limits.QUERY_MAX_CHARS == 512
+    assert limits.SEARCH_RANK_MAX == 200
     assert limits.TAGS_MAX == 32
     assert limits.PATH_MAX_CHARS == 512
     assert limits.NOTE_MAX_CHARS == 4000
@@ -825,6 +826,7 @@ def test_mesh_runner_limits() -> None:
 
     assert runner.POLL_INTERVAL_S == 0.25
     assert runner.LISTEN_FALLBACK_S == 5.0
+    assert runner.RECONNECT_INTERVAL_S == 1.0
     assert runner.TURN_SHARE_OF_LEASE == 0.9
     assert runner.TURN_STOP_GRACE_S == 10.0
     assert runner.TURN_ERROR_MAX_CHARS == 2000

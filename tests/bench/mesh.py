@@ -13,8 +13,17 @@
   DELIVERIES sends (LISTEN/NOTIFY on PostgreSQL, polling on SQLite; goal under 200 ms),
   then the runner's resident memory after ``--idle-s`` seconds idle (default 60).
 
+- Killed writers: KILL_MESSAGES messages to one seat, delivered by KILL_WORKERS processes
+  at once (claim under a short delivery lease, a short "turn", complete), each of which
+  SIGKILLs itself just before the COMMIT of KILL_RATE of its write transactions (claims
+  and completions alike) and is replaced; then, per message, the completions the workers
+  saw commit. Goal: every message completed exactly once (a duplicate or a lost message
+  fails the bench).
+
+``--part`` (repeatable: cas, search, killed, delivery) and ``--backend`` measure less.
 PostgreSQL runs when ``AX_MESH_BENCH_DSN`` names an empty database (it is wiped);
-otherwise only SQLite. Figures, not pass/fail, except a lost update, which fails.
+otherwise only SQLite. Figures, not pass/fail, except a lost update or a message completed
+twice or never, which fail (exit 1).
 """
 
 from __future__ import annotations
@@ -246,17 +255,137 @@ def delivery(env: dict[str, str], idle_s: float) -> tuple[float, float, int]:
     return statistics.median(timings), max(timings), rss
 
 
-def run(label: str, env: dict[str, str], idle_s: float = 60.0) -> bool:
+KILL_MESSAGES = 200
+KILL_WORKERS = 4
+KILL_RATE = 0.05
+KILL_LEASE_S = 1.0
+
+KILLER = r"""
+import contextlib, os, random, signal, sys, time
+from ax_mesh import open_mesh
+from ax_mesh.delivery import finish_turn, next_turn
+from ax_mesh.errors import ToolError
+log_path, rate, lease_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+mesh = open_mesh(os.environ)
+rng = random.Random()
+plain = mesh.store.write
+
+@contextlib.contextmanager
+def write():
+    with plain() as tx:
+        yield tx
+        # The transaction's statements ran; it has not committed yet.
+        if rng.random() < rate:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+mesh.store.write = write
+log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+idle = 0
+while idle < 20:
+    turn = next_turn(mesh, "krx", lease_s)
+    if turn is None:
+        idle += 1
+        time.sleep(0.05)
+        continue
+    idle = 0
+    os.write(log, f"started {turn.label}\n".encode())
+    time.sleep(rng.random() * 0.02)
+    try:
+        finish_turn(mesh, turn)
+    except ToolError:
+        os.write(log, f"refused {turn.label}\n".encode())
+        continue
+    os.write(log, f"completed {turn.label}\n".encode())
+"""
+
+
+def killed_writers(env: dict[str, str]) -> dict[str, int]:
+    """Deliver KILL_MESSAGES through workers that die mid-transaction; count what happened."""
+    from collections import Counter
+    from pathlib import Path
+
+    from ax_mesh import Manifest, acquire_lease, add_seat, authenticate, call_tool, open_mesh
+
+    mesh = open_mesh(env)
+    add_seat(mesh, "krx", "bench", Manifest())
+    _seat, token = add_seat(mesh, "ktx", "bench", Manifest.model_validate({"message": ["krx"]}))
+    caller = authenticate(mesh, token, acquire_lease(mesh, "ktx", "bench", 3600).generation)
+    for n in range(KILL_MESSAGES):
+        call_tool(
+            mesh,
+            caller,
+            "messages.send",
+            {"to": "krx", "body": f"m{n}", "conversation_id": f"c{n}"},
+        )
+    log = Path(env["AX_STATE_DIR"]) / "killed-writers.log"
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-c", KILLER, str(log), str(KILL_RATE), str(KILL_LEASE_S)], env=env
+        )
+
+    kills = 0
+    workers = [spawn() for _ in range(KILL_WORKERS)]
+    deadline = time.monotonic() + 600
+    while workers and time.monotonic() < deadline:
+        time.sleep(0.1)
+        for proc in list(workers):
+            code = proc.poll()
+            if code is None:
+                continue
+            workers.remove(proc)
+            if code == -9:
+                kills += 1
+                workers.append(spawn())
+    for proc in workers:
+        proc.kill()
+        proc.wait()
+    lines = [line.split() for line in log.read_text().splitlines()]
+    completed = Counter(label for what, label in lines if what == "completed")
+    started = Counter(label for what, label in lines if what == "started")
+    with mesh.store.read() as tx:  # type: ignore[attr-defined]
+        rows = tx.all("SELECT id, state FROM messages WHERE recipient = 'krx'")
+    mesh.close()
+    states = Counter(state for _id, state in rows)
+    labels = {f"M-{message_id}" for message_id, _state in rows}
+    return {
+        "kills": kills,
+        "done": states.get("done", 0),
+        "not_done": KILL_MESSAGES - states.get("done", 0),
+        "completed_once": sum(1 for label in labels if completed[label] == 1),
+        "completed_twice_or_more": sum(1 for label in labels if completed[label] > 1),
+        "never_completed": sum(1 for label in labels if completed[label] == 0),
+        "redelivered": sum(1 for label in labels if started[label] > 1),
+        "refused_completions": sum(1 for what, _ in lines if what == "refused"),
+    }
+
+
+PARTS = ("cas", "search", "delivery", "killed")
+
+
+def run(label: str, env: dict[str, str], idle_s: float, parts: list[str]) -> bool:
     mesh, token, generation = setup(env)
     mesh.close()  # type: ignore[attr-defined]
     ok = True
-    for writers in (4, 16):
+    for writers in (4, 16) if "cas" in parts else ():
         rate, conflicts, intact = cas(env, token, generation, writers)
         ok &= intact
         print(
             f"{label}: CAS {writers:2d} writers: {rate:7.1f} writes/s, {conflicts} conflicts, "
             f"{'no lost update' if intact else 'LOST UPDATES'}"
         )
+    if "search" in parts:
+        search_figures(label, env, token, generation)
+    if "killed" in parts:
+        ok &= killed_figures(label, env)
+    if "delivery" in parts:
+        delivery_figures(label, env, idle_s)
+    return ok
+
+
+def search_figures(label: str, env: dict[str, str], token: str, generation: int) -> None:
+    from ax_mesh.limits import SEARCH_RANK_MAX
+
     load, (median, p95, common_median, common_p95) = search(env, token, generation)
     print(f"{label}: {RECORDS} records written in {load:.1f} s")
     print(
@@ -265,15 +394,34 @@ def run(label: str, env: dict[str, str], idle_s: float = 60.0) -> bool:
     )
     print(
         f"{label}: search, two words in every record: median {common_median:.2f} ms, "
-        f"p95 {common_p95:.2f} ms (every record matches and is ranked)"
+        f"p95 {common_p95:.2f} ms (the bound: the {SEARCH_RANK_MAX} newest ranked)"
     )
+
+
+def killed_figures(label: str, env: dict[str, str]) -> bool:
+    counts = killed_writers(env)
+    exact = (
+        counts["completed_once"] == counts["done"] == KILL_MESSAGES
+        and counts["completed_twice_or_more"] == 0
+    )
+    print(
+        f"{label}: {KILL_MESSAGES} messages, {KILL_WORKERS} workers, {counts['kills']} SIGKILLed "
+        f"mid-transaction: {counts['completed_once']} completed exactly once, "
+        f"{counts['completed_twice_or_more']} more than once, {counts['never_completed']} never "
+        f"({counts['redelivered']} redelivered after a kill, {counts['refused_completions']} "
+        f"completions refused for a lost lease) "
+        f"{'ZERO DUPLICATES' if exact else 'DUPLICATE OR LOST DELIVERIES'}"
+    )
+    return exact
+
+
+def delivery_figures(label: str, env: dict[str, str], idle_s: float) -> None:
     median_ms, max_ms, rss = delivery(env, idle_s)
     print(
         f"{label}: delivery, send to turn.started over {DELIVERIES} sends: median "
         f"{median_ms:.0f} ms, max {max_ms:.0f} ms (goal: < {DELIVERY_GOAL_MS:.0f} ms)"
     )
     print(f"{label}: runner idle {idle_s:.0f} s: {rss / 1024:.1f} MiB resident")
-    return ok
 
 
 def main() -> int:
@@ -281,14 +429,23 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle-s", type=float, default=60.0, help="the runner's idle time")
-    idle_s = parser.parse_args().idle_s
+    parser.add_argument(
+        "--part", action="append", choices=PARTS, help="measure only this part (repeatable)"
+    )
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append")
+    options = parser.parse_args()
+    idle_s, parts = options.idle_s, options.part or list(PARTS)
+    backends = options.backend or ["sqlite", "postgresql"]
     ok = True
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "AX_STATE_DIR": tmp}
-        env.pop("AX_MESH_DSN", None)
-        ok &= run("sqlite", env, idle_s)
+    if "sqlite" in backends:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "AX_STATE_DIR": tmp}
+            env.pop("AX_MESH_DSN", None)
+            ok &= run("sqlite", env, idle_s, parts)
     dsn = os.environ.get("AX_MESH_BENCH_DSN")
-    if dsn:
+    if "postgresql" not in backends:
+        pass
+    elif dsn:
         import psycopg
 
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -296,7 +453,7 @@ def main() -> int:
             conn.execute("CREATE SCHEMA public")
         with tempfile.TemporaryDirectory() as tmp:
             pg_env = {**os.environ, "AX_STATE_DIR": tmp, "AX_MESH_DSN": dsn}
-            ok &= run("postgresql", pg_env, idle_s)
+            ok &= run("postgresql", pg_env, idle_s, parts)
     else:
         print("postgresql: skipped (set AX_MESH_BENCH_DSN to an empty database to measure it)")
     return 0 if ok else 1

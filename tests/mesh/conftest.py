@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,85 +43,96 @@ def _as_owner(argv: list[str]) -> list[str]:
     return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[str]:
-    """A DSN of a running throwaway PostgreSQL cluster (the maintenance database)."""
+class Cluster:
+    """A throwaway PostgreSQL cluster: ``initdb`` in a temp folder, a unix socket only."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.base = Path(tempfile.mkdtemp(prefix="ax-mesh-pg-"))
+        self.data, self.sock, self.log = self.base / "data", self.base / "sock", self.base / "log"
+        self.sock.mkdir()
+        if os.geteuid() == 0:
+            for path in (self.base, self.sock):
+                os.chown(path, NOBODY, NOBODY)
+        self.env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+        init = self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "mesh",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
+        if init.returncode != 0:
+            self.remove()
+            pytest.fail(f"initdb failed: {init.stderr[-2000:]}")
+        self.dsn = f"host={self.sock} port=5432 user=mesh dbname=postgres"
+
+    def _run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            _as_owner([str(self.bindir / tool), *args]),
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=120,
+            check=False,
+        )
+
+    def start(self) -> None:
+        options = f"-k {self.sock} -c listen_addresses='' -c fsync=off -c max_connections=100"
+        started = self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+        if started.returncode != 0:
+            text = self.log.read_text() if self.log.exists() else started.stderr
+            pytest.fail(f"pg_ctl start failed: {text[-2000:]}")
+
+    def stop(self) -> None:
+        """Stop at once, as a crash or a killed server would (no shutdown checkpoint)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def remove(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@contextmanager
+def cluster() -> Iterator[Cluster]:
+    """A started throwaway cluster, stopped and removed after; skips without PostgreSQL."""
     bindir = pg_bindir()
     if bindir is None:
         pytest.skip(
             "PostgreSQL's initdb and pg_ctl are not installed (apt-get install postgresql); "
             "the PostgreSQL backend is not tested here"
         )
-    base = Path(tempfile.mkdtemp(prefix="ax-mesh-pg-"))
-    data, sock, log = base / "data", base / "sock", base / "log"
-    sock.mkdir()
-    if os.geteuid() == 0:
-        for path in (base, sock):
-            os.chown(path, NOBODY, NOBODY)
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
-    init = subprocess.run(
-        _as_owner(
-            [
-                str(bindir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "mesh",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ]
-        ),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    if init.returncode != 0:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"initdb failed: {init.stderr[-2000:]}")
-    options = f"-k {sock} -c listen_addresses='' -c fsync=off -c max_connections=100"
-    start = subprocess.run(
-        _as_owner(
-            [
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-l",
-                str(log),
-                "-o",
-                options,
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ]
-        ),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    if start.returncode != 0:
-        text = log.read_text() if log.exists() else start.stderr
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"pg_ctl start failed: {text[-2000:]}")
+    made = Cluster(bindir)
     try:
-        yield f"host={sock} port=5432 user=mesh dbname=postgres"
+        made.start()
+        yield made
     finally:
-        subprocess.run(
-            _as_owner([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-            capture_output=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        made.stop()
+        made.remove()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A DSN of a running throwaway PostgreSQL cluster (the maintenance database)."""
+    with cluster() as made:
+        yield made.dsn
 
 
 def fresh_pg(dsn: str) -> None:

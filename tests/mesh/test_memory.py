@@ -120,6 +120,41 @@ def test_full_text_search_ranks_with_snippets_and_filters(mesh: Harness) -> None
     a.refused("memory.search", "invalid", query="-tokens")
 
 
+def test_search_ranks_a_bounded_set_of_the_newest_matches_and_says_so(
+    mesh: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_mesh import memory_tools
+
+    monkeypatch.setattr(memory_tools, "SEARCH_RANK_MAX", 3)
+    a = mesh.seat("a", revise=("team",))
+    hidden = mesh.seat("h", revise=("vault",))
+    # The oldest record is the best match: a bounded search must not see it.
+    a.call("memory.write", store="team", path="n/0.md", text="deploy deploy deploy deploy")
+    for i in range(1, 5):
+        rare = "rare " * i if i < 3 else ""
+        a.call("memory.write", store="team", path=f"n/{i}.md", text=f"deploy {rare}then")
+    unbounded = a.call("memory.search", query="deploy rare", max_results=10)
+    assert sorted(h["path"] for h in unbounded["results"]) == ["n/1.md", "n/2.md"]
+    assert unbounded["bounded"] is False and "hint" not in unbounded
+    found = a.call("memory.search", query="deploy", max_results=2)
+    assert found["bounded"] is True and "newest" in found["hint"]
+    rest = a.call("memory.search", query="deploy", max_results=2, cursor=found["next_cursor"])
+    assert rest["bounded"] is True and rest["next_cursor"] is None
+    ranked = found["results"] + rest["results"]
+    assert sorted(h["path"] for h in ranked) == ["n/2.md", "n/3.md", "n/4.md"]
+    assert [h["score"] for h in ranked] == sorted((h["score"] for h in ranked), reverse=True)
+    # A page past the bound is empty and still says the bound cut.
+    past = mesh.mesh.store.search(["team"], "deploy", "", [], 10, 3, 3)
+    assert (past.hits, past.bounded) == ([], True)
+    # Matches in a store the seat cannot read neither take a candidate's place nor bound it.
+    for i in range(6):
+        hidden.call("memory.write", store="vault", path=f"v/{i}.md", text="deploy rare secret")
+    again = a.call("memory.search", query="deploy rare", max_results=10)
+    assert [h["path"] for h in again["results"]] == [h["path"] for h in unbounded["results"]]
+    assert again["bounded"] is False
+    assert all("secret" not in h["snippet"] for h in again["results"])
+
+
 def test_literal_search_modes_and_context(mesh: Harness) -> None:
     a = mesh.seat("a", revise=("team",))
     a.call(

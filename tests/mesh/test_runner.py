@@ -106,3 +106,70 @@ def test_a_runner_killed_mid_turn_loses_nothing_and_completes_nothing_twice(
     assert second.stop() == 0
     message = mesh.mesh.store.get_message(number)
     assert message is not None and (message.state, message.attempts) == ("done", 2)
+
+
+@pytest.mark.slow
+def test_a_restarted_runner_settles_or_reports_what_a_killed_one_left_unsettled(
+    mesh: Harness, runners: Runners, tmp_path: Path
+) -> None:
+    from ax_mesh.connections.base import Call, marker_for
+    from ax_mesh.connections.file_tracker import FileTracker
+    from ax_mesh.connections.gateway import request_digest
+    from ax_mesh.mesh import add_connection, epoch
+
+    folder = tmp_path / "tracker"
+    add_connection(mesh.mesh, "tracker", "file-tracker", {"path": str(folder)})
+    lead = mesh.seat("lead", message=("eng",))
+    eng = mesh.seat("eng", message=("lead",), connections={"tracker": ["task.write"]})
+    store, actor = mesh.mesh.store, Actor("eng", eng.generation)
+    now = epoch()
+
+    def begin(title: str) -> str:
+        params = {"title": title}
+        record, _ = store.ledger_begin(
+            actor,
+            now,
+            "tracker",
+            "task.write",
+            params,
+            request_digest("task.write", params),
+            title,
+            "ts",
+            now - 1,
+        )
+        return record.id
+
+    # What the killed runner's turn left: a call that reached the tracker and was never
+    # recorded (pending, its caller's claim over), and one whose outcome is unknown.
+    landed = begin("landed")
+    tracker = FileTracker("tracker", folder)
+    spec = tracker.operations()["task.write"]
+    tracker.invoke(
+        "task.write",
+        spec.params.model_validate({"title": "landed"}),
+        Call("eng", landed, marker_for(landed)),
+    )
+    lost = begin("lost")
+    store.ledger_finish(lost, "unknown", None, None, "the response was lost", None, "ts")
+    store.release_lease(actor)
+    killed = runners.start("eng", "--ttl", "2")
+    killed.expect("started")
+    killed.kill_group()
+    time.sleep(2.5)  # the killed runner's execution lease runs out
+
+    second = runners.start("eng", "--ttl", "2")
+    recovered = second.expect("operations.recovered", timeout=30)
+    assert recovered["unsettled"] == [{"id": lost, "status": "unknown"}]
+    settled = store.ledger_get(landed)
+    assert settled is not None and settled.status == "succeeded"
+    assert settled.confirmed_by == "read_back"
+    assert len(list((folder / "tasks").glob("*.json"))) == 1  # read back, never sent again
+    # The next turn's envelope carries what is still unsettled; the fake harness says so.
+    lead.call("messages.send", to="eng", body="/report")
+    second.expect("turn.ended", outcome="done", timeout=60)
+    with store.read() as tx:  # type: ignore[attr-defined]
+        replies = [body for (body,) in tx.all("SELECT body FROM messages WHERE recipient = 'lead'")]
+    assert any(
+        f"unsettled operation {lost} (tracker task.write): unknown" in body for body in replies
+    ), replies
+    assert second.stop() == 0

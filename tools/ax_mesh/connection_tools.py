@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from .connections import KINDS
 from .connections.base import Connection
-from .connections.gateway import OperationError, get, invoke
+from .connections.gateway import OperationError, get, invoke, recover
 from .connections.ledger import Ledger, Operation, Status
 from .context import Ctx
 from .errors import ToolError
@@ -152,3 +152,17 @@ def get_(ctx: Ctx, args: OperationGetArgs) -> dict[str, Any]:
         return get(SeatLedger(ctx.store, ctx.caller.actor, ctx.now), ctx.caller.name, args.id)
     except OperationError as exc:
         raise _tool_error(exc) from None
+
+
+def recover_seat(store: Store, actor: Actor, now: float, ts: str) -> list[dict[str, Any]]:
+    """At a runner's start: settle by read-back the seat's operations a dead runner left
+    ``pending`` (their caller's lease over), over the connections its manifest still
+    grants; returns what stays ``pending`` or ``unknown``, for the seat's next turn."""
+    seat = store.get_seat(actor.seat)
+    granted = dict(seat.manifest.get("connections") or {}) if seat is not None else {}
+    connections: dict[str, Connection] = {}
+    for name in granted:
+        info = store.get_connection(name)
+        if info is not None:
+            connections[name] = build(info)
+    return recover(SeatLedger(store, actor, now), connections, actor.seat, now, ts)

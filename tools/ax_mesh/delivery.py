@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from libcommon.turn_envelope import Envelope, QueuedMessage, render_turn
+from libcommon.turn_envelope import Envelope, QueuedMessage, UnsettledOperation, render_turn
 
 from .limits import (
     DELIVERY_BACKOFF_BASE_S,
@@ -26,6 +27,8 @@ from .limits import (
 )
 from .mesh import Mesh, epoch
 from .store import AutomationRun, Message
+
+UNSETTLED_FIELDS = ("id", "connection", "operation", "status", "idempotency_key")
 
 
 def backoff(attempt: int) -> float:
@@ -63,8 +66,14 @@ def _zone(mesh: Mesh, seat: str) -> str:
     return str((record.manifest.get("timezone") if record else None) or "UTC")
 
 
-def next_turn(mesh: Mesh, seat: str, lease_s: float = DELIVERY_LEASE_S) -> Turn | None:
-    """Claim the seat's next turn under a delivery lease of ``lease_s`` (None: nothing due)."""
+def next_turn(
+    mesh: Mesh,
+    seat: str,
+    lease_s: float = DELIVERY_LEASE_S,
+    unsettled: list[dict[str, Any]] | None = None,
+) -> Turn | None:
+    """Claim the seat's next turn under a delivery lease of ``lease_s`` (None: nothing due);
+    ``unsettled`` operations (from recovery at the runner's start) join its envelope."""
     now = epoch()
     message = mesh.store.claim_delivery(seat, now, lease_s, DELIVERY_MAX_ATTEMPTS)
     run = None
@@ -84,6 +93,10 @@ def next_turn(mesh: Mesh, seat: str, lease_s: float = DELIVERY_LEASE_S) -> Turn 
         "current_time": current.isoformat(timespec="seconds"),
         "timezone": zone,
         "queued": queued,
+        "operations": [
+            UnsettledOperation.model_validate({k: op.get(k) for k in UNSETTLED_FIELDS})
+            for op in unsettled or []
+        ],
     }
     if message is not None:
         envelope = Envelope(

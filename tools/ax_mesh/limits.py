@@ -12,6 +12,9 @@ STATUS_SEATS_MAX = 20
 CONTEXT_LINES_MAX = 5
 SEARCH_QUERIES_MAX = 16
 QUERY_MAX_CHARS = 512
+# A full-text search ranks at most this many matching records, the newest first, so a
+# word every record holds costs the same as a rare one; a cut search says "bounded".
+SEARCH_RANK_MAX = 200
 TAGS_MAX = 32
 PATH_MAX_CHARS = 512
 NOTE_MAX_CHARS = 4000

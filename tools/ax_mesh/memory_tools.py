@@ -16,7 +16,7 @@ from .context import (
     redacted,
 )
 from .errors import ToolError, not_found
-from .limits import READ_TEXT_MAX_BYTES, RESULT_MAX_BYTES
+from .limits import READ_TEXT_MAX_BYTES, RESULT_MAX_BYTES, SEARCH_RANK_MAX
 from .models import (
     WORK_PREFIX,
     AppendArgs,
@@ -176,23 +176,34 @@ def search(ctx: Ctx, args: SearchArgs) -> dict[str, Any]:
     scope = _scope(ctx, args.stores)
     if args.query is not None:
         query = args.query
+        bounded = False
+
+        def fetch(limit: int, offset: int) -> list[dict[str, Any]]:
+            nonlocal bounded
+            found = ctx.store.search(
+                scope, query, args.path_prefix, args.tags, limit, offset, SEARCH_RANK_MAX
+            )
+            bounded = found.bounded
+            return [
+                {**record_summary(hit.record), "snippet": hit.snippet, "score": round(hit.score, 4)}
+                for hit in found.hits
+            ]
+
         hits, cursor = offset_page(
-            "memory.search",
-            args.model_dump(),
-            args.cursor,
-            args.max_results,
-            lambda limit, offset: [
-                {
-                    **record_summary(hit.record),
-                    "snippet": hit.snippet,
-                    "score": round(hit.score, 4),
-                }
-                for hit in ctx.store.search(
-                    scope, query, args.path_prefix, args.tags, limit, offset
-                )
-            ],
+            "memory.search", args.model_dump(), args.cursor, args.max_results, fetch
         )
-        return {"mode": "full_text", "results": hits, "next_cursor": cursor}
+        result: dict[str, Any] = {
+            "mode": "full_text",
+            "results": hits,
+            "next_cursor": cursor,
+            "bounded": bounded,
+        }
+        if bounded:
+            result["hint"] = (
+                f"more than {SEARCH_RANK_MAX} records match: only the {SEARCH_RANK_MAX} newest "
+                "were ranked; add words, or narrow with path_prefix, stores or tags"
+            )
+        return result
     return _literal(ctx, args, scope)
 
 

@@ -20,7 +20,7 @@ from libcommon.errors import OperationFailed
 
 from .query import parse_web_query
 from .sqlcore import RECORD_COLUMNS, SCHEMA_VERSION, SqlCore, record_of
-from .store import SearchHit
+from .store import SearchHit, SearchPage
 
 if TYPE_CHECKING:
     import psycopg
@@ -119,6 +119,32 @@ def channel(seat: str) -> str:
     return "mesh_" + seat.replace("-", "_")
 
 
+def server_of(dsn: str) -> str:
+    """Where a DSN points, for messages: host, port and database, never the password."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except ProgrammingError:  # a malformed DSN: libpq says why when it connects
+        return "(AX_MESH_DSN)"
+    host = parts.get("host") or parts.get("hostaddr") or "localhost"
+    return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+def scrub(text: str, dsn: str) -> str:
+    """libpq's message with the DSN's password taken out, should it ever quote it."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except ProgrammingError:
+        password = None
+    text = " ".join(text.split())
+    return text.replace(str(password), "***") if password else text
+
+
 class PgStore(SqlCore):
     backend = "postgresql"
     share_lock = " FOR SHARE"
@@ -127,16 +153,46 @@ class PgStore(SqlCore):
     instr = "strpos"
 
     def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.where = server_of(dsn)
+        self.conn = self._connect()
+        try:
+            self._check_encoding()
+        except BaseException:
+            self.conn.close()
+            raise
+        self._migrate()
+
+    def _check_encoding(self) -> None:
+        """Refuse a database that is not UTF8: SQL_ASCII stores any bytes unchecked, so
+        texts would not round-trip and to_tsvector would misread them; checked before the
+        schema is created, so nothing is written there."""
+        row = self.conn.execute("SHOW server_encoding").fetchone()
+        value = row[0] if row else b"?"
+        # Under SQL_ASCII psycopg hands text back as bytes: one more sign of the problem.
+        encoding = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise OperationFailed(
+                f"the mesh's PostgreSQL database at {self.where} has server_encoding "
+                f"{encoding}; ax-mesh needs UTF8",
+                hint="create the database with ENCODING 'UTF8' (createdb -E UTF8 -T template0) "
+                "and point AX_MESH_DSN at it",
+            )
+
+    def _connect(self) -> psycopg.Connection[Any]:
         import psycopg
 
         try:
-            self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.OperationalError as exc:
-            raise OperationFailed(
-                f"cannot reach the mesh's PostgreSQL server: {str(exc).strip()}",
-                hint="check AX_MESH_DSN and that the server is up",
-            ) from None
-        self._migrate()
+            raise self._away(exc) from None
+
+    def _away(self, exc: Exception) -> OperationFailed:
+        return OperationFailed(
+            f"cannot reach the mesh's PostgreSQL server at {self.where}: "
+            f"{scrub(str(exc), self.dsn)}",
+            hint="check AX_MESH_DSN and that the server is up; nothing was written",
+        )
 
     def _migrate(self) -> None:
         with self.write() as tx:
@@ -163,14 +219,31 @@ class PgStore(SqlCore):
         self.conn.close()
 
     @contextmanager
+    def _transaction(self) -> Iterator[_PgTx]:
+        """One transaction; a connection the server dropped (a restart, a network cut) is
+        replaced at the next one, and the one it broke fails whole: the server rolls back
+        what it never saw committed."""
+        import psycopg
+
+        if self.conn.closed or self.conn.broken:
+            self.conn = self._connect()
+        try:
+            with self.conn.transaction():
+                yield _PgTx(self.conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if self.conn.closed or self.conn.broken:
+                raise self._away(exc) from None
+            raise
+
+    @contextmanager
     def read(self) -> Iterator[_PgTx]:
-        with self.conn.transaction():
-            yield _PgTx(self.conn)
+        with self._transaction() as tx:
+            yield tx
 
     @contextmanager
     def write(self) -> Iterator[_PgTx]:
-        with self.conn.transaction():
-            yield _PgTx(self.conn)
+        with self._transaction() as tx:
+            yield tx
 
     def lock(self, tx: Any, key: str) -> None:
         digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
@@ -187,9 +260,10 @@ class PgStore(SqlCore):
         tags: list[str],
         limit: int,
         offset: int,
-    ) -> list[SearchHit]:
+        candidates: int,
+    ) -> SearchPage:
         if not stores:
-            return []
+            return SearchPage([], False)
         parsed = parse_web_query(query)
         # The parsed query rebuilt term by term, so it means exactly what FTS5 is given.
         term = "phraseto_tsquery('simple', ?)"
@@ -200,16 +274,36 @@ class PgStore(SqlCore):
         params: list[Any] = [t for group in parsed.groups for t in group] + parsed.excluded
         where, scope = self._scope(stores, prefix, tags, table="r")
         columns = ", ".join(f"r.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+        # The candidates are the newest ``candidates + 1`` matches inside the readable scope
+        # (the planner picks the GIN index for a rare word and a backward primary-key scan
+        # that stops early for a common one); ts_rank_cd ranks only those, and ts_headline
+        # runs for the page alone. One more than the bound tells whether it cut anything.
         with self.read() as tx:
             rows = tx.all(
-                f"SELECT {columns}, ts_headline('simple', r.text, q, 'StartSel=«, StopSel=», "
-                "MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
-                f"ts_rank_cd(r.tsv, q) FROM records r, (SELECT {expression} AS q) query "
-                f"WHERE r.tsv @@ q AND {where} ORDER BY ts_rank_cd(r.tsv, q) DESC, r.id "
-                "LIMIT ? OFFSET ?",
+                "WITH cand AS MATERIALIZED (SELECT r.id, ts_rank_cd(r.tsv, query.q) AS score "
+                f"FROM records r, (SELECT {expression} AS q) query WHERE r.tsv @@ query.q "
+                f"AND {where} "
+                "ORDER BY r.id DESC LIMIT ?), "
+                "bound AS (SELECT count(*) > ? AS cut, min(id) AS oldest FROM cand), "
+                "page AS (SELECT cand.id, cand.score FROM cand, bound "
+                "WHERE NOT bound.cut OR cand.id > bound.oldest "
+                "ORDER BY cand.score DESC, cand.id LIMIT ? OFFSET ?) "
+                # From ``bound``, so an empty page still says whether the bound cut.
+                f"SELECT {columns}, ts_headline('simple', r.text, query.q, 'StartSel=«, "
+                "StopSel=», MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…'), "
+                "page.score, bound.cut FROM bound LEFT JOIN page ON true "
+                "LEFT JOIN records r ON r.id = page.id, "
+                f"(SELECT {expression} AS q) query ORDER BY page.score DESC, page.id",
                 *params,
                 *scope,
+                candidates + 1,
+                candidates,
                 limit,
                 offset,
+                *params,
             )
-        return [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows]
+        cut = bool(rows[0][18]) if rows else False
+        rows = [row for row in rows if row[0] is not None]
+        return SearchPage(
+            [SearchHit(record_of(row[:16]), row[16], float(row[17])) for row in rows], cut
+        )

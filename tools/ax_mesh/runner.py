@@ -58,6 +58,9 @@ from .store import Actor
 POLL_INTERVAL_S = 0.25
 # PostgreSQL's NOTIFY is only a hint: the runner also looks this often without one.
 LISTEN_FALLBACK_S = 5.0
+# While the store is unreachable (a PostgreSQL server restarting), the runner, its lease
+# renewal and its LISTEN connection try again this often.
+RECONNECT_INTERVAL_S = 1.0
 # The part of the delivery lease a turn may take: the rest is room to complete it.
 TURN_SHARE_OF_LEASE = 0.9
 # After SIGTERM, how long an ax-agent turn has to abort cleanly before SIGKILL.
@@ -96,28 +99,44 @@ class _Waiter:
 
     def __init__(self, environ: Mapping[str, str], seat: str, stop: threading.Event) -> None:
         self.stop = stop
+        self.seat = seat
         self.conn: Any = None
-        dsn = environ.get("AX_MESH_DSN")
-        if dsn:
-            import psycopg
-            from psycopg import sql
-
-            from .pg_store import CONNECT_TIMEOUT_S, channel
-
-            self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-            self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(seat))))
+        self.dsn = environ.get("AX_MESH_DSN") or None
+        if self.dsn:
+            self._listen()
 
     def wait(self, timeout: float) -> None:
-        if self.conn is None:
+        if self.dsn is None:
             self.stop.wait(min(POLL_INTERVAL_S, timeout))
             return
-        # Short slices, so a stop request is seen soon even while listening.
-        for _ in self.conn.notifies(timeout=min(LISTEN_FALLBACK_S, timeout), stop_after=1):
-            pass
+        import psycopg
+
+        try:
+            if self.conn is None or self.conn.closed or self.conn.broken:
+                self._listen()
+            # Short slices, so a stop request is seen soon even while listening.
+            for _ in self.conn.notifies(timeout=min(LISTEN_FALLBACK_S, timeout), stop_after=1):
+                pass
+        except psycopg.OperationalError:
+            # The server went away: the tables are the truth, so a missed NOTIFY costs at
+            # most this wait; LISTEN again once it is back.
+            self.close()
+            self.stop.wait(min(RECONNECT_INTERVAL_S, timeout))
+
+    def _listen(self) -> None:
+        assert self.dsn is not None
+        import psycopg
+        from psycopg import sql
+
+        from .pg_store import CONNECT_TIMEOUT_S, channel
+
+        self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        self.conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(self.seat))))
 
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
+            self.conn = None
 
 
 class Runner:
@@ -135,12 +154,15 @@ class Runner:
         self.child: subprocess.Popen[bytes] | None = None
         self.child_lock = threading.Lock()
         self.actor: Actor | None = None
+        self.unsettled: list[dict[str, Any]] = []
 
     # ---- the lease ----
     def _renew_loop(self, seat: str, generation: int) -> None:
         mesh = open_mesh(self.environ)
         try:
-            while not self.stop.wait(self.options.lease_ttl_s / 3):
+            interval = self.options.lease_ttl_s / 3
+            while not self.stop.wait(interval):
+                interval = self.options.lease_ttl_s / 3
                 try:
                     renew_lease(mesh, seat, generation, self.options.lease_ttl_s)
                 except Fenced as exc:
@@ -150,7 +172,9 @@ class Runner:
                     self._stop_child()
                     return
                 except OperationFailed:
-                    continue  # the server is away: renew again next time, or be fenced
+                    # The server is away: try again soon; once the lease has run out
+                    # the renewal is fenced and the runner stops.
+                    interval = min(RECONNECT_INTERVAL_S, interval)
         finally:
             mesh.close()
 
@@ -176,16 +200,29 @@ class Runner:
         lease = acquire_lease(mesh, options.seat, holder, options.lease_ttl_s)
         self.actor = Actor(options.seat, lease.generation)
         self.say({"event": "started", "seat": options.seat, "generation": lease.generation})
+        self.unsettled = self._recover(mesh)
         renewer = threading.Thread(
             target=self._renew_loop, args=(options.seat, lease.generation), daemon=True
         )
         renewer.start()
         waiter = _Waiter(self.environ, options.seat, self.stop)
         status = 0
+        away: str | None = None
         try:
             while not self.stop.is_set():
-                schedule_due(mesh.store, self.actor, epoch(), clock.timestamp())
-                turn = next_turn(mesh, options.seat, options.delivery_lease_s)
+                try:
+                    schedule_due(mesh.store, self.actor, epoch(), clock.timestamp())
+                    turn = next_turn(mesh, options.seat, options.delivery_lease_s, self.unsettled)
+                    due = None if turn is not None else mesh.store.next_due(options.seat)
+                except OperationFailed as exc:
+                    if away is None:
+                        away = exc.message
+                        self.say({"event": "store.unreachable", "error": away})
+                    self.stop.wait(RECONNECT_INTERVAL_S)
+                    continue
+                if away is not None:
+                    away = None
+                    self.say({"event": "store.reachable", "seat": options.seat})
                 if turn is not None:
                     status = self._turn(mesh, turn, token, lease.generation)
                     if status:
@@ -193,7 +230,6 @@ class Runner:
                     continue
                 if options.once:
                     break
-                due = mesh.store.next_due(options.seat)
                 waiter.wait(LISTEN_FALLBACK_S if due is None else max(0.0, due - epoch()))
         except Fenced:
             self.fenced.set()
@@ -210,6 +246,23 @@ class Runner:
                 hint="another runner holds the seat now",
             )
         return status
+
+    def _recover(self, mesh: Mesh) -> list[dict[str, Any]]:
+        """Operations a dead runner of this seat left unsettled: settled by read-back where
+        the service shows the effect, the rest kept for the next turn's envelope."""
+        from .connection_tools import recover_seat
+
+        assert self.actor is not None
+        unsettled = recover_seat(mesh.store, self.actor, epoch(), clock.timestamp())
+        if unsettled:
+            self.say(
+                {
+                    "event": "operations.recovered",
+                    "seat": self.options.seat,
+                    "unsettled": [{"id": op["id"], "status": op["status"]} for op in unsettled],
+                }
+            )
+        return unsettled
 
     def _command(self, session: str | None) -> list[str]:
         argv = [
@@ -303,11 +356,15 @@ class Runner:
             "session": summary.get("session"),
         }
         if child.returncode == 0 and problem is None:
-            finish_turn(mesh, turn)
-            self.say({**report, "outcome": "done"})
+            if self._settle(lambda: finish_turn(mesh, turn), turn):
+                self.say({**report, "outcome": "done"})
+                self.unsettled = []  # a turn that ran to its end has seen them
             return 0
         error = problem or _error_text(summary, err, child.returncode)
-        state = fail_turn(mesh, turn, error)
+        states: list[str] = []
+        if not self._settle(lambda: states.append(fail_turn(mesh, turn, error)), turn):
+            return 0
+        state = states[0]
         self.say({**report, "outcome": "dead" if state == "dead" else "retry", "error": error})
         if self.fenced.is_set():
             raise Fenced(f"seat {self.options.seat!r}: the execution lease was fenced mid-turn")
@@ -315,6 +372,21 @@ class Runner:
             self.say({"event": "stopped", "seat": self.options.seat, "reason": error})
             return 1
         return 0
+
+    def _settle(self, record: Callable[[], None], turn: Turn) -> bool:
+        """Record a turn's outcome, trying again while the store is unreachable and the
+        delivery lease lasts; past it the turn is offered again (never completed twice)."""
+        leased = turn.message or turn.run
+        lease = leased.lease_until if leased is not None else None
+        while True:
+            try:
+                record()
+                return True
+            except OperationFailed as exc:
+                if (lease is not None and epoch() >= float(lease)) or self.stop.is_set():
+                    self.say({"event": "turn.unsettled", "turn": turn.label, "error": exc.message})
+                    return False
+                self.stop.wait(RECONNECT_INTERVAL_S)
 
 
 def _summary(out: bytes) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from .store import (
     Message,
     Record,
     Revision,
-    SearchHit,
+    SearchPage,
     Seat,
     StoreInfo,
     TickFn,
@@ -241,7 +241,10 @@ class SqlCore:
         tags: list[str],
         limit: int,
         offset: int,
-    ) -> list[SearchHit]:
+        candidates: int,
+    ) -> SearchPage:
+        """Rank the ``candidates`` newest matching records in the readable scope (all of
+        them when fewer match) and return the page ``offset``/``limit`` of that ranking."""
         raise NotImplementedError
 
     def close(self) -> None:

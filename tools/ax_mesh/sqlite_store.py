@@ -19,7 +19,7 @@ from libcommon.errors import CorruptStore
 
 from .query import parse_web_query, to_fts5
 from .sqlcore import RECORD_COLUMNS, SCHEMA_VERSION, SqlCore, record_of
-from .store import SearchHit
+from .store import SearchHit, SearchPage
 
 DB_NAME = "mesh.db"
 # How long a writer waits for the write lock before the call fails (a stuck writer).
@@ -179,21 +179,53 @@ class SqliteStore(SqlCore):
         tags: list[str],
         limit: int,
         offset: int,
-    ) -> list[SearchHit]:
+        candidates: int,
+    ) -> SearchPage:
         if not stores:
-            return []
+            return SearchPage([], False)
         expression = to_fts5(parse_web_query(query))
         where, params = self._scope(stores, prefix, tags, table="r")
         columns = ", ".join(f"r.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+        # FTS5 walks its doclists newest rowid first and stops after ``candidates + 1``
+        # matches inside the readable scope; bm25 (global statistics, so the same score an
+        # unbounded search gives) ranks only those, and the snippet is made for the page
+        # alone. One more than the bound tells whether the bound cut anything.
         with self.read() as tx:
             rows = tx.all(
-                f"SELECT {columns}, snippet(records_fts, 1, '«', '»', '…', 24), "
-                "bm25(records_fts) FROM records_fts JOIN records r ON r.id = records_fts.rowid "
+                "WITH cand AS (SELECT r.id AS id, bm25(records_fts) AS score "
+                "FROM records_fts JOIN records r ON r.id = records_fts.rowid "
                 f"WHERE records_fts MATCH ? AND {where} "
-                "ORDER BY bm25(records_fts), r.id LIMIT ? OFFSET ?",
+                "ORDER BY records_fts.rowid DESC LIMIT ?), "
+                "bound AS (SELECT count(*) > ? AS cut, min(id) AS oldest FROM cand), "
+                "page AS (SELECT cand.id AS id, cand.score AS score FROM cand, bound "
+                "WHERE NOT bound.cut OR cand.id > bound.oldest "
+                "ORDER BY cand.score, cand.id LIMIT ? OFFSET ?) "
+                # From ``bound``, so an empty page still says whether the bound cut.
+                f"SELECT {columns}, page.score, bound.cut FROM bound LEFT JOIN page ON 1 "
+                "LEFT JOIN records r ON r.id = page.id ORDER BY page.score, page.id",
                 expression,
                 *params,
+                candidates + 1,
+                candidates,
                 limit,
                 offset,
             )
-        return [SearchHit(record_of(row[:16]), row[16], -float(row[17])) for row in rows]
+            cut = bool(rows[0][17]) if rows else False
+            rows = [row for row in rows if row[0] is not None]
+            if not rows:
+                return SearchPage([], cut)
+            # Snippets in a statement of their own: FTS5 seeks each page row by rowid.
+            ids = [row[0] for row in rows]
+            snippets = dict(
+                tx.all(
+                    "SELECT rowid, snippet(records_fts, 1, '«', '»', '…', 24) FROM records_fts "
+                    f"WHERE records_fts MATCH ? AND rowid IN ({', '.join('?' for _ in ids)})",
+                    expression,
+                    *ids,
+                )
+            )
+        hits = [
+            SearchHit(record_of(row[:16]), snippets.get(row[0], ""), -float(row[16]))
+            for row in rows
+        ]
+        return SearchPage(hits, cut)

@@ -118,6 +118,14 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class SearchPage:
+    """A page of ranked hits; ``bounded`` when more records matched than were ranked."""
+
+    hits: list[SearchHit]
+    bounded: bool
+
+
+@dataclass(frozen=True)
 class Message:
     id: int
     conversation_id: str
@@ -278,7 +286,8 @@ class Store(Protocol):
         tags: list[str],
         limit: int,
         offset: int,
-    ) -> list[SearchHit]: ...
+        candidates: int,
+    ) -> SearchPage: ...
     def literal_candidates(
         self,
         stores: list[str],

@@ -109,6 +109,10 @@ def plan_turn(envelope: Envelope | None, body: str) -> tuple[list[Step], list[st
     output = [
         f"queued message from {q.sender}: {q.body}" for q in (envelope.queued if envelope else [])
     ]
+    output += [
+        f"unsettled operation {op.id} ({op.connection} {op.operation}): {op.status}"
+        for op in (envelope.operations if envelope else [])
+    ]
     if envelope is not None and envelope.kind == "automation" and envelope.missed:
         output.append(f"catch-up run: {envelope.missed} missed")
     trigger = envelope.message_id if envelope is not None else None
