@@ -142,7 +142,10 @@ def test_search_ranks_a_bounded_set_of_the_newest_matches_and_says_so(
     assert rest["bounded"] is True and rest["next_cursor"] is None
     ranked = found["results"] + rest["results"]
     assert sorted(h["path"] for h in ranked) == ["n/2.md", "n/3.md", "n/4.md"]
-    assert [h["score"] for h in ranked] == sorted((h["score"] for h in ranked), reverse=True)
+    assert all("score" not in hit for hit in ranked)
+    inside = mesh.mesh.store.search(["team"], "deploy", "", [], 10, 0, 3).hits
+    assert [hit.record.path for hit in inside] == [hit["path"] for hit in ranked]
+    assert [hit.score for hit in inside] == sorted((hit.score for hit in inside), reverse=True)
     # A page past the bound is empty and still says the bound cut.
     past = mesh.mesh.store.search(["team"], "deploy", "", [], 10, 3, 3)
     assert (past.hits, past.bounded) == ([], True)

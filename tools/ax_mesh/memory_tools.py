@@ -184,10 +184,9 @@ def search(ctx: Ctx, args: SearchArgs) -> dict[str, Any]:
                 scope, query, args.path_prefix, args.tags, limit, offset, SEARCH_RANK_MAX
             )
             bounded = found.bounded
-            return [
-                {**record_summary(hit.record), "snippet": hit.snippet, "score": round(hit.score, 4)}
-                for hit in found.hits
-            ]
+            # Best first, and no score: SQLite's bm25 weighs a word over every record,
+            # readable or not, so a number would hint at stores this seat cannot read.
+            return [{**record_summary(hit.record), "snippet": hit.snippet} for hit in found.hits]
 
         hits, cursor = offset_page(
             "memory.search", args.model_dump(), args.cursor, args.max_results, fetch
