@@ -745,10 +745,12 @@ def test_agent_delegation_limits() -> None:
 
 
 def test_agent_executor_limits() -> None:
+    from ax_agent import session
     from ax_agent.tasks import worktrees
     from libcommon import trust
 
     assert worktrees.MAX_GROUP_TASKS == 3
+    assert session.SWEEP_WAIT_SECONDS == 2.0
     assert worktrees.CAPTURE_MAX_FILES == 500
     assert worktrees.CAPTURE_FILE_MAX_BYTES == 4 * 1024 * 1024
     assert worktrees.CAPTURE_TASK_MAX_BYTES == 64 * 1024 * 1024

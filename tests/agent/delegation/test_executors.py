@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agenttest import call, events_of, of_type, open_session, write_script
 from checkpointgit import git, make_repo, needs_git
 
@@ -205,3 +206,35 @@ def test_a_secret_named_untracked_file_refuses_the_group(
     assert "nothing was spawned" in of_type(events, "tool.completed")[0]["content"]
     assert not list(state_dir.glob("projects/*/worktrees/*/*"))
     parent.end("done")
+
+
+def test_the_start_sweep_never_blocks_and_records_its_failure(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from ax_agent import session as session_module
+    from ax_agent.tasks import worktrees
+    from libcommon.paths import state_layout
+
+    make_repo(workspace)
+    (state_layout(workspace).project_dir / "worktrees").mkdir(parents=True)
+    release = threading.Event()
+
+    def stuck(*_args: Any) -> Any:
+        release.wait(10)
+        raise OSError("never reached")
+
+    def broken(*_args: Any) -> Any:
+        raise OSError("the disk is gone")
+
+    monkeypatch.setattr(session_module, "SWEEP_WAIT_SECONDS", 0.2)
+    for sweep, expected in ((stuck, "still running after 0.2 s"), (broken, "the disk is gone")):
+        monkeypatch.setattr(worktrees, "sweep_orphans", sweep)
+        began = time.monotonic()
+        parent = _parent(workspace, tmp_path, {"turns": [{"text": "hi"}]})
+        assert time.monotonic() - began < 5
+        [swept] = of_type(events_of(parent), "worktrees.swept")
+        assert expected in swept["error"]
+        parent.end("done")
+    release.set()
