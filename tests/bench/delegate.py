@@ -20,7 +20,8 @@ sessions driven by the script provider, the real loop and the real tools:
 
 Prints the load average first and last, each figure's median and max over ``--runs``,
 the splits (the parallel group's prepare apart from the rest too), and the goals of
-issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), met or NOT MET. Wall time on a shared machine: compare several runs.
+issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), met or
+NOT MET. Wall time on a shared machine: compare several runs.
 """
 
 from __future__ import annotations
