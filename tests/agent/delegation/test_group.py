@@ -7,7 +7,6 @@ script's ``turns``, each task's are ``tasks[<task id or label>]``.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,6 +300,7 @@ def _approved_plan(parent: Session, tasks: list[dict[str, Any]]) -> None:
 def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
     workspace: Path, tmp_path: Path
 ) -> None:
+    make_repo(workspace, {"src/lexer/a.py": "A = 1\n"})
     script = {
         "turns": [
             {
@@ -324,11 +324,12 @@ def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
             {"id": "src", "title": "S", "role": "executor", "touches": ["src"]},
         ],
     )
-    before = set(Path(tempfile.gettempdir()).glob("ax-task-*"))
     assert run_turn(parent, "go").text == "refused"
     events = events_of(parent)
     assert not [e for e in events if e["type"].startswith("task.")]
-    assert set(Path(tempfile.gettempdir()).glob("ax-task-*")) == before
+    # No checkpoint taken, no worktree made.
+    assert not of_type(events, "checkpoint.created")
+    assert not (parent.layout.project_dir / "worktrees").exists()
     assert "overlapping-touches" in _digest(parent)
     assert "nothing was spawned" in _digest(parent)
     # Refused before the policy's question: nobody was asked about a group that cannot run.
