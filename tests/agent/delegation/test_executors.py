@@ -238,3 +238,32 @@ def test_the_start_sweep_never_blocks_and_records_its_failure(
         assert expected in swept["error"]
         parent.end("done")
     release.set()
+
+
+def test_a_capture_that_fails_is_observed_and_the_task_fails_in_the_fold(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.tasks import worktrees
+    from libcommon.errors import OperationFailed
+
+    def broken(*_args: Any) -> Any:
+        raise OperationFailed("git could not read the changes")
+
+    monkeypatch.setattr(worktrees, "capture_task", broken)
+    make_repo(workspace)
+    delegate = call(
+        "delegate_task", tasks=[{"role": "executor", "label": "edit", "prompt": "edit"}]
+    )
+    script = {
+        "turns": [{"tool_calls": [delegate]}, {"text": "seen", "expect": "! edit (capture)"}],
+        "tasks": {"edit": [{"text": "edited"}]},
+    }
+    parent = _parent(workspace, tmp_path, script)
+    assert run_turn(parent, "go").text == "seen"
+    events = events_of(parent)
+    [observed] = of_type(events, "task.observed")
+    assert observed["kind"] == "capture" and "could not read" in observed["detail"]
+    assert {a.task_id: a.state for a in attempts(events)} == {"edit": "failed"}
+    # The worktree is released all the same.
+    assert [e["ok"] for e in of_type(events, "worktree.removed")] == [True]
+    parent.end("done")
