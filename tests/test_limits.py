@@ -725,7 +725,7 @@ def test_agent_recovery_limits() -> None:
 
 
 def test_agent_delegation_limits() -> None:
-    from ax_agent.delegation import child, forward, group, isolation
+    from ax_agent.delegation import child, forward, group
     from ax_agent.tools import delegate_task
 
     assert delegate_task.MAX_GROUP_TASKS == 3
@@ -742,15 +742,15 @@ def test_agent_delegation_limits() -> None:
     assert group.STATUS_REFRESH_SECONDS == 1.0
     assert group.DIGEST_REPORT_MAX_CHARS == 4000
     assert forward.QUESTION_POLL_SECONDS == 0.05
-    assert isolation.COPY_MAX_FILES == 20_000
-    assert isolation.CAPTURE_MAX_FILES == 200
 
 
 def test_agent_executor_limits() -> None:
+    from ax_agent import session
     from ax_agent.tasks import worktrees
     from libcommon import trust
 
     assert worktrees.MAX_GROUP_TASKS == 3
+    assert session.SWEEP_WAIT_SECONDS == 2.0
     assert worktrees.CAPTURE_MAX_FILES == 500
     assert worktrees.CAPTURE_FILE_MAX_BYTES == 4 * 1024 * 1024
     assert worktrees.CAPTURE_TASK_MAX_BYTES == 64 * 1024 * 1024

@@ -164,6 +164,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
     "worktree.removed": {"group": "g1", "taskId": "parse", "path": "/s/wt/parse", "ok": True},
+    "worktrees.swept": {},
     "checkpoint.created": {
         "ref": "refs/ax/checkpoints/s1/1",
         "n": 1,

@@ -1,30 +1,39 @@
-"""delegate_task's cost: a group's overhead, and three executors side by side against in turn.
+"""delegate_task's cost, children included: a group's overhead, and three executors side by
+side against the same three scripted tasks run in sequence in the workspace.
 
-    .venv/bin/python tests/bench/delegate.py [FILES] [RUNS]
+    .venv/bin/python tests/bench/delegate.py [--files N] [--runs N]
 
-A workspace of FILES small files (default 2,500). Each run is one parent
-session driven by the script provider:
+A committed git repository of ``--files`` files (2,500 by default) in folders of 50,
+with an uncommitted change (the group's base is the dirty tree). Each run is parent
+sessions driven by the script provider, the real loop and the real tools:
 
-- overhead: one delegate call of three executors that answer at once; the
-  figure is the call's time from ``tool.requested`` to ``tool.completed``
-  (each executor's folder made, its child session started and ended, its
-  capture, the folders removed);
-- side by side: one call of three executors that each run ``sleep 1``,
-  against three calls of one such executor each, in turn.
+- overhead: one delegate call of three executors that answer at once: the call's time
+  from ``tool.requested`` to ``tool.completed``, split from the parent's events into
+  prepare (the decision, the task-base checkpoint, three worktrees checked out, the
+  end-of-line check: up to the first ``task.started``), children (three child sessions
+  started, run and ended, each captured from the parent's thread: up to the last task
+  end) and release (the worktrees removed: up to the last ``worktree.removed``);
+- parallel: one delegate call of three executors that each run ``sleep 1`` (a real
+  command, sandboxed in its worktree), against sequential: the parent running the same
+  three scripted tasks (``sleep 1`` each) itself, one after the other, in the workspace.
+  Each is timed from its first ``tool.requested`` to its last ``tool.completed``.
 
-Prints the medians of RUNS runs and the ratio. Until the worktree modules are
-merged, an executor's folder is the interim copy of ``delegation.isolation``
-(every file copied), so the overhead here is the copy's, not a worktree's.
+Prints the load average first and last, each figure's median and max over ``--runs``,
+the splits (the parallel group's prepare apart from the rest too), and the goals of
+issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), met or
+NOT MET. Wall time on a shared machine: compare several runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +41,11 @@ from ax_agent.approvals import ApprovalAnswer, ApprovalRequest
 from ax_agent.loop import run_turn
 from ax_agent.session import StartOptions, start_session
 from ax_log import read_events
+
+GOAL_GROUP_S = 1.0
+GOAL_RATIO = 0.5
+TASKS = ["a", "b", "c"]
+GIT_IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "gc.auto=0"]
 
 
 class Yes:
@@ -41,11 +55,24 @@ class Yes:
         return ApprovalAnswer("once", self.name)
 
 
-def _task(label: str) -> dict[str, Any]:
-    return {"role": "executor", "label": label, "prompt": "go"}
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *GIT_IDENTITY, "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def _session_run(workspace: Path, state: Path, script: dict[str, Any]) -> list[dict[str, Any]]:
+def make_repo(root: Path, files: int) -> Path:
+    repo = root / "repo"
+    for n in range(files):
+        path = repo / f"pkg{n // 50:03d}" / f"mod{n % 50:02d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# module {n}\n" + "".join(f"value_{i} = {n * i}\n" for i in range(20)))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "generated")
+    (repo / "pkg000" / "mod00.py").write_text("# changed, not committed\n")
+    return repo
+
+
+def _session_events(workspace: Path, state: Path, script: dict[str, Any]) -> list[dict[str, Any]]:
     path = state / "script.json"
     path.write_text(json.dumps(script))
     environ = {**os.environ, "AX_STATE_DIR": str(state)}
@@ -66,82 +93,113 @@ def _session_run(workspace: Path, state: Path, script: dict[str, Any]) -> list[d
     return list(read_events(session.layout.session_log(session.id), session.id))
 
 
-def _calls_seconds(events: list[dict[str, Any]]) -> float:
-    from datetime import datetime
-
-    def at(event: dict[str, Any]) -> float:
-        return datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
-
-    requested = [at(e) for e in events if e["type"] == "tool.requested"]
-    completed = [at(e) for e in events if e["type"] == "tool.completed"]
-    return completed[-1] - requested[0]
+def _at(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
 
 
-def overhead(workspace: Path, state: Path) -> float:
-    labels = ["a", "b", "c"]
-    script = {
-        "turns": [
-            {
-                "toolCalls": [
-                    {"name": "delegate_task", "input": {"tasks": [_task(x) for x in labels]}}
-                ]
-            },
-            {"text": "done"},
-        ],
-        "tasks": {label: [{"text": "done"}] for label in labels},
+def _first(events: list[dict[str, Any]], kind: str) -> float:
+    return min(_at(e) for e in events if e["type"] == kind)
+
+
+def _last(events: list[dict[str, Any]], *kinds: str) -> float:
+    return max(_at(e) for e in events if e["type"] in kinds)
+
+
+def _group_call(tasks: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    labels = list(tasks)
+    call = {
+        "name": "delegate_task",
+        "input": {"tasks": [{"role": "executor", "label": x, "prompt": "go"} for x in labels]},
     }
-    return _calls_seconds(_session_run(workspace, state, script))
+    return {"turns": [{"toolCalls": [call]}, {"text": "done"}], "tasks": tasks}
 
 
-def side_by_side(workspace: Path, state: Path, together: bool) -> float:
-    labels = ["a", "b", "c"]
-    sleep = [
-        {"toolCalls": [{"name": "run_command", "input": {"command": "sleep 1"}}]},
-        {"text": "slept"},
-    ]
-    if together:
-        turns = [
-            {
-                "toolCalls": [
-                    {"name": "delegate_task", "input": {"tasks": [_task(x) for x in labels]}}
-                ]
-            }
-        ]
-    else:
-        turns = [
-            {"toolCalls": [{"name": "delegate_task", "input": {"tasks": [_task(x)]}}]}
-            for x in labels
-        ]
-    script = {"turns": [*turns, {"text": "done"}], "tasks": {x: sleep for x in labels}}
-    start = time.perf_counter()
-    _session_run(workspace, state, script)
-    return time.perf_counter() - start
+def overhead(workspace: Path, state: Path) -> dict[str, float]:
+    events = _session_events(workspace, state, _group_call({x: [{"text": "done"}] for x in TASKS}))
+    assert [e["ok"] for e in events if e["type"] == "worktree.removed"] == [True] * len(TASKS)
+    requested = _first(events, "tool.requested")
+    started = _first(events, "task.started")
+    ended = _last(events, "task.completed", "task.failed", "task.cancelled")
+    removed = _last(events, "worktree.removed")
+    return {
+        "group": _last(events, "tool.completed") - requested,
+        "prepare": started - requested,
+        "children": ended - started,
+        "release": removed - ended,
+    }
 
 
-def main() -> None:
-    files = int(sys.argv[1]) if len(sys.argv) > 1 else 2500
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    with tempfile.TemporaryDirectory() as tmp:
-        workspace = Path(tmp, "ws")
-        for n in range(files):
-            path = workspace / f"d{n % 50}" / f"f{n}.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"file {n}\n")
-        figures: dict[str, list[float]] = {"overhead": [], "together": [], "in turn": []}
-        for run in range(runs):
-            state = Path(tmp, f"state{run}")
+SLEEP = {"toolCalls": [{"name": "run_command", "input": {"command": "sleep 1"}}]}
+
+
+def parallel(workspace: Path, state: Path) -> tuple[float, float]:
+    """The group's wall time, and its prepare's (to the first ``task.started``)."""
+    events = _session_events(
+        workspace, state, _group_call({x: [SLEEP, {"text": "slept"}] for x in TASKS})
+    )
+    assert len([e for e in events if e["type"] == "task.completed"]) == len(TASKS), "a task failed"
+    requested = _first(events, "tool.requested")
+    return _last(events, "tool.completed") - requested, _first(events, "task.started") - requested
+
+
+def sequential(workspace: Path, state: Path) -> float:
+    script = {"turns": [SLEEP for _ in TASKS] + [{"text": "done"}]}
+    events = _session_events(workspace, state, script)
+    ended = [e for e in events if e["type"] == "command.ended"]
+    assert [e.get("exitCode") for e in ended] == [0] * len(TASKS), "a command failed"
+    return _last(events, "tool.completed") - _first(events, "tool.requested")
+
+
+def _show(name: str, values: list[float]) -> None:
+    print(f"  {name:28s} {statistics.median(values):7.3f} / {max(values):7.3f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2500)
+    parser.add_argument("--runs", type=int, default=3)
+    options = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
+    figures: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="ax-bench-delegate-") as folder:
+        root = Path(folder)
+        repo = make_repo(root, options.files)
+        for run in range(options.runs):
+            state = root / f"state{run}"
             state.mkdir()
-            figures["overhead"].append(overhead(workspace, state))
-            figures["together"].append(side_by_side(workspace, state, together=True))
-            figures["in turn"].append(side_by_side(workspace, state, together=False))
-    medians = {name: statistics.median(values) for name, values in figures.items()}
-    print(f"workspace: {files} files; {runs} runs (medians)")
-    print(f"group of three executors, overhead:        {medians['overhead']:.2f} s")
-    print(f"three executors of `sleep 1`, one group:    {medians['together']:.2f} s")
-    print(f"three executors of `sleep 1`, three groups: {medians['in turn']:.2f} s")
-    ratio = medians["together"] / medians["in turn"]
-    print(f"ratio one group / three groups:             {ratio:.2f}")
+            for part, seconds in overhead(repo, state).items():
+                figures.setdefault(part, []).append(seconds)
+            together, prepare = parallel(repo, state)
+            figures.setdefault("parallel", []).append(together)
+            figures.setdefault("parallel, prepare", []).append(prepare)
+            figures.setdefault("parallel, after prepare", []).append(together - prepare)
+            figures.setdefault("sequential", []).append(sequential(repo, state))
+    print(f"{options.files} files, 3 executors, {options.runs} runs (median / max, seconds):")
+    _show("group overhead", figures["group"])
+    _show("  prepare (to task.started)", figures["prepare"])
+    _show("  children and captures", figures["children"])
+    _show("  release", figures["release"])
+    _show("parallel: one group, sleep 1", figures["parallel"])
+    _show("  its prepare", figures["parallel, prepare"])
+    _show("  after it (children, release)", figures["parallel, after prepare"])
+    _show("sequential: in the workspace", figures["sequential"])
+    group = statistics.median(figures["group"])
+    sequential_s = statistics.median(figures["sequential"])
+    ratio = statistics.median(figures["parallel"]) / sequential_s
+    group_met, ratio_met = group < GOAL_GROUP_S, ratio < GOAL_RATIO
+    print(
+        f"goal: group overhead under {GOAL_GROUP_S:.1f} s: "
+        f"{'met' if group_met else 'NOT MET'} ({group:.3f} s median)"
+    )
+    print(
+        f"goal: parallel under {GOAL_RATIO}x sequential: "
+        f"{'met' if ratio_met else 'NOT MET'} ({ratio:.2f}x of the medians)"
+    )
+    rest = statistics.median(figures["parallel, after prepare"])
+    print(f"(without the worktrees' prepare the group would be {rest / sequential_s:.2f}x)")
+    print(f"load average at end: {os.getloadavg()}")
+    return 0 if group_met and ratio_met else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,6 +9,7 @@ the probe's reason, where Landlock is not enforced here.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -103,3 +104,40 @@ def test_the_read_only_profile_and_a_workspace_apart_still_run(
         environ=environ,
     )
     assert reading.exit_code == 0, reading.error
+
+
+def test_an_executors_registered_worktree_is_its_commands_workspace(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """The one workspace allowed inside the state root: a worktree its group's owner file
+    registers (trust by derivation). The sandbox lets the command write that worktree,
+    and nothing else of the state root."""
+    _require("workspace-write")
+    from libcommon.paths import project_slug
+    from libcommon.trust import OWNER_FILE_NAME, WORKTREES_DIR_NAME
+
+    parent = Path(os.path.realpath(tmp_path / "app"))
+    parent.mkdir()
+    group = state_dir / "projects" / project_slug(parent) / WORKTREES_DIR_NAME / "s1.g1"
+    tree = group / "t1"
+    tree.mkdir(parents=True)
+    owner = {"pid": 1, "workspace": str(parent), "prefix": "", "tasks": ["t1"]}
+    (group / OWNER_FILE_NAME).write_text(json.dumps(owner))
+    trust = state_dir / "trust.json"
+    trust.write_text("{}")
+    environ = {**os.environ, "AX_STATE_DIR": str(state_dir)}
+
+    def run(target: Path, workspace: Path) -> str:
+        spec = ExecSpec(
+            argv=_append(target), sandbox="workspace-write", cwd=str(workspace),
+            workspace=str(workspace),
+        )  # fmt: skip
+        return run_managed(spec, environ=environ).termination
+
+    assert run(tree / "made.txt", tree) == "exited"
+    assert (tree / "made.txt").read_text() == "forged\n"
+    run(trust, tree)
+    assert trust.read_text() == "{}"
+    # A folder beside it the owner file does not name is refused as before.
+    (group / "t2").mkdir()
+    assert run(group / "t2" / "x", group / "t2") == "spawn-error"

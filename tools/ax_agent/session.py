@@ -34,6 +34,7 @@ from libcommon import clock
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.locks import OwnerLease
 from libcommon.paths import StateLayout, check_session_id, state_layout
+from libcommon.trust import WORKTREES_DIR_NAME
 
 from .approvals import Approver, DenyingApprover
 from .context import GitFacts, SandboxFacts, git_toplevel, probe_git, probe_sandbox, system_prompt
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MAX_STEPS = 50
+# How long a session's start waits for the orphan sweep of executors' worktrees.
+SWEEP_WAIT_SECONDS = 2.0
 SESSION_ID_PREFIX = "s"
 
 Listener = Callable[[dict[str, Any]], None]
@@ -287,6 +290,7 @@ def start_session(options: StartOptions) -> Session:
             map=repo_map,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
+        _sweep_orphans(session)
         if history is not None:
             folders = [layout.workspace / folder for folder in folders_loaded_before(history)]
             again = instructions.touch(folders, "resume")
@@ -311,6 +315,46 @@ def start_session(options: StartOptions) -> Session:
         lease.release()
         raise
     return session
+
+
+def _sweep_orphans(session: Session) -> None:
+    """Remove the executors' worktrees a dead parent left (``tasks.worktrees.sweep_orphans``:
+    by the owner's pid and start time, never by age), at start and at resume.
+
+    Bounded and never blocking: the sweep runs in a thread the session waits for at most
+    ``SWEEP_WAIT_SECONDS``; one still running then goes on in the background (its next
+    run finishes what a process exit interrupts). What it removed, what it could not, and
+    a sweep that failed or outlived its wait are one ``worktrees.swept`` event.
+    """
+    if not (session.layout.project_dir / WORKTREES_DIR_NAME).is_dir():
+        return
+    from .tasks.worktrees import Sweep, sweep_orphans
+
+    done: list[Sweep | BaseException] = []
+
+    def sweep() -> None:
+        try:
+            done.append(sweep_orphans(session.layout, session.environ))
+        except Exception as exc:  # reported in the session's log, never raised into it
+            done.append(exc)
+
+    worker = threading.Thread(target=sweep, name="ax-worktree-sweep", daemon=True)
+    worker.start()
+    worker.join(SWEEP_WAIT_SECONDS)
+    if not done:
+        event: dict[str, Any] = {
+            "error": f"still running after {SWEEP_WAIT_SECONDS:g} s; it goes on in the background"
+        }
+    elif isinstance(done[0], BaseException):
+        event = {"error": f"the sweep failed: {done[0]}"}
+    elif done[0].removed or done[0].failed:
+        event = {
+            "removed": list(done[0].removed),
+            "failed": [{"group": group, "reason": why} for group, why in done[0].failed],
+        }
+    else:
+        return
+    session.record({"type": "worktrees.swept", **event})
 
 
 def _complete_end(log: Path) -> int:

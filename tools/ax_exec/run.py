@@ -42,6 +42,7 @@ from ax_exec.proctree import KillResult, RunTree, become_subreaper, kill_tree
 from ax_exec.sandbox import SCRATCH_PREFIX, launch_config, launcher_command, profile_status
 from libcommon import clock
 from libcommon.paths import is_within, state_root
+from libcommon.trust import derived_parent
 
 ABORT_POLL_S = 0.05
 DRAIN_TIMEOUT_S = 2.0
@@ -148,6 +149,10 @@ def _state_overlap(workspace: Path, environ: Mapping[str, str]) -> str | None:
     """
     root = state_root(environ)
     if not (is_within(workspace, root) or is_within(root, workspace)):
+        return None
+    if derived_parent(root, workspace) is not None:
+        # An executor's registered worktree: the sandbox's writable place is that
+        # worktree alone, none of the rest of the state root.
         return None
     where = "inside" if is_within(workspace, root) else "around"
     return (

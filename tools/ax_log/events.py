@@ -700,10 +700,11 @@ class TaskStarted(_TaskEvent):
 @register
 class TaskObserved(_TaskEvent):
     """Supervision saw something the parent must know: ``kind`` ``repeat`` (identical
-    consecutive calls), ``budget`` (80% of a budget spent), ``stall`` (no progress)."""
+    consecutive calls), ``budget`` (80% of a budget spent), ``stall`` (no progress),
+    ``capture`` (an executor's changes could not be captured)."""
 
     type: Literal["task.observed"] = "task.observed"
-    kind: Literal["repeat", "budget", "stall"]
+    kind: Literal["repeat", "budget", "stall", "capture"]
     detail: str
 
 
@@ -785,6 +786,19 @@ class WorktreeRemoved(_TaskEvent):
     path: str
     ok: bool
     reason: str | None = None
+
+
+@register
+class WorktreesSwept(EventBody):
+    """At a session's start or resume, the orphan sweep of executors' worktrees: the
+    group folders removed (their owner process is gone, by pid and start time), those
+    whose removal failed (``failed``: ``{"group", "reason"}``), and ``error`` when the
+    sweep itself failed or did not finish within its wait (it goes on in the background)."""
+
+    type: Literal["worktrees.swept"] = "worktrees.swept"
+    removed: list[str] = Field(default_factory=list)
+    failed: list[dict[str, Any]] = Field(default_factory=list)
+    error: str | None = None
 
 
 @register

@@ -146,7 +146,7 @@ def _examine(
 
     rel = _relative(resolved, ws)
     raw_parts = _parts(raw)
-    protected = _protected_reason(resolved, rel, raw_parts, config, state_dir)
+    protected = _protected_reason(resolved, ws, rel, raw_parts, config, state_dir)
     secret = _secret_reason(raw_parts, rel, resolved, config)
     linked, special = _file_kind_reasons(resolved)
     return PathFinding(
@@ -256,6 +256,7 @@ def _segments_named(parts: Iterable[str], names: frozenset[str]) -> str | None:
 
 def _protected_reason(
     resolved: Path,
+    ws: Path,
     rel: str | None,
     raw_parts: list[str],
     config: PathRules | None,
@@ -268,13 +269,30 @@ def _protected_reason(
     if segment is not None:
         return f"it is inside a {segment} folder, which ax never lets a tool change"
     root = Path(os.path.realpath(state_dir)) if state_dir is not None else state_root()
-    if is_within(resolved, root):
+    if is_within(resolved, root) and not in_executor_worktree(resolved, ws, root):
         return f"it is inside ax's state root {root}"
     if config is not None and rel is not None:
         for pattern in config.protected_paths:
             if matches_pattern(rel, pattern):
                 return f"it matches the configured protected path {pattern!r}"
     return None
+
+
+def in_executor_worktree(resolved: Path, ws: Path, root: Path) -> bool:
+    """Is ``resolved`` inside ``ws``, the workspace of this check, and is ``ws`` an
+    executor's registered worktree under the state root ``root``?
+
+    The one place under the state root a tool may change: an executor's session works
+    in its own git worktree there (``ax_agent.tasks.worktrees``). Registered means what
+    trust by derivation proves (``libcommon.trust.derived_parent``: the group's owner
+    file names the folder as one of its tasks, for the workspace whose project holds
+    it). Everything else under the root (logs, grants, the trust store, the owner file,
+    other tasks' worktrees) stays refused, and a parent's session, whose workspace is
+    not under the root, gets nothing from this.
+    """
+    from libcommon.trust import derived_parent
+
+    return is_within(resolved, ws) and derived_parent(root, ws) is not None
 
 
 def _secret_reason(

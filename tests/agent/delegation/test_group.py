@@ -7,7 +7,6 @@ script's ``turns``, each task's are ``tasks[<task id or label>]``.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 from agenttest import call, events_of, of_type, open_session, write_script
+from checkpointgit import make_repo
 
 from ax_agent.approvals import ApprovalAnswer, ApprovalRequest, DenyingApprover
 from ax_agent.delegation.group import Budget, Member, run_group
@@ -243,7 +243,7 @@ class _OffTerminal:
 def test_an_executors_question_goes_to_the_parents_approver_and_is_declined_off_a_terminal(
     workspace: Path, tmp_path: Path
 ) -> None:
-    (workspace / "a.txt").write_text("alpha\n")
+    make_repo(workspace, {"a.txt": "alpha\n"})
     approver = _OffTerminal()
     script = {
         "turns": [
@@ -271,8 +271,9 @@ def test_an_executors_question_goes_to_the_parents_approver_and_is_declined_off_
     assert [(e["taskId"], e["answer"]) for e in of_type(events, "task.answered")] == [("fix", "no")]
     assert of_type(events, "task.asked")[0]["tool"] == "run_command"
     assert [e["taskId"] for e in of_type(events, "task.completed")] == ["fix"]
-    # The interim isolation: the executor worked in a copy (see delegation/isolation.py).
+    # Its worktree held nothing it changed, and is gone.
     assert of_type(events, "task.captured")[0]["files"] == []
+    assert [e["ok"] for e in of_type(events, "worktree.removed")] == [True]
     parent.end("done")
 
 
@@ -299,6 +300,7 @@ def _approved_plan(parent: Session, tasks: list[dict[str, Any]]) -> None:
 def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
     workspace: Path, tmp_path: Path
 ) -> None:
+    make_repo(workspace, {"src/lexer/a.py": "A = 1\n"})
     script = {
         "turns": [
             {
@@ -322,11 +324,12 @@ def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
             {"id": "src", "title": "S", "role": "executor", "touches": ["src"]},
         ],
     )
-    before = set(Path(tempfile.gettempdir()).glob("ax-task-*"))
     assert run_turn(parent, "go").text == "refused"
     events = events_of(parent)
     assert not [e for e in events if e["type"].startswith("task.")]
-    assert set(Path(tempfile.gettempdir()).glob("ax-task-*")) == before
+    # No checkpoint taken, no worktree made.
+    assert not of_type(events, "checkpoint.created")
+    assert not (parent.layout.project_dir / "worktrees").exists()
     assert "overlapping-touches" in _digest(parent)
     assert "nothing was spawned" in _digest(parent)
     # Refused before the policy's question: nobody was asked about a group that cannot run.
@@ -467,7 +470,7 @@ def test_a_plan_bound_executor_records_its_definition_and_its_capture(
     from ax_agent.plans.store import plan_state
     from ax_agent.tasks.fold import fold_tasks
 
-    (workspace / "a.txt").write_text("alpha\n")
+    make_repo(workspace, {"a.txt": "alpha\n"})
     script = {
         "turns": [
             {"tool_calls": [_delegate({"role": "executor", "task_id": "edit", "prompt": "go"})]},
@@ -495,7 +498,7 @@ def test_a_plan_bound_executor_records_its_definition_and_its_capture(
     view = fold_tasks(state.loaded.plan, events)["edit"]
     assert started["definitionSha256"] == view.definition_sha256
     assert (view.state, view.captured) == ("integrating", ["a.txt"])
-    # The executor wrote its own copy; the workspace waits for the apply.
+    # The executor wrote in its worktree; the workspace waits for the apply.
     assert (workspace / "a.txt").read_text() == "alpha\n"
     parent.end("done")
 

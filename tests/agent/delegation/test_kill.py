@@ -1,19 +1,18 @@
 """A real parent process mid-group: Ctrl+C cancels the group and ends its commands; a
 SIGKILL leaves the tasks interrupted on resume, and nothing is applied.
 
-The executor here works in the interim copy of ``delegation.isolation`` (a copy of
-the workspace in the temporary folder) until the worktree modules are merged.
+The executors work in real git worktrees of a local repository, under the state
+root; the resumed session's orphan sweep removes what the killed parent left, by
+the owner's pid and start time.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 from agenttest import call
 from axtest import CliRunner
+from checkpointgit import git, make_repo, needs_git
 
 from ax_agent.cli import main
 from ax_agent.tasks.fold import attempts
@@ -28,6 +28,7 @@ from ax_log import read_events
 from libcommon import jsonio
 from libcommon.paths import state_layout
 
+pytestmark = needs_git
 WAIT_S = 30.0
 
 
@@ -67,6 +68,7 @@ def _group(*tasks: dict[str, Any]) -> list[dict[str, Any]]:
 def test_ctrl_c_cancels_the_group_and_ends_a_childs_command(
     workspace: Path, tmp_path: Path, state_dir: Path
 ) -> None:
+    make_repo(workspace)
     script = _script(
         tmp_path / "s.json",
         _group({"role": "executor", "label": "slow", "prompt": "wait"}),
@@ -107,7 +109,7 @@ def _child_log(state_dir: Path, child: str) -> Path:
 def test_sigkill_mid_group_then_resume_leaves_the_tasks_interrupted_and_nothing_applied(
     workspace: Path, tmp_path: Path, state_dir: Path, run_cli: CliRunner
 ) -> None:
-    (workspace / "a.txt").write_text("alpha\n")
+    make_repo(workspace, {"a.txt": "alpha\n"})
     script = _script(
         tmp_path / "s.json",
         _group(
@@ -138,12 +140,26 @@ def test_sigkill_mid_group_then_resume_leaves_the_tasks_interrupted_and_nothing_
         if process.poll() is None:
             process.kill()
             process.wait()
+    group = next(e for e in events if e["type"] == "task.started")["group"]
+    folder = state_layout(workspace).project_dir / "worktrees" / f"{session}.{group}"
+    assert (folder / "edit" / "a.txt").read_text() == "changed\n"
+    # The resumed parent tries to apply the killed executor's work: it was never captured.
     again = tmp_path / "t.json"
-    again.write_text(json.dumps({"turns": [{"text": "resumed"}]}))
+    again.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {"tool_calls": [call("apply_task_changes", task="edit", files=["a.txt"])]},
+                    {"text": "resumed"},
+                ]
+            }
+        )
+    )
     result = run_cli(
         main,
         ["-C", str(workspace), "--provider", "script", "--script", str(again),
-         "--resume", session, "-p", "what happened?", "--trust-this-workspace"],
+         "--resume", session, "-p", "what happened?", "--trust-this-workspace",
+         "--dangerously-allow-all"],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     events = list(read_events(log, session))
@@ -153,9 +169,9 @@ def test_sigkill_mid_group_then_resume_leaves_the_tasks_interrupted_and_nothing_
     }
     assert not [e for e in events if e["type"] in ("task.applied", "file.mutated")]
     assert (workspace / "a.txt").read_text() == "alpha\n"
-    # The interim copy has no orphan sweep (the worktree modules bring it): the test
-    # removes what the killed parent left.
-    group = next(e for e in events if e["type"] == "task.started")["group"]
-    left = list(Path(tempfile.gettempdir()).glob(f"ax-task-{group}-*"))
-    assert len(left) == 1
-    shutil.rmtree(left[0])
+    # The sweep removed the dead parent's group by its owner's identity, git's entry too.
+    [swept] = [e for e in events if e["type"] == "worktrees.swept"]
+    assert swept["removed"] == [f"{session}.{group}"] and swept["failed"] == []
+    assert not folder.exists()
+    listed = git(workspace, "worktree", "list", "--porcelain")
+    assert listed.count("worktree ") == 1

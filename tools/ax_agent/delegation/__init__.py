@@ -4,6 +4,6 @@
 answers its questions), pinned against ax-policy's fact table when it loads;
 ``child`` starts a task's own session; ``forward`` carries an executor's
 questions to the parent's approver; ``group`` runs one delegate call's tasks
-side by side and supervises them; ``isolation`` is where an executor's
-worktree comes from.
+side by side and supervises them. An executor's worktree comes from
+``tasks.worktrees``, prepared, captured and released by the delegate tool.
 """

@@ -367,8 +367,12 @@ class _Group:
         else:
             member.crash = str(result)
         if member.role.kind == "mutating" and self.capture is not None:
-            # Partial work is evidence: the capture happens whatever the end.
-            self.capture(member.key)
+            # Partial work is evidence: the capture happens whatever the end. One that
+            # fails leaves the task without a capture (the fold makes it failed) and says so.
+            try:
+                self.capture(member.key)
+            except Exception as exc:
+                self._observe(member, "capture", f"its changes could not be captured: {exc}")
         if member.stop is not None:
             kind, reason, detail = member.stop
             end = self._task_event(member, kind, reason=reason, detail=detail)

@@ -8,19 +8,28 @@ an executor is a person's decision). Then the scheduler gate
 spawned: one refusal refuses it all, and nothing starts. Without a plan the
 gate lets the group through and the policy's question is the only consent.
 
-Executors each get their own worktree (``delegation.isolation``); read-only
-roles work in the workspace. The result is the group's digest: supervision's
-observations and each task's end first, then each task's report.
+Executors each get their own git worktree (``tasks.worktrees``): one
+``task-base`` checkpoint of the parent's working tree for the group, taken
+before anything is spawned, then a worktree per executor checked out from it
+under the state root. A group ``prepare_group`` refuses (not a git repository,
+a secret-named untracked file, end-of-line conversion) refuses the whole call
+and nothing starts. Each executor's capture is taken from the parent's thread
+when its child ends, whatever the end, and the worktrees are removed in a
+``finally``. Read-only roles work in the workspace. The result is the group's
+digest: supervision's observations and each task's end first, then each
+task's report.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ax_policy import ToolFacts
+from libcommon.errors import AxError
 
 from ..plans.validate import TASK_ID_MAX_CHARS, TASK_ID_PATTERN
 
@@ -29,6 +38,7 @@ if TYPE_CHECKING:
 
     from ..plans.store import PlanState
     from ..session import Session
+    from ..tasks.worktrees import GroupBase
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, error, guarded
 
@@ -131,10 +141,10 @@ def precheck(request: DelegateInput, session: Session) -> str | None:
 def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
     from libcommon import clock
 
-    from ..delegation import isolation
     from ..delegation.group import Member, run_group
     from ..delegation.roles import ROLES
     from ..plans.model import task_sha256
+    from ..tasks import worktrees
 
     session = ctx.session
     if session is None:
@@ -151,25 +161,33 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
     )
     group_id = clock.new_id("g")
     executors = [task.key for task in request.tasks if task.role == "executor"]
-    base = None
+    base: worktrees.GroupBase | None = None
     if executors:
-        # What killed parents left behind goes first, by their positive identity only.
-        isolation.sweep_orphans(ctx.layout)
-        base = isolation.prepare_group(ctx.layout, ctx.session_id, group_id, executors, ctx.environ)
+        try:
+            base = worktrees.prepare_group(
+                ctx.layout, ctx.session_id, group_id, executors, ctx.environ
+            )
+        except AxError as exc:
+            hint = f"\nhint: {exc.hint}" if exc.hint else ""
+            return error(
+                f"the group was refused, nothing was spawned: {exc.message}{hint}",
+                "refused: the executors' worktrees",
+            )
     try:
         members = []
         for task in request.tasks:
             bound = planned.get(task.task_id)
+            isolated = base is not None and task.role == "executor"
             members.append(
                 Member(
                     key=task.key,
                     role=ROLES[task.role],
-                    prompt=_prompt(task.prompt, bound),
-                    workspace=base.worktrees[task.key]
-                    if base is not None and task.key in base.worktrees
+                    prompt=_prompt(task.prompt, bound, executor=isolated),
+                    workspace=base.workspace(task.key)
+                    if base is not None and isolated
                     else ctx.workspace,
                     definition=task_sha256(bound) if bound is not None else None,
-                    base=base.base if base is not None and task.role == "executor" else None,
+                    base=base.commit if base is not None and isolated else None,
                 )
             )
         outcome = run_group(
@@ -178,29 +196,36 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
             members,
             ctx.abort,
             on_status=session.on_task_status,
-            capture=(lambda key: _capture(base, key)) if base is not None else None,
+            capture=_capturer(base, session) if base is not None else None,
         )
     finally:
         if base is not None:
-            isolation.release_group(base)
+            worktrees.release_group(base)
     failed = [key for key, how in outcome.ended.items() if not how.startswith("completed")]
     summary = f"group {group_id}: {len(members) - len(failed)} of {len(members)} completed"
     return ToolResult(content=outcome.digest(), is_error=bool(failed), summary=summary)
 
 
-def _capture(base: object, key: str) -> None:
-    from ..delegation import isolation
+def _capturer(base: GroupBase, session: Session) -> Callable[[str], None]:
+    """Capture a task's worktree into the parent's log (called on the parent's thread)."""
+    from ..tasks.worktrees import capture_task
 
-    assert isinstance(base, isolation.GroupBase)
-    isolation.capture_task(base, key)
+    def capture(key: str) -> None:
+        capture_task(base, key, lambda event: session.record(event))
+
+    return capture
 
 
-def _prompt(prompt: str, bound: object) -> str:
+def _prompt(prompt: str, bound: object, *, executor: bool) -> str:
     from ..plans.model import PlanTask
+    from ..tasks.worktrees import GITIGNORED_NOTE
 
+    lines = [prompt]
+    if executor:
+        lines += ["", GITIGNORED_NOTE]
     if not isinstance(bound, PlanTask):
-        return prompt
-    lines = [prompt, "", f"Plan task {bound.id}: {bound.title}"]
+        return "\n".join(lines)
+    lines += ["", f"Plan task {bound.id}: {bound.title}"]
     if bound.intent:
         lines.append(f"Intent: {bound.intent}")
     if bound.touches:
