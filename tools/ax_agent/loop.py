@@ -758,6 +758,7 @@ def _run_tool(
         environ=session.environ,
         touched=touched,
         model=session.model,
+        review=session.review,
     )
     try:
         return tool.run(value, context)

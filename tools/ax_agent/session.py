@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
+    from .tools.report_finding import ReviewChannel
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MAX_STEPS = 50
@@ -140,6 +141,8 @@ class Session:
     checkpoints_unavailable: str | None = None
     # Uncatalogued models this process has already said it runs on defaults for.
     models_noted: set[str] = field(default_factory=set)
+    # A delegated reviewer task's findings channel (the delegation engine sets it).
+    review: ReviewChannel | None = None
 
     @property
     def workspace(self) -> Path:

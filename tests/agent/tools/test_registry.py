@@ -30,6 +30,8 @@ NAMES = [
     "git_status",
     "git_checkpoint",
     "plan_write",
+    "report_finding",
+    "triage_finding",
 ]
 
 
@@ -37,7 +39,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "ax-agent-tools.md"
 COUNT_WORDS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-    "nineteen", "twenty",
+    "nineteen", "twenty", "twenty-one", "twenty-two", "twenty-three", "twenty-four",
 ]  # fmt: skip
 
 

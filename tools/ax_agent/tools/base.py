@@ -22,6 +22,7 @@ from libcommon.paths import StateLayout
 if TYPE_CHECKING:
     from ax_agent.providers.base import ImagePart, ToolSchema
     from ax_agent.seam import Seam
+    from ax_agent.tools.report_finding import ReviewChannel
     from ax_policy import Decision, ToolFacts
 
 
@@ -42,6 +43,8 @@ class ToolContext:
     touched: list[Path] = field(default_factory=list)
     # The model the call's result goes to (view_image asks the catalog whether it sees).
     model: str = ""
+    # A delegated reviewer task's findings channel (report_finding); None: not a reviewer.
+    review: ReviewChannel | None = None
 
     @property
     def workspace(self) -> Path:
