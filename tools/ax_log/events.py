@@ -870,10 +870,13 @@ class ModelUncatalogued(EventBody):
 @register
 class SessionAccepted(EventBody):
     """A person accepted the session's work (``/accept``); ``unfinished`` is what was
-    still open when they did (empty when nothing was)."""
+    still open when they did (empty when nothing was): the acceptance state's blockers,
+    ``complete`` whether there were none, ``caveats`` what stays visible anyway."""
 
     type: Literal["session.accepted"] = "session.accepted"
     unfinished: list[str] = Field(default_factory=list)
+    complete: bool | None = None
+    caveats: list[str] = Field(default_factory=list)
 
 
 @register
