@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ax_agent.plans.model import Plan, plan_sha256
-from ax_agent.tasks.review import UNVERIFIED, review_state, triage_problem
+from ax_agent.tasks.review import UNVERIFIED, review_state, round_refusal, triage_problem
 
 EXECUTOR_PLAN = Plan.model_validate(
     {
@@ -213,3 +213,13 @@ def test_model_text_in_findings_is_neutralised_when_shown() -> None:
     state = review_state(EXECUTOR_PLAN, applied() + reviewer_round("g-r1", [evil]))
     line = " ".join(state.blockers())
     assert "\n" not in line and ">>>" not in line and "UNVERIFIED MODEL CLAIM" not in line
+
+
+def test_a_third_reviewer_group_is_refused_at_the_spawn_and_the_inspector_spends_none() -> None:
+    events = applied() + reviewer_round("g-r1", [])
+    assert round_refusal(EXECUTOR_PLAN, events) is None
+    events += reviewer_round("g-i", [], task="inspect", role="inspector")
+    assert round_refusal(EXECUTOR_PLAN, events) is None
+    events += reviewer_round("g-r2", [])
+    refusal = round_refusal(EXECUTOR_PLAN, events)
+    assert refusal is not None and "a person decides" in refusal

@@ -247,6 +247,19 @@ def review_state(plan: Plan | None, events: Iterable[Mapping[str, Any]]) -> Revi
     )
 
 
+def round_refusal(plan: Plan | None, events: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why a new group of reviewer tasks may not be spawned (the delegation's half of the
+    round cap), or None. The spawn is refused with the same exits the blocker names."""
+    spent = len(review_state(plan, events).rounds)
+    if spent < REVIEW_ROUNDS_MAX:
+        return None
+    return (
+        f"the {REVIEW_ROUNDS_MAX} review rounds are spent; a person decides: waive review in "
+        f"the plan with a reason and approve it ({APPROVE_COMMAND}), or accept with the "
+        "review blocker on record"
+    )
+
+
 def _finding(
     event: Mapping[str, Any],
     position: int,
