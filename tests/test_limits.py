@@ -508,7 +508,7 @@ def test_agent_repo_map_limits() -> None:
 
 
 def test_agent_terminal_limits() -> None:
-    from ax_agent import unfinished
+    from ax_agent import acceptance
     from ax_agent.terminal import approve, commands, keys, prompt, render, repl, status
 
     assert render.FOLD_HEAD_LINES == 8
@@ -524,7 +524,7 @@ def test_agent_terminal_limits() -> None:
     assert prompt.HISTORY_ENTRY_MAX_CHARS == 16_384
     assert commands.TRAIL_DEFAULT_ROWS == 20
     assert commands.EXPAND_MAX_PAGES == 50
-    assert unfinished.UNFINISHED_MAX_PATHS == 5
+    assert acceptance.UNFINISHED_MAX_PATHS == 5
 
 
 def test_agent_context_limits() -> None:

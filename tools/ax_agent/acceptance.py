@@ -37,8 +37,11 @@ from .recovery.ledger import repair_ledger
 from .tasks.fold import fold_tasks
 from .tasks.review import review_state
 from .tasks.verify import Ledger, check_runs, verify_task
-from .unfinished import UNFINISHED_MAX_PATHS, last_turn_problem
 
+# A turn ended with the model's answer (anything else left the work unfinished).
+FINISHED_REASONS = frozenset({"end_turn", "stop_sequence"})
+# Changed files named in the unchecked-files blocker before "and N more".
+UNFINISHED_MAX_PATHS = 5
 # Event type prefixes that record web research consulted.
 RESEARCH_PREFIXES = ("research.", "web.")
 _DONE = frozenset({"completed", "parent-owned"})
@@ -109,6 +112,19 @@ def acceptance_state(
             f"web research was consulted ({research} event(s)): outside text informed it"
         )
     return Acceptance(tuple(blockers), tuple(caveats))
+
+
+def last_turn_problem(events: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why the last turn did not end with the model's answer, or None."""
+    last = None
+    for record in events:
+        if record.get("type") in ("turn.completed", "turn.aborted"):
+            last = record
+    if last is not None and last.get("type") == "turn.aborted":
+        return f"the last turn was interrupted ({last.get('phase')})"
+    if last is not None and last.get("stopReason") not in FINISHED_REASONS:
+        return f"the last turn did not finish ({last.get('stopReason')})"
+    return None
 
 
 def _plan(
