@@ -93,7 +93,7 @@ def acceptance_state(
     blockers += review.blockers()
     caveats += review.caveats()
     caveats += [f"advisory (inspector): {finding.text()}" for finding in review.advisory]
-    repairs = repair_ledger(events)
+    repairs = repair_ledger(events, ledger)
     blockers += repairs.blockers()
     caveats += repairs.caveats()
     unchecked = unchecked_files(events, ledger)
@@ -134,7 +134,7 @@ def _plan(
     blockers: list[str],
     caveats: list[str],
 ) -> None:
-    for view in fold_tasks(plan, events).values():
+    for view in fold_tasks(plan, events, ledger).values():
         if view.state not in _DONE:
             blockers.append(f"task {view.id} is {view.state}")
         if view.verification is not None:
@@ -174,16 +174,19 @@ def unchecked_files(events: Sequence[Mapping[str, Any]], ledger: Ledger | None =
                 changed.pop(path, None)
                 changed[path] = position
     passes = [r for r in ledger.runs if r.verdict == "passed" and r.started is not None]
-    unchecked = []
-    for path, at in changed.items():
-        if not any(
-            run.started is not None
-            and run.started > at
-            and (run.kind != "test-targeted" or any(overlaps(item, path) for item in run.scope))
-            for run in passes
-        ):
-            unchecked.append(path)
-    return unchecked
+    # A whole-project pass checks every file changed before its start: one number suffices,
+    # so a long session's many files and runs stay linear; targeted passes check their scope.
+    whole = max((r.started or 0 for r in passes if r.kind != "test-targeted"), default=0)
+    targeted = [r for r in passes if r.kind == "test-targeted"]
+    return [
+        path
+        for path, at in changed.items()
+        if at >= whole
+        and not any(
+            (run.started or 0) > at and any(overlaps(item, path) for item in run.scope)
+            for run in targeted
+        )
+    ]
 
 
 def session_acceptance(layout: StateLayout, session_id: str) -> Acceptance:
