@@ -189,3 +189,26 @@ def test_off_a_terminal_nothing_is_asked(tmp_path: Path) -> None:
     Terminal(StartOptions(workspace=workspace), environment)._consent(session, at_quit=True)
     assert events_of(session) == before and stdin.read() == "y\n"
     assert "Accept it?" not in stderr.getvalue()
+
+
+def test_a_delivered_plan_is_offered_acceptance_at_the_turn_boundary(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    plan = {"goal": "Note it", "tasks": [{"id": "note", "title": "Write", "role": "parent"}]}
+    write = call("write_file", path="notes.txt", content="hello\n")
+    turns = [
+        {"tool_calls": [call("plan_write", **plan)]},
+        {"text": "planned"},
+        {"tool_calls": [write]},
+        {"text": "wrote it"},
+    ]
+    session = _session(workspace, tmp_path / "d.json", turns)
+    commands.run_line(_context(session), "/plan approve")
+    run_turn(session, "do it")
+    unchecked = offer(session.layout, session.id, events_of(session), at_quit=False)
+    assert unchecked is None  # not clean yet: the change is unchecked
+    session.record({"type": "check.started", **CHECK},
+                   {"type": "check.completed", **CHECK, **ENDED, "verdict": "passed",
+                    "exitCode": 0})  # fmt: skip
+    found = offer(session.layout, session.id, events_of(session), at_quit=False)
+    assert found is not None and found.kind == "accept"
