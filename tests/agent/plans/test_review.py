@@ -223,3 +223,11 @@ def test_a_third_reviewer_group_is_refused_at_the_spawn_and_the_inspector_spends
     events += reviewer_round("g-r2", [])
     refusal = round_refusal(EXECUTOR_PLAN, events)
     assert refusal is not None and "a person decides" in refusal
+
+
+def test_lost_evidence_blocks_even_where_review_is_not_required() -> None:
+    round_ = [e for e in reviewer_round("g-r1", []) if e["type"] != "review.captured"]
+    state = review_state(PARENT_PLAN, [{"type": "file.mutated", "path": "x"}, *round_])
+    assert not state.required
+    [lost] = state.blockers()
+    assert lost == "review round 1: reviewer look ended with no capture: its evidence is lost"

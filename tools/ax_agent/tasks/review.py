@@ -60,6 +60,7 @@ TRIAGE_ACTIONS = ("verify", "refute", "accept", "address")
 # What "addressed" can point at: a change to the workspace.
 WORK_EVENTS = frozenset({"file.mutated", "undo.applied", "task.applied"})
 _ENDS = frozenset({"task.completed", "task.failed", "task.cancelled"})
+_LOST = "evidence is lost"
 _MARKERS = delimiters.phrase_pattern([UNVERIFIED, "harness note", "review finding"])
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
@@ -344,11 +345,11 @@ def _rounds(attempts: list[_Attempt], work: list[int], applies: list[int]) -> li
             problems.append(f"only {REVIEW_ROUNDS_MAX} review rounds can count")
         for a in members:
             if a.lost:
-                problems.append(f"reviewer {a.task_id}: its evidence is lost: {a.lost}")
+                problems.append(f"reviewer {a.task_id}: its {_LOST}: {a.lost}")
             elif a.end is None:
                 problems.append(f"reviewer {a.task_id} is still running")
             elif a.captured is None:
-                problems.append(f"reviewer {a.task_id} ended with no capture: its evidence is lost")
+                problems.append(f"reviewer {a.task_id} ended with no capture: its {_LOST}")
             elif a.end != "task.completed":
                 problems.append(f"reviewer {a.task_id} did not complete ({a.end})")
         if not any(at < start for at in work):
@@ -382,10 +383,16 @@ def _verdict(
                 "review: the plan waives review, but no person approved that plan with a "
                 f"reason ({APPROVE_COMMAND} once it names one)"
             )
+    # Lost evidence blocks whether or not review is required: the findings it held are
+    # unknown, and findings never expire.
+    for r in rounds:
+        blockers += [f"review round {r.number}: {p}" for p in r.problems if _LOST in p]
     qualifying = [r for r in rounds if r.qualifies]
     if required and not qualifying:
         for r in rounds:
-            blockers.append(f"review round {r.number} does not count: {'; '.join(r.problems)}")
+            problems = [p for p in r.problems if _LOST not in p]
+            if problems:
+                blockers.append(f"review round {r.number} does not count: {'; '.join(problems)}")
         if len(rounds) >= REVIEW_ROUNDS_MAX:
             blockers.append(
                 f"review required, and its {REVIEW_ROUNDS_MAX} rounds are spent with none "
