@@ -508,7 +508,7 @@ def test_agent_repo_map_limits() -> None:
 
 
 def test_agent_terminal_limits() -> None:
-    from ax_agent import unfinished
+    from ax_agent import acceptance
     from ax_agent.terminal import approve, commands, keys, prompt, render, repl, status
 
     assert render.FOLD_HEAD_LINES == 8
@@ -524,7 +524,7 @@ def test_agent_terminal_limits() -> None:
     assert prompt.HISTORY_ENTRY_MAX_CHARS == 16_384
     assert commands.TRAIL_DEFAULT_ROWS == 20
     assert commands.EXPAND_MAX_PAGES == 50
-    assert unfinished.UNFINISHED_MAX_PATHS == 5
+    assert acceptance.UNFINISHED_MAX_PATHS == 5
 
 
 def test_agent_context_limits() -> None:
@@ -897,3 +897,18 @@ def test_agent_view_image_limits() -> None:
     assert view_image.VIEW_IMAGE_MAX_BYTES == 5 * 1024 * 1024
     assert view_image.MAGIC_BYTES == 12
     assert tokens.IMAGE_TOKENS == 1_600
+
+
+def test_agent_review_ledger_limits() -> None:
+    from ax_agent.tasks import review
+    from ax_agent.tools import report_finding, triage_finding
+
+    assert report_finding.FINDINGS_MAX == 50
+    assert report_finding.FINDING_TITLE_MAX_CHARS == 200
+    assert report_finding.FINDING_DETAIL_MAX_CHARS == 2_000
+    assert report_finding.FINDING_PATH_MAX_CHARS == 400
+    assert triage_finding.TRIAGE_REASON_MAX_CHARS == 1_000
+    assert triage_finding.TRIAGE_REFS_MAX == 20
+    assert triage_finding.CANDIDATE_REFS_SHOWN == 10
+    assert review.REVIEW_ROUNDS_MAX == 2
+    assert review.FINDING_SHOWN_MAX_CHARS == 300

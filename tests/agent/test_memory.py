@@ -299,7 +299,7 @@ def test_a_clean_end_writes_the_models_account_and_the_logs_evidence(
     assert "### Next steps (model-written)\n\nAdd tests." in journal
     evidence = journal.split("### Evidence (from the event log)", 1)[1]
     assert "`notes.txt` (created): UNCHECKED" in evidence
-    assert "files changed and no check ran: notes.txt" in evidence
+    assert "files changed with no passing check started after the change: notes.txt" in evidence
     assert f"`ax-agent --resume {sid}`" in evidence
     events = _events(layout, sid)
     kinds = types(events)

@@ -165,6 +165,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
     "worktree.removed": {"group": "g1", "taskId": "parse", "path": "/s/wt/parse", "ok": True},
     "worktrees.swept": {},
+    "review.finding": {
+        "group": "g2",
+        "taskId": "look",
+        "number": 1,
+        "severity": "high",
+        "path": "src/a.py",
+        "title": "drops the error",
+    },
+    "review.captured": {"group": "g2", "taskId": "look", "findings": 1},
+    "review.triaged": {"finding": "g2/look/1", "action": "refute", "reason": "checked upstream"},
     "checkpoint.created": {
         "ref": "refs/ax/checkpoints/s1/1",
         "n": 1,

@@ -207,6 +207,7 @@ def test_the_registry_renders_every_section_in_order() -> None:
         "tasks",
         "previews",
         "custom",
+        "acceptance",
         "problems",
     ]
     document, _ = build_report([started(1)])
@@ -350,3 +351,17 @@ def test_checkpoints_created_restored_skipped_and_pruned_are_listed() -> None:
     assert "## Checkpoints (4)" in markdown
     assert "1 file(s) written, 1 removed (one undo: call restore-1)" in markdown
     assert "refused `b.txt`" in markdown and "1 path(s) left out" in markdown
+
+
+def test_acceptance_shows_the_recorded_state_or_the_one_ax_agent_computed() -> None:
+    accepted = {"type": "session.accepted", "seq": 2, "unfinished": ["task a is queued"],
+                "complete": False, "caveats": ["repair 1. DISMISSED"]}  # fmt: skip
+    document, markdown = build_report([started(1), accepted], only=["acceptance"])
+    assert document["acceptance"]["source"] == "accepted"
+    assert "As `/accept` recorded it (seq 2)" in markdown
+    assert "- **NOT COMPLETE (1)**" in markdown and "- blocker: task a is queued" in markdown
+    assert "- caveat: repair 1. DISMISSED" in markdown
+    live = {"complete": True, "blockers": [], "caveats": []}
+    document, markdown = build_report([started(1), accepted], acceptance=live)
+    assert document["acceptance"] == {"source": "live", **live}
+    assert "- **COMPLETE**" in markdown and "blocker" not in markdown.split("## Acceptance")[1]

@@ -768,6 +768,7 @@ def _run_tool(
         touched=touched,
         model=session.model,
         session=session,
+        review=session.review,
     )
     try:
         return tool.run(value, context)

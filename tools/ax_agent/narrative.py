@@ -6,7 +6,7 @@ input (Ctrl+D) and Ctrl+C twice at the prompt. A crash or a kill never gets
 here, so nothing is written for that life; the session's next clean end
 (after ``--resume``) writes the entry, for the whole session. ``/accept``
 ends nothing and writes nothing: the entry written at the end carries the
-same unfinished list it shows.
+same acceptance state it shows.
 
 **Real work.** The journal is written only when the log shows, since the
 session's last ``memory.narrative`` (or its start), a file changed
@@ -28,10 +28,10 @@ person asked it to stop, so the skeleton is written at once.
 
 **The entry.** Its Evidence is ax-report's JSON document over the session's
 whole log, read by ax-slate's ``evidence_from_report``; its Handoff names the
-unfinished work (``ax_agent.unfinished``). ax-slate re-reads the journal from
-disk under its lock just before writing and replaces the session's entry by
-id, so two sessions ending at once both land and a resumed session's entry is
-replaced, not doubled.
+acceptance state (``ax_agent.acceptance``: its blockers, then its caveats).
+ax-slate re-reads the journal from disk under its lock just before writing and
+replaces the session's entry by id, so two sessions ending at once both land
+and a resumed session's entry is replaced, not doubled.
 
 **The record.** One ``memory.narrative`` event (the documents written, each
 with its bytes and sha256, why the narrative is unavailable, what could not be
@@ -213,8 +213,8 @@ def write_memory(
     from ax_report import build_report, session_events
     from ax_slate import evidence_from_report
 
+    from .acceptance import session_acceptance
     from .memory import codebase_digests
-    from .unfinished import unfinished_in
 
     events = list(session_events(session.layout, session.id))
     records = [event for event in events if isinstance(event, dict)]
@@ -229,7 +229,9 @@ def write_memory(
         account = ask_for_account(session, abort, digests)
     written = Written(account)
     document, _ = build_report(events)
-    _write_journal(session, written, evidence_from_report(document), unfinished_in(records))
+    state = session_acceptance(session.layout, session.id)
+    handoff = [*state.blockers, *(f"caveat: {item}" for item in state.caveats)]
+    _write_journal(session, written, evidence_from_report(document), handoff)
     if account.codebase is not None and digests is not None:
         _write_codebase(session, written, account.codebase, digests)
     session.record(written.event())

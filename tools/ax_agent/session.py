@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
+    from .tools.report_finding import ReviewChannel
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MAX_STEPS = 50
@@ -146,6 +147,8 @@ class Session:
     # Delegated tasks (issue 21): shown one line per running task (the terminal's status);
     # an empty list when none runs any more.
     on_task_status: Callable[[list[str]], None] | None = None
+    # A delegated reviewer task's findings channel (the delegation engine sets it).
+    review: ReviewChannel | None = None
 
     @property
     def workspace(self) -> Path:

@@ -809,6 +809,51 @@ class TaskDiscarded(_TaskEvent):
     reason: str
 
 
+# --- the review ledger (ax-agent, issue 22) ------------------------------------
+
+Severity = Literal["critical", "high", "medium", "low"]
+
+
+@register
+class ReviewFinding(_TaskEvent):
+    """One finding a reviewer task reported (``report_finding``), recorded in the
+    parent's log at the task's end, in the order reported: ``number`` counts from 1
+    per task. ``advisory``: the inspector's channel, which blocks nothing."""
+
+    type: Literal["review.finding"] = "review.finding"
+    number: Annotated[int, Field(ge=1)]
+    severity: Severity
+    path: str
+    line: Annotated[int, Field(ge=1)] | None = None
+    title: Annotated[str, Field(min_length=1)]
+    detail: str = ""
+    advisory: bool = False
+
+
+@register
+class ReviewCaptured(_TaskEvent):
+    """A reviewer task's findings, captured at its end whatever its status: ``findings``
+    is how many (0: a recorded clean review)."""
+
+    type: Literal["review.captured"] = "review.captured"
+    findings: Annotated[int, Field(ge=0)]
+    advisory: bool = False
+
+
+@register
+class ReviewTriaged(EventBody):
+    """The parent's judgment of finding ``finding`` (``group/taskId/number``,
+    ``triage_finding``): ``verify`` keeps it blocking, ``refute`` clears it as an
+    unverified model claim, ``accept`` (medium and low only) and ``address`` (``refs``:
+    the seq of later events that fixed it) clear it. The fold re-derives every rule."""
+
+    type: Literal["review.triaged"] = "review.triaged"
+    finding: Annotated[str, Field(min_length=1)]
+    action: Literal["verify", "refute", "accept", "address"]
+    reason: Annotated[str, Field(min_length=1)]
+    refs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+
+
 # --- open extension and the log's own records --------------------------------
 
 
@@ -867,10 +912,13 @@ class ModelUncatalogued(EventBody):
 @register
 class SessionAccepted(EventBody):
     """A person accepted the session's work (``/accept``); ``unfinished`` is what was
-    still open when they did (empty when nothing was)."""
+    still open when they did (empty when nothing was): the acceptance state's blockers,
+    ``complete`` whether there were none, ``caveats`` what stays visible anyway."""
 
     type: Literal["session.accepted"] = "session.accepted"
     unfinished: list[str] = Field(default_factory=list)
+    complete: bool | None = None
+    caveats: list[str] = Field(default_factory=list)
 
 
 @register

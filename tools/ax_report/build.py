@@ -8,12 +8,13 @@ had, not its length.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ax_report.context import Context
 from ax_report.intake import Event, InvalidLine, event_problem
 from ax_report.sections import SECTIONS, Section
+from ax_report.sections import Acceptance as AcceptanceSection
 from libcommon import jsonio
 from libcommon.errors import UsageError
 
@@ -105,15 +106,22 @@ def _where(item: Any) -> str:
 
 
 def build_report(
-    events: Iterable[Any], only: Sequence[str] | None = None
+    events: Iterable[Any],
+    only: Sequence[str] | None = None,
+    acceptance: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The report over ``events`` as (JSON document, Markdown).
 
     ``events`` holds event dicts, and InvalidLine items for input lines that
-    were not JSON; ``only`` names the sections to render (all by default).
+    were not JSON; ``only`` names the sections to render (all by default);
+    ``acceptance`` is the session's acceptance state as ax-agent computed it
+    (``complete``, ``blockers``, ``caveats``), shown instead of the recorded one.
     """
     sections = _instantiate(only)
     ctx = fold(events, sections)
+    for section in sections:
+        if isinstance(section, AcceptanceSection) and acceptance is not None:
+            section.live = dict(acceptance)
     chosen = [section for section in sections if not only or section.name in only]
     document: dict[str, Any] = {
         "format": REPORT_FORMAT,

@@ -1011,6 +1011,55 @@ class Custom(Section):
         return lines + _none(body)
 
 
+# --- acceptance --------------------------------------------------------------
+
+
+class Acceptance(Section):
+    """The acceptance state: COMPLETE, or its blockers, and its caveats.
+
+    ax-agent computes it (one function, ``ax_agent.acceptance``, from the plan and
+    the same folds as the gates) and passes it in (``build_report(acceptance=…)``)
+    for ``/report`` and the journal; alone, the report cannot read a plan, so it
+    shows the state the newest ``/accept`` recorded, and says so.
+    """
+
+    name = "acceptance"
+    title = "Acceptance"
+    handles = ("session.accepted",)
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, Any] | None = None
+        self.live: dict[str, Any] | None = None
+
+    def consume(self, event: Event, ctx: Context) -> None:
+        unfinished = [str(item) for item in event.get("unfinished") or []]
+        self.recorded = {
+            "source": "accepted",
+            "seq": ctx.event_seq,
+            "complete": not unfinished,
+            "blockers": unfinished,
+            "caveats": [str(item) for item in event.get("caveats") or []],
+        }
+
+    def to_json(self, ctx: Context) -> Any:
+        if self.live is not None:
+            return {"source": "live", **self.live}
+        return self.recorded
+
+    def to_markdown(self, ctx: Context) -> list[str]:
+        state = self.to_json(ctx)
+        lines = [f"## {self.title}", ""]
+        if state is None:
+            return [*lines, "Not accepted: `/accept` records the acceptance state."]
+        if state["source"] == "accepted":
+            lines += [f"As `/accept` recorded it (seq {state['seq']}):", ""]
+        verdict = "COMPLETE" if state["complete"] else f"NOT COMPLETE ({len(state['blockers'])})"
+        lines.append(f"- **{verdict}**")
+        lines += [f"- blocker: {shown(item)}" for item in state["blockers"]]
+        lines += [f"- caveat: {shown(item)}" for item in state["caveats"]]
+        return lines
+
+
 # --- input problems ----------------------------------------------------------
 
 
@@ -1059,5 +1108,6 @@ SECTIONS: list[type[Section]] = [
     Tasks,
     Previews,
     Custom,
+    Acceptance,
     Problems,
 ]

@@ -33,6 +33,10 @@ def test_a_person_reads_and_approves_the_plan_the_model_wrote(
     term.prompt()
     term.line("plan it")
     term.expect("Planned.")
+    # The contextual question, after the turn: declining records nothing, and it is not
+    # asked again for the same plan.
+    term.expect("awaits your approval. Approve it?")
+    term.line("n")
     term.prompt()
     term.line("/plan")
     term.expect("Status: draft, not approved")
@@ -47,11 +51,16 @@ def test_a_person_reads_and_approves_the_plan_the_model_wrote(
         "review it with /plan, then /plan approve."
     )
     term.expect("Widened.")
+    # The amendment invalidated the approval: asked once; yes runs /plan approve itself.
+    term.expect("An amendment ended the plan's approval")
+    term.line("y")
+    term.expect("Approved the plan (sha256 ")
     term.prompt()
     term.line("/quit")
     assert term.wait() == 0
     events = session_events(state_dir)
-    [approved] = [e for e in events if e["type"] == "plan.approved"]
+    approved = [e for e in events if e["type"] == "plan.approved"]
     written = [e for e in events if e["type"] == "plan.written"]
-    assert approved["sha256"] == written[0]["sha256"] != written[1]["sha256"]
-    assert approved["approver"] == "terminal"
+    assert [e["sha256"] for e in approved] == [e["sha256"] for e in written]
+    assert written[0]["sha256"] != written[1]["sha256"]
+    assert {e["approver"] for e in approved} == {"terminal"}

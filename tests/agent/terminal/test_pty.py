@@ -268,7 +268,7 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
         ("/model other-model", "now script, model other-model"),
         ("/provider", "provider script, model other-model"),
         ("/provider script", "now script, model"),
-        ("/accept", "Accepted, with this still unfinished:"),
+        ("/accept", "Accepted, with these blockers still open:"),
         ("/undo", "notes.txt"),
     ]:
         term.line(line)
@@ -296,7 +296,11 @@ def test_every_slash_command(agent: Start, workspace: Path, state_dir: Path) -> 
         ("other-model", "scripted"),
     ]
     accepted = _of(events, "session.accepted")
-    assert accepted and "files changed and no check ran: notes.txt" in accepted[0]["unfinished"]
+    assert (
+        accepted
+        and "files changed with no passing check started after the change: notes.txt"
+        in accepted[0]["unfinished"]
+    )
     # Nothing typed after a slash reached the model: the only user messages are the two turns.
     assert [e["content"] for e in _of(events, "user.message")] == ["write a file"]
     ids = {e["session"] for e in _of(events, "session.started")}

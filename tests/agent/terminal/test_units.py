@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ax_agent.acceptance import session_acceptance
 from ax_agent.approvals import ApprovalRequest
 from ax_agent.providers import Usage
 from ax_agent.terminal import commands, render, status
@@ -25,7 +26,6 @@ from ax_agent.terminal.prompt import HISTORY_MAX_ENTRIES, History
 from ax_agent.terminal.render import FOLD_HEAD_LINES, FOLD_MIN_HIDDEN, FOLD_TAIL_LINES, Renderer
 from ax_agent.terminal.screen import Screen
 from ax_agent.terminal.status import StatusLine
-from ax_agent.unfinished import unfinished_work
 from libcommon.errors import UsageError
 
 
@@ -456,23 +456,16 @@ def test_help_lists_every_command_from_the_table() -> None:
     assert commands.run_line(context, "/clear") == "clear"
 
 
-def test_unfinished_work_is_read_from_the_log(workspace: Path) -> None:
+def test_acceptance_is_read_from_the_stored_log(workspace: Path) -> None:
     from ax_log import append_events
     from libcommon.paths import state_layout
 
     layout = state_layout(workspace)
     sid = "s-unfinished"
-    check = {
-        "kind": "test",
-        "project": ".",
-        "scope": ".",
-        "recipeId": "pytest",
-        "exitCode": 1,
-        "termination": "exited",
-        "reason": None,
-    }
+    check = {"kind": "test", "project": ".", "scope": ".", "recipeId": "pytest"}
+    ended = {"exitCode": 1, "termination": "exited", "reason": None}
     append_events(layout, sid, [{"type": "session.started", "workspace": str(workspace)}])
-    assert unfinished_work(layout, sid) == []
+    assert session_acceptance(layout, sid).complete
     append_events(
         layout,
         sid,
@@ -481,26 +474,29 @@ def test_unfinished_work_is_read_from_the_log(workspace: Path) -> None:
             {"type": "turn.aborted", "phase": "tool", "steps": 1},
         ],
     )
-    assert unfinished_work(layout, sid) == [
+    assert session_acceptance(layout, sid).blockers == (
         "the last turn was interrupted (tool)",
-        "files changed and no check ran: a.py",
-    ]
+        "files changed with no passing check started after the change: a.py",
+    )
     append_events(
         layout,
         sid,
         [
-            {"type": "check.completed", **check, "verdict": "failed"},
+            {"type": "check.started", **check},
+            {"type": "check.completed", **check, **ended, "verdict": "failed"},
             {"type": "turn.completed", "stopReason": "end_turn", "steps": 2},
         ],
     )
-    assert unfinished_work(layout, sid) == [
-        "the last test check did not pass (failed)",
-        "files changed since the last passing check: a.py",
-    ]
-    append_events(
-        layout, sid, [{"type": "check.completed", **check, "verdict": "passed", "exitCode": 0}]
-    )
-    assert unfinished_work(layout, sid) == []
+    blockers = session_acceptance(layout, sid).blockers
+    assert blockers[0].startswith("repair 1. ") and "test in unit . passing again" in blockers[0]
+    assert blockers[1].endswith("after the change: a.py")
+    # A lone pass (no start) proves nothing: still unchecked, and said as a caveat.
+    forged = {"type": "check.completed", **check, **ended, "verdict": "passed", "exitCode": 0}
+    append_events(layout, sid, [forged])
+    state = session_acceptance(layout, sid)
+    assert not state.complete and "no check.started before it" in state.caveats[0]
+    append_events(layout, sid, [{"type": "check.started", **check}, forged])
+    assert session_acceptance(layout, sid).complete
 
 
 def test_cost_is_stated_only_where_the_price_is_known() -> None:

@@ -32,6 +32,8 @@ NAMES = [
     "plan_write",
     "delegate_task",
     "apply_task_changes",
+    "report_finding",
+    "triage_finding",
 ]
 
 

@@ -51,6 +51,8 @@ class Harness:
     state_dir: Path
     sandbox: SandboxStatus = field(default_factory=SandboxStatus)
     environ: dict[str, str] = field(default_factory=dict)
+    # A reviewer task's findings channel (report_finding), when the test plays one.
+    review: Any = None
 
     def __post_init__(self) -> None:
         self.layout = state_layout(self.workspace)
@@ -84,6 +86,7 @@ class Harness:
             decision=decision or self.decide(tool, tool_input),
             abort=abort or threading.Event(),
             environ=self.environ,
+            review=self.review,
         )
         result = tool.run(tool_input, ctx)
         assert result.summary and "\n" not in result.summary

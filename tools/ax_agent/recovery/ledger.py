@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..tasks.verify import CAPABILITY_REASONS, Run, check_runs
+from ..tasks.verify import CAPABILITY_REASONS, Ledger, Run, check_runs
 from .catalogue import FAILED_KIND
 from .classify import Diagnosis, classify_check, classify_event
 
@@ -134,10 +134,13 @@ def dismissal_problem(ledger: RepairLedger, number: int) -> str | None:
     return None
 
 
-def repair_ledger(events: Iterable[Mapping[str, Any]]) -> RepairLedger:
-    """Every classified failure of the session and its derived outcome (module docstring)."""
+def repair_ledger(
+    events: Iterable[Mapping[str, Any]], ledger: Ledger | None = None
+) -> RepairLedger:
+    """Every classified failure of the session and its derived outcome (module docstring);
+    ``ledger``: the events' ``check_runs``, when the caller has it already."""
     events = list(events)
-    runs = check_runs(events).runs
+    runs = (ledger or check_runs(events)).runs
     found: list[tuple[int, Diagnosis, Run | None]] = []
     for run in runs:
         diagnosis = classify_check(run.event)

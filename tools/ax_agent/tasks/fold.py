@@ -212,10 +212,13 @@ def dependency_unmet(view: TaskView) -> str | None:
     return None
 
 
-def fold_tasks(plan: Plan, events: Iterable[Mapping[str, Any]]) -> dict[str, TaskView]:
-    """Each plan task's state (see the module docstring), in plan order."""
+def fold_tasks(
+    plan: Plan, events: Iterable[Mapping[str, Any]], ledger: Ledger | None = None
+) -> dict[str, TaskView]:
+    """Each plan task's state (see the module docstring), in plan order; ``ledger``: the
+    events' ``check_runs``, when the caller has it already."""
     events = list(events)
-    ledger = check_runs(events)
+    ledger = ledger or check_runs(events)
     parent_at = parent_anchor(events)
     by_task: dict[str, list[Attempt]] = {}
     for attempt in attempts(events):

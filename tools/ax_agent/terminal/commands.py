@@ -194,10 +194,15 @@ def _diff(context: Context, args: list[str]) -> Action:
 def _report(context: Context, args: list[str]) -> Action:
     from ax_report import build_report, session_events
 
+    from ..acceptance import session_acceptance
+
     if len(args) > 1:
         raise UsageError("/report takes at most one section name")
     session = context.session
-    _, markdown = build_report(session_events(session.layout, session.id), only=args or None)
+
+    state = session_acceptance(session.layout, session.id).as_json()
+    events = session_events(session.layout, session.id)
+    _, markdown = build_report(events, only=args or None, acceptance=state)
     _say(context, markdown)
     return None
 
@@ -374,19 +379,26 @@ def _provider(context: Context, args: list[str]) -> Action:
 
 
 def _accept(context: Context, args: list[str]) -> Action:
-    from ..unfinished import unfinished_work
-
     _no_args(args, "/accept")
-    session = context.session
-    unfinished = unfinished_work(session.layout, session.id)
-    session.record({"type": "session.accepted", "unfinished": unfinished})
-    if unfinished:
-        _say(context, "Accepted, with this still unfinished:")
-        for item in unfinished:
-            _say(context, f"  - {item}")
-    else:
-        _say(context, "Accepted: nothing is left unfinished.")
+    accept(context)
     return None
+
+
+def accept(context: Context) -> None:
+    """``/accept``'s body (the contextual question at /quit calls this very function)."""
+    from ..acceptance import accepted_event, session_acceptance
+
+    session = context.session
+    state = session_acceptance(session.layout, session.id)
+    session.record(accepted_event(state))
+    if state.complete:
+        _say(context, "Accepted: COMPLETE, nothing blocks it.")
+    else:
+        _say(context, "Accepted, with these blockers still open:")
+        for item in state.blockers:
+            _say(context, f"  - {item}")
+    for item in state.caveats:
+        _say(context, f"  caveat: {item}")
 
 
 def _expand(context: Context, args: list[str]) -> Action:

@@ -93,6 +93,8 @@ class Terminal:
         )
         options.on_text = self.renderer.on_text
         options.on_output = self.renderer.on_output
+        # Contextual questions the person declined (in memory only: nothing is recorded).
+        self.declined: set[str] = set()
 
     def _keys(self) -> KeySource | None:
         fd = self.fd
@@ -159,6 +161,7 @@ class Terminal:
                         continue
                     if action == "quit":
                         reason = "quit"
+                        self._consent(session, at_quit=True)
                         break
                     if action == "clear":
                         self._end(session, "cleared", clean=True)
@@ -171,6 +174,8 @@ class Terminal:
                     self.screen.line(self.screen.style(f"ax-agent: {routed}", "red"))
                     continue
                 self._turn(session, line if routed is None else routed.turn_text())
+                # After the turn's finally (it ran inside _turn), never inside it.
+                self._consent(session, at_quit=False)
             clean = True
         finally:
             reader.history.save()
@@ -181,6 +186,25 @@ class Terminal:
         return commands.Context(
             session, self.options, self.screen, self.renderer, self.menu.confirm
         )
+
+    def _consent(self, session: Session, *, at_quit: bool) -> None:
+        """At most one contextual question (``consent``), on a terminal only."""
+        from ax_log import read_events
+
+        from .consent import ask, offer
+
+        if self.fd is None:
+            return
+        events = list(read_events(session.layout.session_log(session.id), session.id))
+        found = offer(session.layout, session.id, events, at_quit=at_quit)
+        if found is None or found.key in self.declined:
+            return
+        try:
+            if not ask(self._context(session), found):
+                self.declined.add(found.key)
+        except KeyboardInterrupt:
+            self.screen.line()
+            self.declined.add(found.key)
 
     def _start(self, options: StartOptions) -> Session:
         session = start_session(options)

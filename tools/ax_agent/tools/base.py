@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ax_agent.providers.base import ImagePart, ToolSchema
     from ax_agent.seam import Seam
     from ax_agent.session import Session
+    from ax_agent.tools.report_finding import ReviewChannel
     from ax_policy import Decision, ToolFacts
 
 
@@ -46,6 +47,8 @@ class ToolContext:
     # The calling session, for the one tool that starts sessions of its own
     # (delegate_task): every other tool reaches ax only through ``seam``.
     session: Session | None = None
+    # A delegated reviewer task's findings channel (report_finding); None: not a reviewer.
+    review: ReviewChannel | None = None
 
     @property
     def workspace(self) -> Path:

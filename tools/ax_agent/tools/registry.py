@@ -29,11 +29,13 @@ def _tools() -> tuple[ModelTool, ...]:
         propose_lesson,
         read_file,
         recall_step,
+        report_finding,
         retrieve,
         run_check,
         run_command,
         slate_note,
         slate_trail,
+        triage_finding,
         view_image,
         write_file,
     )
@@ -71,6 +73,9 @@ def _tools() -> tuple[ModelTool, ...]:
         delegate_task,
         # Executors (issue 21): the parent applies a task's captured files (parent only).
         apply_task_changes,
+        # The review ledger (issue 22): a reviewer's findings, and the parent's triage.
+        report_finding,
+        triage_finding,
     )
     return tuple(module.TOOL for module in modules)
 
@@ -78,7 +83,8 @@ def _tools() -> tuple[ModelTool, ...]:
 # Tools only the parent session may hold: no child role's registry may include them.
 # project_setup: an executor's worktree is disposable, so an install there fills a folder
 # about to be deleted, and a migration there writes the real database from "isolation".
-PARENT_ONLY: frozenset[str] = frozenset({"project_setup"})
+# triage_finding: the parent's judgment of its reviewers' findings, never a child's.
+PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding"})
 
 
 def get_tool(name: str) -> ModelTool | None:
