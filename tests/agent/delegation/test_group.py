@@ -517,3 +517,52 @@ def test_a_running_tasks_status_line_moves_on_while_nothing_happens(
     assert any(line.endswith(", 2s") for line in running)
     assert shown[-1] == []  # none runs any more
     parent.end("done")
+
+
+def test_a_reviewers_findings_reach_the_parents_log_before_its_end_and_can_be_triaged(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "app.py").write_text("def f():\n    return eval(input())\n")
+    script = {
+        "turns": [
+            {
+                "tool_calls": [
+                    _delegate({"role": "reviewer", "label": "check", "prompt": "Review app.py"})
+                ]
+            },
+            {"text": "reviewed"},
+        ],
+        "tasks": {
+            "check": [
+                {
+                    "tool_calls": [
+                        call(
+                            "report_finding",
+                            severity="high",
+                            path="app.py",
+                            line=2,
+                            title="eval of user input",
+                            detail="input() reaches eval",
+                        )
+                    ]
+                },
+                {"text": "one finding"},
+            ],
+        },
+    }
+    parent = _parent(workspace, tmp_path, script)
+    run_turn(parent, "review it")
+    events = events_of(parent)
+    kinds = [e["type"] for e in events if e.get("taskId") == "check"]
+    assert kinds[-3:] == ["review.finding", "review.captured", "task.completed"]
+    finding = of_type(events, "review.finding")[0]
+    assert (finding["severity"], finding["path"], finding["title"]) == (
+        "high",
+        "app.py",
+        "eval of user input",
+    )
+    assert of_type(events, "review.captured")[0]["findings"] == 1
+    # The parent triages what its reviewer reported; a child can never triage.
+    assert "triage_finding" not in ROLES["reviewer"].tools
+    assert "report_finding" in ROLES["reviewer"].tools
+    parent.end("done")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from libcommon import jsonio
 
+from ..tools.report_finding import REVIEW_ROLES, ReviewChannel
 from . import child as child_module
 from .forward import DecliningApprover, ForwardingApprover, Question
 
@@ -180,6 +181,8 @@ class _Group:
                 )
                 continue
             member.session.max_steps = self.budget.steps
+            if member.role.name in REVIEW_ROLES:
+                member.session.review = ReviewChannel(self.group_id, member.key, member.role.name)
             self.parent.record({**started, "child": member.session.id})
         for member in self.members:
             if member.session is not None:
@@ -392,7 +395,10 @@ class _Group:
         else:
             text = member.result.text if member.result is not None else ""
             end = self._task_event(member, "task.completed", summary=one_line(text))
-        self.parent.record(end)
+        review = member.session.review if member.session is not None else None
+        # A reviewer always leaves its findings and a capture, whatever its end: an empty
+        # list is a clean review, a missing capture lost evidence (tasks.review).
+        self.parent.record(*(review.events() if review is not None else []), end)
         self._status()
 
     def _never_ran(self, member: Member) -> None:

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from ..tools.base import ModelTool
 
 # The tools no child ever holds: delegating again, writing the plan, integrating.
-PARENT_ONLY_TOOLS = frozenset({"delegate_task", "plan_write", "apply_task_changes"})
+# (triage_finding: the parent judges the findings its reviewers reported.)
+PARENT_ONLY_TOOLS = frozenset(
+    {"delegate_task", "plan_write", "apply_task_changes", "triage_finding"}
+)
 # Tools that change files or run commands: only a role the policy calls "mutating" has them.
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "run_command", "run_check"})
 _READING = ("read_file", "list_dir", "glob", "grep", "git_status")
@@ -69,7 +72,7 @@ ROLES: dict[str, Role] = {
         Role(
             "reviewer",
             "read-only",
-            (*_READING, "retrieve"),
+            (*_READING, "retrieve", "report_finding"),
             "decline",
             "You are a reviewer: check the work you are pointed at for defects, and report "
             "each finding with its path, its severity and why. " + _READ_ONLY_NOTE,
@@ -77,7 +80,7 @@ ROLES: dict[str, Role] = {
         Role(
             "inspector",
             "read-only",
-            (*_READING, "retrieve"),
+            (*_READING, "retrieve", "report_finding"),
             "decline",
             "You are an inspector: have a look at what you are asked about and say what you "
             "see. Your findings are advice; they block nothing. " + _READ_ONLY_NOTE,

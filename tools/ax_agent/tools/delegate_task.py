@@ -129,7 +129,15 @@ def _gate(
     plan = plan_state(layout, session_id, events)
     bindings = [Binding(t.role, t.task_id or None, t.label or None) for t in request.tasks]
     gate = check_group(plan, events, bindings)
-    return (None if gate.allowed else gate.message()), plan
+    if not gate.allowed:
+        return gate.message(), plan
+    if any(task.role == "reviewer" for task in request.tasks):
+        from ..tasks.review import round_refusal
+
+        spent = round_refusal(plan.loaded.plan if plan.loaded is not None else None, events)
+        if spent is not None:
+            return f"the group was refused, nothing was spawned: {spent}", plan
+    return None, plan
 
 
 def precheck(request: DelegateInput, session: Session) -> str | None:
