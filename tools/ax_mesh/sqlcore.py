@@ -120,6 +120,24 @@ def seat_of(row: tuple[Any, ...]) -> Seat:
     )
 
 
+def _delivery_columns(row: tuple[Any, ...], first: int) -> dict[str, Any]:
+    """The delivery columns messages and automation runs share (they are delivered alike),
+    from ``row[first]`` on: state, attempts, not_before, lease_until, lease_token,
+    created_at, last_error."""
+    state, attempts, not_before, lease_until, lease_token, created_at, last_error = row[
+        first : first + 7
+    ]
+    return {
+        "state": state,
+        "attempts": int(attempts),
+        "not_before": float(not_before),
+        "lease_until": None if lease_until is None else float(lease_until),
+        "lease_token": lease_token,
+        "created_at": created_at,
+        "last_error": last_error,
+    }
+
+
 def message_of(row: tuple[Any, ...]) -> Message:
     return Message(
         id=int(row[0]),
@@ -130,13 +148,7 @@ def message_of(row: tuple[Any, ...]) -> Message:
         correlation_id=row[5],
         reply_to=None if row[6] is None else int(row[6]),
         wake=bool(row[7]),
-        state=row[8],
-        attempts=int(row[9]),
-        not_before=float(row[10]),
-        lease_until=None if row[11] is None else float(row[11]),
-        lease_token=row[12],
-        created_at=row[13],
-        last_error=row[14],
+        **_delivery_columns(row, 8),
     )
 
 
@@ -168,13 +180,7 @@ def run_of(row: tuple[Any, ...]) -> AutomationRun:
         instruction=row[5],
         scheduled_at=float(row[6]),
         missed=int(row[7]),
-        state=row[8],
-        attempts=int(row[9]),
-        not_before=float(row[10]),
-        lease_until=None if row[11] is None else float(row[11]),
-        lease_token=row[12],
-        created_at=row[13],
-        last_error=row[14],
+        **_delivery_columns(row, 8),
     )
 
 
