@@ -26,18 +26,6 @@ _CONTAINER_ERRORS = frozenset(
     {"dict_type", "list_type", "model_type", "model_attributes_type", "tuple_type", "set_type"}
 )
 FACT_ERROR_MAX_CHARS = 300
-FACT_KINDS = (
-    "delegates",
-    "check",
-    "setup",
-    "checkpoint",
-    "external",
-    "command",
-    "git_read",
-    "writes",
-    "deletes",
-    "reads",
-)
 
 
 @dataclass(frozen=True)
@@ -107,7 +95,7 @@ def _set_at(document: Any, path: list[Any], value: Any) -> bool:
 
 def declared_facts(facts: ToolFacts, value: BaseModel) -> DeclaredFacts | Decision:
     """The facts as plain values, or a deny when one cannot be evaluated."""
-    from ax_policy import Decision, DeclaredFacts
+    from ax_policy import FACT_KINDS, Decision, DeclaredFacts
 
     plain: dict[str, Any] = {"internal": facts.internal}
     for kind in FACT_KINDS:

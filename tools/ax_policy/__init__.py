@@ -17,7 +17,14 @@ from libcommon.lazy import lazy_getattr
 if TYPE_CHECKING:
     from .command_review import SYSTEM_BIN_DIRS, review_command
     from .config import load_config, workspace_config_path
-    from .engine import DELEGATE_ROLES, DecisionContext, ToolFacts, decide, decide_request
+    from .engine import (
+        DELEGATE_ROLES,
+        FACT_KINDS,
+        DecisionContext,
+        ToolFacts,
+        decide,
+        decide_request,
+    )
     from .grants import (
         GRANTABLE_CLASSES,
         Grants,
@@ -63,6 +70,7 @@ _EXPORTS = {
     "load_config": "config",
     "workspace_config_path": "config",
     "DELEGATE_ROLES": "engine",
+    "FACT_KINDS": "engine",
     "DecisionContext": "engine",
     "ToolFacts": "engine",
     "decide": "engine",
@@ -109,6 +117,7 @@ _EXPORTS = {
 __all__ = [
     "DELEGATE_ROLES",
     "DURABLE_EXTERNAL_TOOLS",
+    "FACT_KINDS",
     "GRANTABLE_CLASSES",
     "MAX_MCP_SERVERS",
     "MAX_MCP_SERVER_NAME_CHARS",

@@ -222,7 +222,25 @@ def test_the_guard_catches_a_tool_that_imports_the_runner(tmp_path: Path) -> Non
 def test_the_loop_evaluates_every_fact_kind_the_engine_knows() -> None:
     # The loop turns facts into a JSON request with its own list; a kind missing there
     # would be dropped, and the tool would reach the engine declaring less than it does.
-    from ax_agent.calls import FACT_KINDS as LOOP_KINDS
-    from ax_policy.engine import FACT_KINDS as ENGINE_KINDS
+    import dataclasses
 
-    assert LOOP_KINDS == ENGINE_KINDS
+    from pydantic import BaseModel
+
+    from ax_agent.calls import declared_facts
+    from ax_policy import FACT_KINDS, ToolFacts
+
+    class Empty(BaseModel):
+        pass
+
+    asked: list[str] = []
+
+    def fact(kind: str) -> Any:
+        def evaluate(value: Any) -> None:
+            asked.append(kind)
+
+        return evaluate
+
+    kinds = [f.name for f in dataclasses.fields(ToolFacts) if f.name not in ("name", "internal")]
+    assert sorted(kinds) == sorted(FACT_KINDS)
+    declared_facts(ToolFacts("every", **{kind: fact(kind) for kind in kinds}), Empty())
+    assert sorted(asked) == sorted(FACT_KINDS)
