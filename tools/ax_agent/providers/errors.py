@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 ErrorKind = Literal[
     "auth",
@@ -41,22 +41,7 @@ ErrorKind = Literal[
     "protocol",
     "other",
 ]
-ERROR_KINDS: tuple[ErrorKind, ...] = (
-    "auth",
-    "permission",
-    "not_found",
-    "bad_request",
-    "quota",
-    "context_too_long",
-    "rate_limit",
-    "overloaded",
-    "server",
-    "connection",
-    "timeout",
-    "truncated",
-    "protocol",
-    "other",
-)
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 RETRYABLE_KINDS: frozenset[ErrorKind] = frozenset(
     {"rate_limit", "overloaded", "server", "connection"}
 )
