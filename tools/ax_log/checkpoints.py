@@ -45,10 +45,9 @@ from ax_log.events import (
     EventBody,
 )
 from ax_log.reader import read_events
-from ax_log.snapshots import mutation_events, snapshot_events
+from ax_log.snapshots import mutation_events, replace_if_unchanged, snapshot_events
 from ax_log.writer import append_events, log_path
 from libcommon import clock
-from libcommon.atomic import write_at
 from libcommon.errors import AxError, Fenced, OperationFailed, Unsupported, UsageError
 from libcommon.git import (
     GIT_WRITE_TIMEOUT_S,
@@ -62,7 +61,6 @@ from libcommon.git import (
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, check_session_id
 from libcommon.redact import redact
-from libcommon.safeopen import UnsafePath, open_parent, open_regular
 from libcommon.secretnames import secret_folder, secret_name_pattern
 
 CHECKPOINT_REF_ROOT = "refs/ax/checkpoints"
@@ -1036,33 +1034,14 @@ def _apply(
             f"git could not read its blob {want.oid[:12]} (missing, or over "
             f"{RESTORE_BLOB_MAX_BYTES} bytes)"
         )
-    try:
-        with open_parent(layout.workspace, relative, create=want is not None) as (folder, name):
-            now = _hash_at(folder, name, relative)
-            if now != snapshot["sha256"]:
-                return "drifted: it changed while the restore was running"
-            if folder is None:
-                return None
-            if want is None:
-                os.unlink(name, dir_fd=folder)
-                return None
-            assert data is not None
-            write_at(folder, name, data, _FILE_MODES[want.mode])
-            return None
-    except UnsafePath as exc:
-        return exc.reason
-    except OSError as exc:
-        return f"could not be written: {exc.strerror or exc}"
-
-
-def _hash_at(folder: int | None, name: str, relative: str) -> str | None:
-    from ax_log.snapshots import hash_stream
-
-    fd = None if folder is None else open_regular(folder, name, relative)
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return hash_stream(handle)
+    return replace_if_unchanged(
+        layout,
+        relative,
+        data,
+        _FILE_MODES[want.mode] if want is not None else 0,
+        snapshot["sha256"],
+        "the restore",
+    )
 
 
 # --- pruning ---------------------------------------------------------------------

@@ -70,6 +70,44 @@ def hash_recorded(layout: StateLayout, relative: str) -> str | None:
         return None if handle is None else hash_stream(handle)
 
 
+def replace_if_unchanged(
+    layout: StateLayout,
+    relative: str,
+    data: bytes | None,
+    mode: int,
+    expected: str | None,
+    during: str,
+) -> str | None:
+    """Write ``data`` to the workspace file at ``relative`` (None: remove it) through the
+    no-link walk, only while it still holds the bytes whose sha256 is ``expected`` (None:
+    absent); else why not. ``during`` names the operation for that answer ("the restore").
+    Restoring a checkpoint and applying a task's changes both write this way: right after
+    their snapshot, so nothing that changed since is written over."""
+    from libcommon.atomic import write_at
+
+    try:
+        with open_parent(layout.workspace, relative, create=data is not None) as (folder, name):
+            fd = None if folder is None else open_regular(folder, name, relative)
+            if fd is None:
+                now = None
+            else:
+                with os.fdopen(fd, "rb") as handle:
+                    now = hash_stream(handle)
+            if now != expected:
+                return f"drifted: it changed while {during} was running"
+            if folder is None:
+                return None
+            if data is None:
+                os.unlink(name, dir_fd=folder)
+            else:
+                write_at(folder, name, data, mode)
+            return None
+    except UnsafePath as exc:
+        return exc.reason
+    except OSError as exc:
+        return f"could not be written: {exc.strerror or exc}"
+
+
 def hash_stream(handle: IO[bytes]) -> str:
     digest = hashlib.sha256()
     while chunk := handle.read(COPY_CHUNK_BYTES):

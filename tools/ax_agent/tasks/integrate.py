@@ -314,33 +314,6 @@ def _write(
     layout: StateLayout, relative: str, data: bytes | None, mode: int, expected: str | None
 ) -> str | None:
     """Write (or, for None, remove) one file if it still holds ``expected``; else why not."""
-    from libcommon.atomic import write_at
-    from libcommon.safeopen import UnsafePath, open_parent
+    from ax_log import replace_if_unchanged
 
-    try:
-        with open_parent(layout.workspace, relative, create=data is not None) as (folder, name):
-            now = _hash_at(folder, name, relative)
-            if now != expected:
-                return "drifted: it changed while the apply was running"
-            if folder is None:
-                return None
-            if data is None:
-                os.unlink(name, dir_fd=folder)
-            else:
-                write_at(folder, name, data, mode)
-            return None
-    except UnsafePath as exc:
-        return exc.reason
-    except OSError as exc:
-        return f"could not be written: {exc.strerror or exc}"
-
-
-def _hash_at(folder: int | None, name: str, relative: str) -> str | None:
-    from ax_log import hash_stream
-    from libcommon.safeopen import open_regular
-
-    fd = None if folder is None else open_regular(folder, name, relative)
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return hash_stream(handle)
+    return replace_if_unchanged(layout, relative, data, mode, expected, "the apply")
