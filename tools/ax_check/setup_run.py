@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ax_check.check import BadRequest, EvidenceNotRecorded, Hooks, _record, _startable, judge
+from ax_check.check import (
+    BadRequest,
+    EvidenceNotRecorded,
+    Hooks,
+    _message,
+    _record,
+    _startable,
+    judge,
+)
 from ax_check.models import (
     OutputExcerpt,
     RecipeRef,
@@ -136,20 +144,6 @@ def completed_event(prepared: PreparedSetup, result: SetupResult) -> dict[str, o
         "termination": result.termination,
         "reason": result.reason,
     }
-
-
-def _message(outcome: ExecOutcome) -> str | None:
-    if outcome.termination == "timeout":
-        return f"timed out after {outcome.duration_ms / 1000:.1f}s; the process tree was killed"
-    if outcome.termination == "aborted":
-        return "aborted; the process tree was killed"
-    if outcome.termination == "spawn-error":
-        return f"the command could not start: {outcome.error}"
-    if outcome.exit_code not in (0, None):
-        return f"exited with status {outcome.exit_code}"
-    if outcome.signal is not None:
-        return f"killed by signal {outcome.signal} before it exited (no exit status)"
-    return None
 
 
 def _verdict(outcome: ExecOutcome) -> SetupVerdict:
