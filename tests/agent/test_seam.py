@@ -212,6 +212,19 @@ def test_an_abort_reaches_a_command_through_either_seam(seam: Any, workspace: Pa
     assert outcome.kill.verified
 
 
+def test_an_abort_before_ax_exec_is_listening_says_nothing_ran(workspace: Path) -> None:
+    # Set before the call: the SIGINT goes out as ax-exec starts, before its handler.
+    layout = state_layout(workspace)
+    environ = {**os.environ, "AX_COMPOSE": "process"}
+    seam = make_seam(layout, "s-early", environ, load_config(layout))
+    abort = threading.Event()
+    abort.set()
+    marker = workspace / "ran"
+    with pytest.raises(OperationFailed, match="aborted before ax-exec started the command"):
+        seam.call("exec.run", ExecSpec(shell=f"touch {marker}", cwd=str(workspace)), abort=abort)
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize("mode", ["inprocess", "process"])
 def test_children_never_write_python_bytecode(workspace: Path, mode: str) -> None:
     seam = make_seam(state_layout(workspace), "s-env", {**os.environ, "AX_COMPOSE": mode}, None)

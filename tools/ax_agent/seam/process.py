@@ -66,6 +66,9 @@ from .models import (
 ABORT_POLL_S = 0.05
 # After SIGINT, how long the child gets to kill its tree and answer before SIGKILL.
 ABORT_GRACE_S = 10.0
+# How a child ends when SIGINT finds it before its handler: killed by the signal, or
+# through cliapp's KeyboardInterrupt answer.
+_INTERRUPTED = (-signal.SIGINT, ExitStatus.ABORTED)
 
 
 @dataclass
@@ -201,9 +204,13 @@ class ProcessSeam:
             ["run", "--request"],
             request.model_dump_json(by_alias=True),
             abort,
-            ok=tuple(range(256)),
+            ok=(*range(256), -signal.SIGINT),
         )
         if not child.stdout.strip():
+            if abort is not None and abort.is_set() and child.status in _INTERRUPTED:
+                # The SIGINT reached ax-exec before it installed its handler, which it
+                # does before it starts anything: no command ran, so none is left.
+                raise OperationFailed("aborted before ax-exec started the command: nothing ran")
             raise error_from("exec", child)
         return ExecOutcome.model_validate_json(child.stdout)
 
