@@ -230,6 +230,7 @@ def test_response_failed_is_an_error(server: FakeServer) -> None:
         provider(server).complete(request())
     error = caught.value
     assert "failed" in error.message and "server_error: the model crashed" in error.message
+    assert error.kind == "server"
     assert KEY not in error.message
     assert error.retryable is False
     assert len(server.requests) == 1

@@ -60,6 +60,7 @@ _KIND_BY_CODE: dict[str, ErrorKind] = {
     "rate_limit_exceeded": "rate_limit",
     "overloaded_error": "overloaded",
     "api_error": "server",
+    "server_error": "server",
     "insufficient_quota": "quota",
     "billing_error": "quota",
     "exceeded_current_quota_error": "quota",
