@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ax_agent.seam import Seam
     from ax_agent.session import Session
     from ax_agent.tools.report_finding import ReviewChannel
-    from ax_policy import Decision, ToolFacts
+    from ax_policy import Decision, DeclaredFacts, ToolFacts
 
 
 @dataclass
@@ -81,6 +81,16 @@ class ModelTool:
     # Why the call cannot be done at all, asked before the policy decides (so nobody is
     # asked about it): the harness's own state refuses it. None: it may go on.
     precheck: Callable[[Any, Session], str | None] | None = field(
+        default=None, compare=False, hash=False
+    )
+    # Facts only the session knows (the research host its configuration names), filled
+    # into the declared facts before the policy decides.
+    bind_facts: Callable[[DeclaredFacts, Session], DeclaredFacts] | None = field(
+        default=None, compare=False, hash=False
+    )
+    # Lines the approval question adds (a research call: the query verbatim, the call's
+    # bounds and the allowance left).
+    consent: Callable[[Any, Session], list[str]] | None = field(
         default=None, compare=False, hash=False
     )
 
