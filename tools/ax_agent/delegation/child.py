@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..approvals import Approver
     from ..providers import Provider
     from ..session import Listener, Session
+    from ..tools.base import ModelTool
     from .roles import Role
 
 # A child's harness-fixed budget: model calls, tokens (input and output, summed over
@@ -64,7 +65,6 @@ def start_child(
     from ..seam.compose import make_seam
     from ..seam.models import SlateStartRequest
     from ..session import SESSION_ID_PREFIX, Session
-    from ..tools.registry import child_only_tools
     from ..window.window import SYSTEM_NOTE, ContextWindow
     from .roles import registry_for
 
@@ -92,7 +92,7 @@ def start_child(
             environ=parent.environ,
             provider=provider,
             model=provider.model,
-            tools=registry_for(role, {**parent.tools, **child_only_tools()}),
+            tools=registry_for(role, {**parent.tools, **_child_only_tools()}),
             system=system,
             seam=seam,
             sandbox=parent.sandbox,
@@ -113,6 +113,16 @@ def start_child(
         lease.release()
         raise
     return child
+
+
+def _child_only_tools() -> dict[str, ModelTool]:
+    """The tools only a delegated role holds (``tools.registry.CHILD_ONLY``), imported by
+    name: the registry imports delegate_task, which starts children through this module."""
+    import importlib
+
+    registry = importlib.import_module("..tools.registry", __package__)
+    tools: dict[str, ModelTool] = registry.child_only_tools()
+    return tools
 
 
 def _research_grants(parent: Session, role: Role) -> list[Any]:
