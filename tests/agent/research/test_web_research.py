@@ -357,3 +357,27 @@ def test_no_key_and_a_provider_error_are_named(
     settled = of_type(events_of(parent), "research.settled")[0]
     assert (settled["chars"], settled["outcome"]) == (0, "provider-status")
     parent.end("done")
+
+
+def test_research_never_marks_a_file_checked_nor_satisfies_a_gate(
+    workspace: Path, tmp_path: Path, state_dir: Path, tavily: FakeTavily
+) -> None:
+    from ax_report import build_report
+
+    _configure(state_dir, tavily)
+    turns = [
+        {"tool_calls": [call("write_file", path="app.py", content="print(1)\n")]},
+        {"tool_calls": [call("web_search", query="does print work")]},
+        {"text": "done"},
+    ]
+    parent = _open(workspace, _script(tmp_path, turns), ScriptedApprover(["once"]))
+    run_turn(parent, "write and look it up")
+    events = events_of(parent)
+    assert of_type(events, "research.settled")[0]["outcome"] == "ok"
+    document, _ = build_report(events)
+    verdicts = {item["path"]: item["verdict"] for item in document["files"]}
+    assert verdicts["app.py"] == "UNCHECKED"
+    state = acceptance_state(None, events)
+    assert any("files changed with no passing check" in b and "app.py" in b for b in state.blockers)
+    assert any("web research was consulted" in c for c in state.caveats)
+    parent.end("done")

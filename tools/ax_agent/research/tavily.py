@@ -157,7 +157,9 @@ class TavilyClient:
                 "provider-unreachable", self.scrub(f"{url} could not be reached: {exc}")
             ) from None
         if status != 200:
-            detail = sanitise_line(bytes(data[:2000]).decode("utf-8", "replace"), 300)
+            detail = sanitise_line(
+                bytes(data[:2000]).decode("utf-8", "replace"), ERROR_DETAIL_MAX_CHARS
+            )
             raise ResearchError(
                 "provider-status", self.scrub(f"{url} answered HTTP {status}: {detail}")
             )
