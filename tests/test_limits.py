@@ -915,7 +915,6 @@ def test_agent_review_ledger_limits() -> None:
 
 
 def test_agent_web_research_limits() -> None:
-    from ax_agent import webresearch
     from ax_agent.research import budget, findings, notes, settings, tavily, urls
     from ax_agent.tools import record_source, web_search
 
@@ -940,4 +939,3 @@ def test_agent_web_research_limits() -> None:
     assert notes.RESEARCH_MAX_BYTES == 8 * 1024
     assert web_search.QUERY_MAX_CHARS == 400
     assert record_source.FINDINGS_PER_TASK_MAX == 30
-    assert webresearch.CHILD_LOGS_MAX == 1_000

@@ -5,7 +5,7 @@ The pack is pure; this module is where it meets the session:
 - ``research_state``: the one allowance of a session tree. Built the first
   time a research tool is used (from the user configuration's ``research``),
   rebuilt from the ``research.spent``/``research.settled`` events of the
-  session's log and of every delegated task's log that names it as parent, so
+  session's log and of every delegated task's log it started, so
   a resume cannot refill it; a researcher child is handed its parent's object
   (``delegation.child``), so parent and children draw on one allowance.
 - ``provider_client``: the adapter for the configured host, its key from the
@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from libcommon import clock, jsonio
+from libcommon import clock
 from libcommon.errors import AxError
 
 from .research.budget import ResearchBudget, Spend
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 RESEARCH_TOOLS = frozenset({"web_search", "web_extract", "record_source"})
 EXTERNAL_RESEARCH_TOOLS = ("web_search", "web_extract")
 CONSENT_TOOL = "web_search"
-# Delegated-task logs read for the spend when a session's allowance is rebuilt.
-CHILD_LOGS_MAX = 1_000
 
 
 @dataclass
@@ -92,26 +90,28 @@ def research_state(session: Session) -> ResearchState:
 
 
 def _spend_events(layout: StateLayout, session_id: str) -> Iterator[Mapping[str, Any]]:
+    """The session's events, then those of every delegated task it started.
+
+    The tasks are the ``child`` sessions its own ``task.started`` events name (a
+    child's log exists before that event is stored, and it spends nothing before
+    its thread starts, which is after), so the rebuild reads exactly the logs that
+    can hold this allowance's spend.
+    """
     from ax_log import read_events
 
-    yield from read_events(layout.session_log(session_id), session_id, lenient=True)
-    logs = sorted(layout.sessions_dir.glob("*.jsonl"))[:CHILD_LOGS_MAX]
-    for log in logs:
-        child = log.stem
-        if child != session_id and _parent_of(log) == session_id:
-            yield from read_events(log, child, lenient=True)
-
-
-def _parent_of(log: Any) -> str | None:
-    try:
-        with log.open("rb") as handle:
-            first = jsonio.loads(handle.readline())
-    except (OSError, ValueError):
-        return None
-    if isinstance(first, dict) and first.get("type") == "session.started":
-        parent = first.get("parent")
-        return parent if isinstance(parent, str) else None
-    return None
+    children: list[str] = []
+    for event in read_events(layout.session_log(session_id), session_id, lenient=True):
+        if event.get("type") == "task.started" and isinstance(event.get("child"), str):
+            children.append(event["child"])
+        yield event
+    for child in dict.fromkeys(children):
+        try:
+            path = layout.session_log(child)
+        except AxError:
+            # Not a session id (a hand-edited log): no log of ours can be behind it.
+            continue
+        if path.exists():
+            yield from read_events(path, child, lenient=True)
 
 
 def provider_client(session: Session, settings: ResearchSettings) -> TavilyClient:
