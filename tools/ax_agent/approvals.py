@@ -138,7 +138,7 @@ class TerminalApprover:
         write(f"  reason:   {redact(request.decision.reason)}\n")
         write(f"  boundary: {request.boundary}\n")
         for line in request.details:
-            write(f"  {_printable(line)}\n")
+            write(f"  {_printable(redact(line))}\n")
         if request.no_undo:
             write(f"  WARNING:  undo will not be possible: {request.no_undo}\n")
         write("  " + "  ".join(_label(choice) for choice in request.offers) + "\n")

@@ -381,3 +381,17 @@ def test_research_never_marks_a_file_checked_nor_satisfies_a_gate(
     assert any("files changed with no passing check" in b and "app.py" in b for b in state.blockers)
     assert any("web research was consulted" in c for c in state.caveats)
     parent.end("done")
+
+
+def test_a_query_holding_a_secret_is_refused_before_the_question(
+    workspace: Path, tmp_path: Path, state_dir: Path, tavily: FakeTavily
+) -> None:
+    _configure(state_dir, tavily)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    turns = [{"tool_calls": [call("web_search", query=f"why {secret} fails")]}, {"text": "x"}]
+    approver = ScriptedApprover([])
+    parent = _open(workspace, _script(tmp_path, turns), approver)
+    run_turn(parent, "search")
+    assert approver.asked == [] and tavily.requests == []
+    assert "[query-refused]" in _completed(events_of(parent))[0]
+    parent.end("done")

@@ -10,7 +10,8 @@ ResearchFailure = Literal[
     "no-key",
     # The shared allowance would be overshot: the call is refused whole, before the wire.
     "budget",
-    # A URL or a claim the pack will not take as written.
+    # A query, URL or claim the pack will not take as written.
+    "query-refused",
     "url-refused",
     "claim-refused",
     # The provider: answered with an error status, could not be reached, took too long,

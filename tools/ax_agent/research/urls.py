@@ -4,7 +4,8 @@ A URL a model names is an identifier the provider resolves on its own
 infrastructure, so ax owns no redirect policy and no SSRF guard; still, one
 that names this machine or a private network is refused outright (the
 provider may be a local stand-in, and a private address is never a source).
-``checked_url`` refuses, naming why: a value ``sanitise`` would alter (control,
+``checked_url`` refuses, naming why: a secret-shaped value (a token in a query
+string would leave this machine), a value ``sanitise`` would alter (control,
 invisible or bidi characters, marker text, surrounding space), a scheme but
 http(s), a user or password, no host, a bare IP host in any spelling
 (dotted, integer, hex, octal, IPv6), a loopback, private or link-local name
@@ -16,6 +17,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from urllib.parse import urlsplit
+
+from libcommon.redact import redact
 
 from .errors import ResearchError
 from .untrusted import sanitise
@@ -42,6 +45,8 @@ def checked_url(raw: str) -> str:
             "it holds space, control, invisible or marker characters; a URL is an "
             "identifier, so it is refused rather than altered",
         )
+    if redact(raw) != raw:
+        raise _refuse(raw, "it holds a secret-shaped value, which would leave this machine")
     try:
         parts = urlsplit(raw)
         port = parts.port
@@ -59,6 +64,28 @@ def checked_url(raw: str) -> str:
     if refusal is not None:
         raise _refuse(raw, refusal)
     return raw
+
+
+def checked_query(text: str) -> str:
+    """``text`` when it may be sent to the provider as written, else ``query-refused``.
+
+    A query leaves this machine, so one holding a secret-shaped value (a key, a
+    token, a private key) is refused rather than redacted, and so is one that
+    sanitising would alter (control or invisible characters, marker text): what
+    the person approved is what is sent.
+    """
+    if redact(text) != text:
+        raise ResearchError(
+            "query-refused",
+            "the query holds a secret-shaped value (a key or token), which would leave this "
+            "machine; ask without it",
+        )
+    if sanitise(text) != text:
+        raise ResearchError(
+            "query-refused",
+            "the query holds control, invisible or marker characters; write it as plain text",
+        )
+    return text
 
 
 def _host_refusal(host: str) -> str | None:

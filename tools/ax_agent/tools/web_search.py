@@ -5,6 +5,7 @@ The parent's only research tool. The call is decided by ax-policy as an
 and the question shows the query verbatim, the call's bounds and the allowance
 left (``consent``); "for the session" is also a researcher's consent
 (``webresearch.child_grants``). Before anyone is asked, the precheck refuses a
+query holding a secret-shaped value or characters sanitising would alter, and a
 call the configuration, the key or the allowance cannot carry; at execute the
 allowance is reserved whole or refused whole (a sibling may have spent it
 while the person read the question), ``research.spent`` is recorded before
@@ -22,10 +23,12 @@ from pydantic import Field
 from ax_policy import ExternalFact, ToolFacts
 
 from ..research.budget import SEARCH_MAX_RESULTS, Spend, search_cost
+from ..research.errors import ResearchError
+from ..research.urls import checked_query
 from ..webresearch import bind_host, consent_lines
 from .base import ModelTool, ToolContext, ToolResult
-from .common import ToolInput
-from .research_call import precheck_cost, spend_and_call
+from .common import ToolInput, error
+from .research_call import precheck_cost, refusal, spend_and_call
 
 if TYPE_CHECKING:
     from ..research.tavily import Found
@@ -56,6 +59,10 @@ def _cost(request: WebSearchInput) -> Spend:
 
 
 def precheck(request: WebSearchInput, session: Session) -> str | None:
+    try:
+        checked_query(request.query)
+    except ResearchError as exc:
+        return refusal(exc)
     return precheck_cost(session, _cost(request))
 
 
@@ -64,6 +71,11 @@ def consent(request: WebSearchInput, session: Session) -> list[str]:
 
 
 def run(request: WebSearchInput, ctx: ToolContext) -> ToolResult:
+    try:
+        checked_query(request.query)
+    except ResearchError as exc:
+        return error(refusal(exc))
+
     def call(client: object) -> Found:
         from ..research.tavily import TavilyClient
 
