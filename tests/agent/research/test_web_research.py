@@ -395,3 +395,38 @@ def test_a_query_holding_a_secret_is_refused_before_the_question(
     assert approver.asked == [] and tavily.requests == []
     assert "[query-refused]" in _completed(events_of(parent))[0]
     parent.end("done")
+
+
+def test_without_a_session_answer_a_researchers_research_is_declined(
+    workspace: Path, tmp_path: Path, state_dir: Path, tavily: FakeTavily
+) -> None:
+    _configure(state_dir, tavily)
+    script = _script(
+        tmp_path,
+        [
+            {"tool_calls": [call("web_search", query="q")]},
+            {
+                "tool_calls": [
+                    call(
+                        "delegate_task",
+                        tasks=[{"role": "researcher", "label": "look-up", "prompt": "read"}],
+                    )
+                ]
+            },
+            {"text": "done"},
+        ],
+        {
+            "look-up": [
+                {"tool_calls": [call("web_extract", urls=[CHANGELOG])]},
+                {"text": "could not", "expect": "declined"},
+            ]
+        },
+    )
+    # "once", not "for the session": no consent reaches the researcher.
+    parent = _open(workspace, script, ScriptedApprover(["once", "once"]))
+    run_turn(parent, "look it up")
+    assert tavily.paths() == ["/search"]
+    child = _child_events(parent)
+    assert of_type(child, "research.spent") == []
+    assert of_type(child, "policy.decision")[0]["rule"] == "external-read"
+    parent.end("done")
