@@ -4,7 +4,9 @@ A tool is data plus one function: its name and description, a pydantic input
 model (the JSON Schema the model sees is derived from it), the policy facts it
 declares (functions of the parsed input, evaluated by ax-policy, never
 judged here), and ``run``. Tools contain no policy logic and never write the
-event log: the loop decides, snapshots, records and only then calls ``run``.
+event log: the loop decides, snapshots, records and only then calls ``run``. (The
+one exception is web research, ``tools.research_call``: a call's spend is recorded
+through ``ctx.session`` before anything is sent, so it is durable before the wire.)
 Anything that touches another ax tool goes through ``ctx.seam``.
 """
 
