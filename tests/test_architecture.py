@@ -44,6 +44,9 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
 HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2"}
 # anthropic may be imported only by ax_agent's provider modules, and lazily.
 ANTHROPIC_HOMES = ("ax_agent.provider", "ax_agent.providers")
+# Capability packs (issue 25): pure modules with no kernel imports. Each may import
+# itself, libcommon and the standard library or third-party packages, nothing else of ax.
+PURE_PACKS = ("ax_agent.research",)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,12 @@ def check_tree(root: Path) -> list[str]:
                     problems.append(f"{where}: anthropic belongs only in ax_agent's provider")
             if owner == "libcommon" and dest.startswith("ax_"):
                 problems.append(f"{where}: libcommon imports the tool {dest}")
+            pack = next((p for p in PURE_PACKS if module == p or module.startswith(p + ".")), None)
+            if pack is not None and (
+                dest.startswith("ax_")
+                and not (imp.target == pack or imp.target.startswith(pack + "."))
+            ):
+                problems.append(f"{where}: the pure pack {pack} imports {imp.target}")
             if owner.startswith("ax_") and dest.startswith("ax_"):
                 if dest == owner:
                     # `from . import sibling` is fine; a name defined in __init__ is not.
@@ -279,6 +288,23 @@ def _plant(root: Path, files: dict[str, str]) -> Path:
         (
             {"tools/ax_check/run.py": "def f():\n    import anthropic\n"},
             "anthropic belongs only in ax_agent's provider",
+        ),
+        (
+            {
+                "tools/ax_agent/__init__.py": "",
+                "tools/ax_agent/session.py": "",
+                "tools/ax_agent/research/__init__.py": "",
+                "tools/ax_agent/research/budget.py": "from ..session import Session\n",
+            },
+            "the pure pack ax_agent.research imports ax_agent.session",
+        ),
+        (
+            {
+                "tools/ax_agent/__init__.py": "",
+                "tools/ax_agent/research/__init__.py": "",
+                "tools/ax_agent/research/urls.py": "def f():\n    from ax_log import x\n",
+            },
+            "the pure pack ax_agent.research imports ax_log",
         ),
         ({"tools/ax_log/core.py": "from ax_log import thing\n"}, "imports its own package root"),
         (

@@ -912,3 +912,30 @@ def test_agent_review_ledger_limits() -> None:
     assert triage_finding.CANDIDATE_REFS_SHOWN == 10
     assert review.REVIEW_ROUNDS_MAX == 2
     assert review.FINDING_SHOWN_MAX_CHARS == 300
+
+
+def test_agent_web_research_limits() -> None:
+    from ax_agent.research import budget, findings, notes, settings, tavily, urls
+    from ax_agent.tools import record_source, web_search
+
+    assert settings.MAX_SEARCHES == 20
+    assert settings.MAX_EXTRACTS == 20
+    assert settings.MAX_CREDITS == 40
+    assert settings.MAX_CHARS == 400_000
+    assert settings.BASE_URL_MAX_CHARS == 2048
+    assert budget.SEARCH_MAX_RESULTS == 8
+    assert budget.SNIPPET_MAX_CHARS == 1_000
+    assert budget.EXTRACT_MAX_URLS == 5
+    assert budget.PAGE_MAX_CHARS == 20_000
+    assert budget.EXTRACT_URLS_PER_CREDIT == 5
+    assert tavily.TIMEOUT_S == 30.0
+    assert tavily.RESPONSE_MAX_BYTES == 4 * 1024 * 1024
+    assert tavily.TITLE_MAX_CHARS == 200
+    assert tavily.ERROR_DETAIL_MAX_CHARS == 300
+    assert urls.URL_MAX_CHARS == 2048
+    assert findings.CLAIM_MAX_CHARS == 500
+    assert findings.SOURCES_MAX == 8
+    assert notes.HORIZON_DAYS == 30
+    assert notes.RESEARCH_MAX_BYTES == 8 * 1024
+    assert web_search.QUERY_MAX_CHARS == 400
+    assert record_source.FINDINGS_PER_TASK_MAX == 30

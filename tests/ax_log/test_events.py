@@ -175,6 +175,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "review.captured": {"group": "g2", "taskId": "look", "findings": 1},
     "review.triaged": {"finding": "g2/look/1", "action": "refute", "reason": "checked upstream"},
+    "research.spent": {"callId": "c9", "tool": "web_search", "host": "api.tavily.com"},
+    "research.settled": {"callId": "c9", "tool": "web_search", "chars": 120, "outcome": "ok"},
+    "research.source": {
+        "noteId": "r-0123456789ab",
+        "claim": "libfoo 3.0 removed frobnicate()",
+        "sources": ["https://libfoo.example/changelog"],
+        "verdict": "single-source",
+        "distinctSources": 1,
+    },
+    "research.captured": {"group": "g3", "taskId": "look-up"},
     "checkpoint.created": {
         "ref": "refs/ax/checkpoints/s1/1",
         "n": 1,

@@ -20,7 +20,10 @@ the gates:
   change; a targeted run covers only the files in its scope. A check
   completion with no start proves nothing, and is a caveat;
 - web research consulted (``research.*`` and ``web.*`` events, when a session
-  has them): a caveat, since outside text informed the work.
+  has them): a caveat, since outside text informed the work; and one caveat per
+  finding (``research.source``) that rests on a single source, on sources that
+  disagree, or on none verified. Research never blocks and never verifies: no
+  research event counts as a check run.
 """
 
 from __future__ import annotations
@@ -111,7 +114,30 @@ def acceptance_state(
         caveats.append(
             f"web research was consulted ({research} event(s)): outside text informed it"
         )
+        caveats += _weak_findings(events)
     return Acceptance(tuple(blockers), tuple(caveats))
+
+
+# What each weak research verdict says in a caveat (issue 25).
+_WEAK_FINDING = {
+    "single-source": "rests on a single source",
+    "disputed": "rests on sources that disagree",
+    "unverified": "is unverified",
+}
+
+
+def _weak_findings(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A caveat per research finding that rests on one source or on disagreeing ones."""
+    said: dict[str, str] = {}
+    for event in events:
+        if event.get("type") != "research.source":
+            continue
+        why = _WEAK_FINDING.get(str(event.get("verdict")))
+        note = str(event.get("noteId"))
+        if why is not None and note not in said:
+            sources = ", ".join(str(url) for url in event.get("sources") or [])
+            said[note] = f"web finding {note} {why}: {event.get('claim')} ({sources})"
+    return list(said.values())
 
 
 def last_turn_problem(events: Iterable[Mapping[str, Any]]) -> str | None:

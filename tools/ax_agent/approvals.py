@@ -48,6 +48,8 @@ class ApprovalRequest:
     offers: tuple[Choice, ...] = ("no", "once")
     # The delegated task that asks (issue 21): its questions reach the parent's approver.
     task: str | None = None
+    # What the tool adds to the question (a research call's query, bounds and allowance).
+    details: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -135,6 +137,8 @@ class TerminalApprover:
         write(f"  request:  {request.summary}\n")
         write(f"  reason:   {redact(request.decision.reason)}\n")
         write(f"  boundary: {request.boundary}\n")
+        for line in request.details:
+            write(f"  {_printable(redact(line))}\n")
         if request.no_undo:
             write(f"  WARNING:  undo will not be possible: {request.no_undo}\n")
         write("  " + "  ".join(_label(choice) for choice in request.offers) + "\n")
@@ -151,6 +155,11 @@ class TerminalApprover:
                 return ApprovalAnswer(choice, self.name)
             write(f"ax-agent: {line.strip()!r} is not one of the answers offered\n")
         return ApprovalAnswer("no", self.name, "no readable answer; taken as no")
+
+
+def _printable(text: str) -> str:
+    """``text`` for the terminal: control characters shown escaped, never acted on."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def _key(choice: Choice) -> str:

@@ -357,6 +357,7 @@ def _execute(
         if refusal is not None:
             return _complete(session, use, refusal, ok=False, summary=refusal, outcome="refused")
     facts = _with_replay_key(session, declared_facts(tool.facts, value), value)
+    facts = _bound_facts(session, tool, facts)
     facts = _with_setup_plan(session, facts)
     facts = _with_checkpoints_taken(session, facts)
     decision, decided = _decide(session, use, facts)
@@ -366,7 +367,8 @@ def _execute(
         return _complete(session, use, why, ok=False, summary=why, outcome="denied")
     snapshots, no_undo = _snapshot(session, use, decision, decided)
     if decision.verdict == "ask" or no_undo is not None:
-        answer = _ask(session, use, value, decision, facts, no_undo, abort)
+        details = _consent_details(session, tool, value)
+        answer = _ask(session, use, value, decision, facts, no_undo, abort, details)
         if not answer.allowed:
             if answer.choice == "stop":
                 state.stop = _Stop("approval-ended", answer.detail or "no answer")
@@ -472,6 +474,17 @@ def _with_replay_key(
         return facts
     check = facts.check.model_copy(update={"replay_key": key})
     return facts.model_copy(update={"check": check})
+
+
+def _bound_facts(
+    session: Session, tool: ModelTool, facts: DeclaredFacts | Decision
+) -> DeclaredFacts | Decision:
+    """The facts with what only the session knows filled in (``ModelTool.bind_facts``)."""
+    from ax_policy import Decision
+
+    if tool.bind_facts is None or isinstance(facts, Decision):
+        return facts
+    return tool.bind_facts(facts, session)
 
 
 def _with_setup_plan(session: Session, facts: DeclaredFacts | Decision) -> DeclaredFacts | Decision:
@@ -673,6 +686,7 @@ def _ask(
     facts: DeclaredFacts | Decision,
     no_undo: str | None,
     abort: threading.Event,
+    details: tuple[str, ...] = (),
 ) -> ApprovalAnswer:
     request = ApprovalRequest(
         call_id=use.id,
@@ -681,6 +695,7 @@ def _ask(
         decision=decision,
         no_undo=no_undo,
         offers=_offers(decision, facts, use.name),
+        details=details,
     )
     session.asking.set()
     try:
@@ -702,6 +717,16 @@ def _ask(
         }
     )
     return answer
+
+
+def _consent_details(session: Session, tool: ModelTool, value: BaseModel) -> tuple[str, ...]:
+    """The tool's lines for the question; one that cannot say them says why instead."""
+    if tool.consent is None:
+        return ()
+    try:
+        return tuple(tool.consent(value, session))
+    except AxError as exc:
+        return (f"(the call's details could not be shown: {exc.message})",)
 
 
 def _grant(

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
+    from .webresearch import ResearchLedger, ResearchState
 
 DEFAULT_PROVIDER = "anthropic"
 DEFAULT_MAX_STEPS = 50
@@ -66,6 +67,12 @@ SWEEP_WAIT_SECONDS = 2.0
 SESSION_ID_PREFIX = "s"
 
 Listener = Callable[[dict[str, Any]], None]
+
+
+def _ledger() -> ResearchLedger:
+    from .webresearch import ResearchLedger
+
+    return ResearchLedger()
 
 
 @dataclass
@@ -149,6 +156,10 @@ class Session:
     on_task_status: Callable[[list[str]], None] | None = None
     # A delegated reviewer task's findings channel (the delegation engine sets it).
     review: ReviewChannel | None = None
+    # Web research (issue 25): the allowance shared by reference with every researcher
+    # this session starts (built on first use), and this session's own spend and findings.
+    research: ResearchState | None = None
+    research_ledger: ResearchLedger = field(default_factory=lambda: _ledger())
 
     @property
     def workspace(self) -> Path:

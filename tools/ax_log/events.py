@@ -854,6 +854,68 @@ class ReviewTriaged(EventBody):
     refs: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
 
 
+# --- web research (ax-agent, issue 25) ------------------------------------------
+
+Count = Annotated[int, Field(ge=0)]
+
+
+@register
+class ResearchSpent(EventBody):
+    """A research call's worst case, reserved from the shared allowance before anything
+    was sent to ``host`` (``tool``: web_search or web_extract). A resume folds these
+    back, so a restart cannot refill the allowance."""
+
+    type: Literal["research.spent"] = "research.spent"
+    call_id: CallId
+    tool: Annotated[str, Field(min_length=1)]
+    host: Annotated[str, Field(min_length=1)]
+    searches: Count = 0
+    extracts: Count = 0
+    credits: Count = 0
+    chars: Count = 0
+
+
+@register
+class ResearchSettled(EventBody):
+    """A research call ended: ``chars`` it delivered (what it reserved beyond that is
+    given back), ``outcome`` ``ok`` or its failure kind."""
+
+    type: Literal["research.settled"] = "research.settled"
+    call_id: CallId
+    tool: Annotated[str, Field(min_length=1)]
+    chars: Count
+    outcome: Annotated[str, Field(min_length=1)]
+
+
+@register
+class ResearchSource(EventBody):
+    """One finding ``record_source`` took: a claim, its sources and a verdict. Recorded
+    in the researcher's log, and copied into its parent's (``group``, ``taskId`` set) at
+    the task's end. Context, never verification: it marks nothing CHECKED."""
+
+    type: Literal["research.source"] = "research.source"
+    note_id: Annotated[str, Field(pattern=r"^r-[0-9a-f]{12}$")]
+    claim: Annotated[str, Field(min_length=1)]
+    sources: Annotated[list[str], Field(min_length=1)]
+    verdict: Literal["corroborated", "single-source", "disputed", "unverified"]
+    distinct_sources: Annotated[int, Field(ge=1)]
+    group: str | None = None
+    task_id: str | None = None
+
+
+@register
+class ResearchCaptured(_TaskEvent):
+    """A researcher task's own research at its end, in the parent's log: its spend and
+    how many findings it recorded."""
+
+    type: Literal["research.captured"] = "research.captured"
+    searches: Count = 0
+    extracts: Count = 0
+    credits: Count = 0
+    chars: Count = 0
+    findings: Count = 0
+
+
 # --- open extension and the log's own records --------------------------------
 
 

@@ -84,6 +84,7 @@ def load_config(layout: StateLayout) -> PolicyConfig:
         max_steps=user.max_steps,
         instruction_fallbacks=user.instruction_fallbacks,
         mcp_servers=user.mcp_servers,
+        research=user.research,
         protected_paths=_union(user.protected_paths, workspace.protected_paths),
         secret_patterns=_union(user.secret_patterns, workspace.secret_patterns),
         env_exclude_patterns=_union(user.env_exclude_patterns, workspace.env_exclude_patterns),

@@ -367,6 +367,10 @@ class UserConfig(WorkspaceConfig):
         ]
         | None
     ) = None
+    # ax-agent's web research (issue 25): the one provider host, its key variable and
+    # the allowance, checked where it is used (ax_agent.research.settings). User layer
+    # only: a repository must never choose where its agent's queries go, nor how many.
+    research: dict[str, Any] | None = None
 
 
 class ConfigSource(_Model):

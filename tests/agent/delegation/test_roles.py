@@ -30,6 +30,27 @@ def test_a_parent_only_tool_in_the_parents_registry_never_reaches_a_child() -> N
     assert "delegate_task" not in registry_for(sneaky, parent)
 
 
+def test_the_parent_never_holds_a_researchers_page_tools_and_a_researcher_only_reads() -> None:
+    from ax_agent.tools.registry import CHILD_ONLY, child_only_tools, every_tool
+
+    parent = {tool.name: tool for tool in all_tools()}
+    assert "web_search" in parent
+    assert not {"web_extract", "record_source"} & set(parent)
+    assert set(child_only_tools()) == CHILD_ONLY == {"web_extract", "record_source"}
+    researcher = registry_for(ROLES["researcher"], {**parent, **child_only_tools()})
+    assert {"web_search", "web_extract", "record_source"} <= set(researcher)
+    # Nothing a researcher holds writes, runs a command or a check, or delegates.
+    facts = {tool.name: tool.facts for tool in every_tool()}
+    for name in researcher:
+        kinds = set(facts[name].declared_kinds())
+        assert not kinds & {"writes", "deletes", "command", "check", "setup", "checkpoint"}, name
+        assert "delegates" not in kinds, name
+    # Only the researcher's registry names the child-only tools.
+    for role in ROLES.values():
+        if role.name != "researcher":
+            assert not CHILD_ONLY & set(role.tools), role.name
+
+
 def test_the_table_matches_the_policys_fact_table() -> None:
     check_table(DELEGATE_ROLES)
     assert set(ROLES) == set(DELEGATE_ROLES)

@@ -367,6 +367,17 @@ def test_menu_answers(keys: list[str], choice: str) -> None:
     assert "boundary: runs UNSANDBOXED" in err.getvalue()
 
 
+def test_menu_shows_a_research_calls_details() -> None:
+    from dataclasses import replace
+
+    approver, err = menu_approver(["enter"])
+    asked = replace(request(), details=("query (verbatim): libfoo\x1b[2J", "allowance left: 1"))
+    assert approver.ask(asked).choice == "no"
+    shown = err.getvalue()
+    assert "allowance left: 1" in shown and "query (verbatim): libfoo" in shown
+    assert "\x1b[2J" not in shown
+
+
 def test_menu_shows_a_refused_word_and_ctrl_c_interrupts() -> None:
     approver, err = menu_approver(["w", "enter", "n", "enter"])
     assert approver.ask(request()).choice == "no"

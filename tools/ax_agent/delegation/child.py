@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..approvals import Approver
     from ..providers import Provider
     from ..session import Listener, Session
+    from ..tools.base import ModelTool
     from .roles import Role
 
 # A child's harness-fixed budget: model calls, tokens (input and output, summed over
@@ -91,18 +92,19 @@ def start_child(
             environ=parent.environ,
             provider=provider,
             model=provider.model,
-            tools=registry_for(role, parent.tools),
+            tools=registry_for(role, {**parent.tools, **_child_only_tools()}),
             system=system,
             seam=seam,
             sandbox=parent.sandbox,
             config=parent.config,
             approver=approver,
-            grants=SessionGrants(),
+            grants=SessionGrants(_research_grants(parent, role)),
             max_steps=CHILD_MAX_STEPS,
             lease=lease,
             listeners=[listener],
             instructions=instructions,
         )
+        child.research = _shared_research(parent, role)
         child.record(*_first_records(child, parent, task, git.event()))
         seam.call("slate.start", SlateStartRequest())
         child.window = ContextWindow.resumed(seam, child.record, [])
@@ -111,6 +113,40 @@ def start_child(
         lease.release()
         raise
     return child
+
+
+def _child_only_tools() -> dict[str, ModelTool]:
+    """The tools only a delegated role holds (``tools.registry.CHILD_ONLY``), imported by
+    name: the registry imports delegate_task, which starts children through this module."""
+    import importlib
+
+    registry = importlib.import_module("..tools.registry", __package__)
+    tools: dict[str, ModelTool] = registry.child_only_tools()
+    return tools
+
+
+def _research_grants(parent: Session, role: Role) -> list[Any]:
+    """A researcher starts with the parent's research consent (``webresearch.child_grants``);
+    every other role starts with no grants."""
+    from ..webresearch import RESEARCH_TOOLS, child_grants
+
+    if not RESEARCH_TOOLS & set(role.tools):
+        return []
+    return child_grants(parent)
+
+
+def _shared_research(parent: Session, role: Role) -> Any:
+    """The parent's research allowance, the same object (None: the role does no research,
+    or the configuration cannot be used, which the child's own calls then say)."""
+    from ..research.errors import ResearchError
+    from ..webresearch import RESEARCH_TOOLS, research_state
+
+    if not RESEARCH_TOOLS & set(role.tools):
+        return None
+    try:
+        return research_state(parent)
+    except ResearchError:
+        return None
 
 
 def _first_records(

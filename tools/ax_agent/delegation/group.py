@@ -396,9 +396,16 @@ class _Group:
             text = member.result.text if member.result is not None else ""
             end = self._task_event(member, "task.completed", summary=one_line(text))
         review = member.session.review if member.session is not None else None
+        # Web research (issue 25): a researcher's findings and spend reach the parent's log,
+        # which acceptance reads (the web was consulted; weakly sourced findings).
+        research = (
+            member.session.research_ledger.events(self.group_id, member.key)
+            if member.session is not None and member.role.name == "researcher"
+            else []
+        )
         # A reviewer always leaves its findings and a capture, whatever its end: an empty
         # list is a clean review, a missing capture lost evidence (tasks.review).
-        self.parent.record(*(review.events() if review is not None else []), end)
+        self.parent.record(*research, *(review.events() if review is not None else []), end)
         self._status()
 
     def _never_ran(self, member: Member) -> None:

@@ -91,6 +91,8 @@ class MenuApprover:
         screen.line(f"  request:  {clean(request.summary)}")
         screen.line(f"  reason:   {clean(redact(request.decision.reason))}")
         screen.line(f"  boundary: {request.boundary}")
+        for line in request.details:
+            screen.line(f"  {clean(redact(line))}")
         if request.no_undo:
             screen.line(screen.style(f"  undo will not be possible: {request.no_undo}", "red"))
 

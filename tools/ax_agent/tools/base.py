@@ -4,7 +4,9 @@ A tool is data plus one function: its name and description, a pydantic input
 model (the JSON Schema the model sees is derived from it), the policy facts it
 declares (functions of the parsed input, evaluated by ax-policy, never
 judged here), and ``run``. Tools contain no policy logic and never write the
-event log: the loop decides, snapshots, records and only then calls ``run``.
+event log: the loop decides, snapshots, records and only then calls ``run``. (The
+one exception is web research, ``tools.research_call``: a call's spend is recorded
+through ``ctx.session`` before anything is sent, so it is durable before the wire.)
 Anything that touches another ax tool goes through ``ctx.seam``.
 """
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from ax_agent.seam import Seam
     from ax_agent.session import Session
     from ax_agent.tools.report_finding import ReviewChannel
-    from ax_policy import Decision, ToolFacts
+    from ax_policy import Decision, DeclaredFacts, ToolFacts
 
 
 @dataclass
@@ -81,6 +83,16 @@ class ModelTool:
     # Why the call cannot be done at all, asked before the policy decides (so nobody is
     # asked about it): the harness's own state refuses it. None: it may go on.
     precheck: Callable[[Any, Session], str | None] | None = field(
+        default=None, compare=False, hash=False
+    )
+    # Facts only the session knows (the research host its configuration names), filled
+    # into the declared facts before the policy decides.
+    bind_facts: Callable[[DeclaredFacts, Session], DeclaredFacts] | None = field(
+        default=None, compare=False, hash=False
+    )
+    # Lines the approval question adds (a research call: the query verbatim, the call's
+    # bounds and the allowance left).
+    consent: Callable[[Any, Session], list[str]] | None = field(
         default=None, compare=False, hash=False
     )
 

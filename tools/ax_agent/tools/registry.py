@@ -8,8 +8,19 @@ from .base import ModelTool
 
 
 def all_tools() -> list[ModelTool]:
-    """The tools in a stable order (a fresh list: the caller may change it)."""
+    """The parent session's tools in a stable order (a fresh list: the caller may change
+    it): every registered tool but the ones only a delegated role holds."""
+    return [tool for tool in _tools() if tool.name not in CHILD_ONLY]
+
+
+def every_tool() -> list[ModelTool]:
+    """Every registered tool, the child-only ones included (a fresh list)."""
     return list(_tools())
+
+
+def child_only_tools() -> dict[str, ModelTool]:
+    """The tools only a delegated role's registry holds, by name."""
+    return {tool.name: tool for tool in _tools() if tool.name in CHILD_ONLY}
 
 
 @cache
@@ -29,6 +40,7 @@ def _tools() -> tuple[ModelTool, ...]:
         propose_lesson,
         read_file,
         recall_step,
+        record_source,
         report_finding,
         retrieve,
         run_check,
@@ -37,6 +49,8 @@ def _tools() -> tuple[ModelTool, ...]:
         slate_trail,
         triage_finding,
         view_image,
+        web_extract,
+        web_search,
         write_file,
     )
 
@@ -76,6 +90,11 @@ def _tools() -> tuple[ModelTool, ...]:
         # The review ledger (issue 22): a reviewer's findings, and the parent's triage.
         report_finding,
         triage_finding,
+        # Web research (issue 25): the parent's web_search; a researcher's web_extract
+        # (whole pages) and record_source (findings), which the parent never holds.
+        web_search,
+        web_extract,
+        record_source,
     )
     return tuple(module.TOOL for module in modules)
 
@@ -85,6 +104,10 @@ def _tools() -> tuple[ModelTool, ...]:
 # about to be deleted, and a migration there writes the real database from "isolation".
 # triage_finding: the parent's judgment of its reviewers' findings, never a child's.
 PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding"})
+# Tools the parent session never holds, only a delegated role whose registry names them:
+# web_extract returns whole web pages and record_source records findings, so the main
+# agent never receives a raw page by construction (issue 25).
+CHILD_ONLY: frozenset[str] = frozenset({"web_extract", "record_source"})
 
 
 def get_tool(name: str) -> ModelTool | None:
