@@ -60,7 +60,6 @@ _KIND_BY_CODE: dict[str, ErrorKind] = {
     "rate_limit_exceeded": "rate_limit",
     "overloaded_error": "overloaded",
     "api_error": "server",
-    "server_error": "server",
     "insufficient_quota": "quota",
     "billing_error": "quota",
     "exceeded_current_quota_error": "quota",
@@ -72,6 +71,9 @@ _KIND_BY_CODE: dict[str, ErrorKind] = {
     "1113": "quota",
     "1261": "context_too_long",
 }
+# Codes too generic to overrule an HTTP status (OpenAI labels many answers, a 429's among
+# them, server_error): they name the kind only of a failure reported inside a 200 stream.
+_KIND_BY_STREAM_CODE: dict[str, ErrorKind] = {"server_error": "server"}
 _CONTEXT_WORDS = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|prompt is too long|too many tokens"
     r"|input is too long|reduce the length|exceeds? the (model's )?(context|maximum)",
@@ -126,6 +128,8 @@ def kind_for_status(status: int, code: str | None = None, message: str = "") -> 
     makes a failure retryable on its own.
     """
     known = _KIND_BY_CODE.get((code or "").lower())
+    if known is None and 200 <= status < 300:
+        known = _KIND_BY_STREAM_CODE.get((code or "").lower())
     if known is not None:
         return known
     if status in (400, 413, 422) and _CONTEXT_WORDS.search(message):
