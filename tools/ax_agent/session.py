@@ -149,6 +149,16 @@ class Session:
     on_task_status: Callable[[list[str]], None] | None = None
     # A delegated reviewer task's findings channel (the delegation engine sets it).
     review: ReviewChannel | None = None
+    # Handoff (issue 26): how the workspace is trusted for this run ("store", "once",
+    # "derived"), the pause the saved state holds (new prompts are refused while one
+    # does), the reasoning effort recorded for it, the user's context budget and the
+    # request size a budget resume counts from, and the newest failover attempt.
+    trust_basis: str = "store"
+    pause_reason: str | None = None
+    effort: str | None = None
+    context_budget: int | None = None
+    budget_floor: int = 0
+    failover_attempt: str | None = None
 
     @property
     def workspace(self) -> Path:
@@ -291,6 +301,8 @@ def start_session(options: StartOptions) -> Session:
             instructions=instructions,
             memory=memory,
             map=repo_map,
+            trust_basis=trust.basis or "store",
+            context_budget=config.context_budget,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         _sweep_orphans(session)
@@ -309,9 +321,14 @@ def start_session(options: StartOptions) -> Session:
         session.window = ContextWindow.resumed(session.seam, session.record, history or [])
         session.listeners.append(session.window.archive)
         if history is not None:
+            from .handoff.flow import apply_state
             from .resume import rebuild
 
             session.messages = rebuild(session.record, history)
+            # Issue 26: a saved pause holds across a reload.
+            states = [event for event in history if event.get("type") == "handoff.state"]
+            if states:
+                apply_state(session, states[-1])
     except BaseException:
         if servers is not None:
             servers.close()
