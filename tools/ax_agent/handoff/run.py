@@ -3,8 +3,8 @@
 Each prints one JSON object on stdout (``--output-format json``) or the turn's answer
 (``text``), chrome on stderr. Exit status (DESIGN.md): 0 done; 1 failed (a
 replacement that could not be written, a paused successor, a kickoff send that
-failed, nothing to resume or recover); 2 bad usage; 3 workspace not trusted (the
-successor cannot start; its entry waits, adoptable later); 4 the session is owned by
+failed, nothing to resume or recover); 2 bad usage; 3 workspace not trusted (checked
+before anything is written); 4 the session is owned by
 a live process (the idle wait failed; the purpose is kept for the retry); 130
 interrupted.
 """
@@ -53,10 +53,13 @@ def run_handoff(
 ) -> int:
     """Hand the session over to a fresh one, then start it on its kickoff."""
     from ax_log import append_events, read_events
-    from ax_policy import check_trust
     from libcommon.locks import OwnerLease
 
+    from ax_policy import ensure_trusted
+
     layout, session_id = _session_id(options, given)
+    # The gate first: an untrusted workspace gets nothing written (exit 3).
+    ensure_trusted(layout, interactive=False, trust_once=options.trust_once)
 
     def record(*events: dict[str, Any]) -> None:
         append_events(layout, session_id, list(events))
@@ -72,9 +75,8 @@ def run_handoff(
         failed(record, attempt[0], "idle-wait", exc.message)
         raise
     try:
-        trusted = options.trust_once or check_trust(layout).trusted
         done = transfer(
-            layout, session_id, record, attempt, request.focus, trusted=trusted, model=None,
+            layout, session_id, record, attempt, request.focus, trusted=True, model=None,
             effort=effort,
         )  # fmt: skip
         record({"type": "session.ended", "reason": "handoff", "workspace": str(layout.workspace)})

@@ -2,7 +2,9 @@
 
 The snapshot is the plan document, the worker threads (folded from ``thread.*``
 events by their ``threadId``) and episodes (``episode.recorded``), the slate's
-notes and the Trail's newest entries. None of it is read from the workspace.
+notes and the Trail's newest entries. None of it is read from the workspace. What a session adopted from its own entry goes on to its
+successor (threads, episodes and the Trail's tail; its plan and notes are its own by
+then).
 
 The kickoff begins with a template: the workspace's ``.ax/handoff-kickoff.md``
 only when the workspace is trusted for this run, else the user's
@@ -64,8 +66,16 @@ def build_snapshot(
     loaded = read_plan(layout, session_id)
     threads: dict[str, dict[str, Any]] = {}
     episodes: list[dict[str, Any]] = []
+    inherited: list[dict[str, Any]] = []
     for event in events:
         kind = str(event.get("type"))
+        if kind == "handoff.entry" and event.get("sessionId") == session_id:
+            # What this session adopted goes on to its own successor.
+            adopted = event.get("snapshot") or {}
+            threads.update({row["threadId"]: row for row in adopted.get("threads") or []})
+            episodes.extend(adopted.get("episodes") or [])
+            inherited = list(adopted.get("trail") or [])
+            continue
         body = {key: value for key, value in event.items() if key not in _ENVELOPE}
         thread_id = event.get("threadId", event.get("thread_id"))
         if kind.startswith("thread.") and isinstance(thread_id, str):
@@ -86,7 +96,7 @@ def build_snapshot(
         "threads": list(threads.values())[-HANDOFF_MAX_THREADS:],
         "episodes": episodes[-HANDOFF_MAX_EPISODES:],
         "notes": notes,
-        "trail": trail,
+        "trail": [*inherited, *trail][-HANDOFF_TRAIL_TAIL:],
     }
 
 
