@@ -245,7 +245,8 @@ def test_adoption_pauses_on_a_model_not_permitted_then_resume_delivers_the_kicko
         e["type"] for e in events if e["type"].startswith("handoff.") or e["type"] == "user.message"
     ]
     assert kinds == [
-        "handoff.entry", "handoff.state", "handoff.state", "handoff.kickoff_claimed", "user.message",
+        "handoff.entry", "handoff.state", "handoff.state", "handoff.kickoff_claimed",
+        "user.message",
     ]  # fmt: skip
     assert of_type(events, "handoff.state")[-1]["pauseReason"] is None
     # A reload never sends it again.
@@ -255,7 +256,9 @@ def test_adoption_pauses_on_a_model_not_permitted_then_resume_delivers_the_kicko
     assert len(of_type(_log(workspace, successor), "handoff.kickoff_claimed")) == 1
 
 
-def test_a_failed_unpause_save_keeps_the_pause(workspace: Path, tmp_path: Path) -> None:
+def test_a_failed_unpause_save_keeps_the_pause(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script = write_script(tmp_path / "s.json", [])
     session = open_session(workspace, script, tools=[])
     session.pause_reason = "adoption"
@@ -264,15 +267,16 @@ def test_a_failed_unpause_save_keeps_the_pause(workspace: Path, tmp_path: Path) 
     def refuse(*events: dict[str, Any]) -> list[dict[str, Any]]:
         if any(event.get("type") == "handoff.state" for event in events):
             raise OperationFailed("the disk is full")
-        return real(*events)
+        stored: list[dict[str, Any]] = real(*events)
+        return stored
 
-    session.record = refuse  # type: ignore[method-assign]
+    monkeypatch.setattr(session, "record", refuse)
     from ax_agent.session import StartOptions
 
     with pytest.raises(OperationFailed, match="disk is full"):
         flow.resume(session, StartOptions(provider="script", script=script), None, None)
     assert session.pause_reason == "adoption"
-    session.record = real  # type: ignore[method-assign]
+    monkeypatch.setattr(session, "record", real)
     session.end("done")
 
 
@@ -315,7 +319,12 @@ def test_an_old_entry_without_a_purpose_is_adopted_without_an_invented_cause(
 
 def test_a_saved_state_wins_over_an_entry() -> None:
     entry = {"type": "handoff.entry", "sessionId": "s-1", "snapshot": {}, "kickoff": "k"}
-    state = {"type": "handoff.state", "snapshot": {}, "pauseReason": None, "kickoffPending": False}
+    state: dict[str, Any] = {
+        "type": "handoff.state",
+        "snapshot": {},
+        "pauseReason": None,
+        "kickoffPending": False,
+    }
     found = adoption("s-1", [entry, state])
     assert not found.unadopted and not found.kickoff_pending
     assert adoption("s-2", [entry]).entry is None

@@ -53,9 +53,8 @@ def run_handoff(
 ) -> int:
     """Hand the session over to a fresh one, then start it on its kickoff."""
     from ax_log import append_events, read_events
-    from libcommon.locks import OwnerLease
-
     from ax_policy import ensure_trusted
+    from libcommon.locks import OwnerLease
 
     layout, session_id = _session_id(options, given)
     # The gate first: an untrusted workspace gets nothing written (exit 3).

@@ -2,9 +2,9 @@
 
 The snapshot is the plan document, the worker threads (folded from ``thread.*``
 events by their ``threadId``) and episodes (``episode.recorded``), the slate's
-notes and the Trail's newest entries. None of it is read from the workspace. What a session adopted from its own entry goes on to its
-successor (threads, episodes and the Trail's tail; its plan and notes are its own by
-then).
+notes and the Trail's newest entries. None of it is read from the workspace. What
+a session adopted from its own entry goes on to its successor (threads, episodes and
+the Trail's tail; its plan and notes are its own by then).
 
 The kickoff begins with a template: the workspace's ``.ax/handoff-kickoff.md``
 only when the workspace is trusted for this run, else the user's
