@@ -132,7 +132,7 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     state = _TurnState()
     if session.pause_reason is not None:
         # Issue 26: a paused session takes no prompt (its state saves still run).
-        from .handoff.flow import refuse_if_paused
+        from .handoff.pause import refuse_if_paused
 
         refuse_if_paused(session)
     if session.mcp is not None:
@@ -180,7 +180,7 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         _note_uncatalogued(session, request.model)
         if session.context_budget is not None:
             # Issue 26: the context budget pauses the work before the request is sent.
-            from .handoff.flow import budget_reached, pause_for_budget
+            from .handoff.pause import budget_reached, pause_for_budget
 
             if budget_reached(session):
                 detail = pause_for_budget(session)

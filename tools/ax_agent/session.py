@@ -321,7 +321,7 @@ def start_session(options: StartOptions) -> Session:
         session.window = ContextWindow.resumed(session.seam, session.record, history or [])
         session.listeners.append(session.window.archive)
         if history is not None:
-            from .handoff.flow import apply_state
+            from .handoff.pause import apply_state
             from .resume import rebuild
 
             session.messages = rebuild(session.record, history)

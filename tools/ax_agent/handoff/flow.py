@@ -28,6 +28,14 @@ from libcommon import clock
 from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
+from .pause import (
+    apply_state,
+    log_events,
+    paused_line,
+    refuse_if_paused,
+    request_tokens,
+    state_event,
+)
 from .records import (
     PauseReason,
     Purpose,
@@ -71,12 +79,6 @@ class Transfer:
     retry: bool
     successor: str
     template: str
-
-
-def _events(layout: StateLayout, session_id: str) -> list[Record]:
-    from ax_log import read_events
-
-    return list(read_events(layout.session_log(session_id), session_id))
 
 
 def current_model(events: Sequence[Record]) -> str | None:
@@ -132,7 +134,7 @@ def transfer(
 
     attempt_id, purpose, retry = attempt
     try:
-        events = _events(layout, session_id)
+        events = log_events(layout, session_id)
         snapshot = build_snapshot(layout, session_id, events)
         template = load_template(layout, trusted)
         kickoff = kickoff_text(template.text, session_id, purpose, focus, snapshot)
@@ -215,26 +217,6 @@ def _default_model(session: Session, options: StartOptions) -> str | None:
     return provider.model
 
 
-def _state(
-    session: Session,
-    pause: PauseReason | None,
-    *,
-    kickoff_pending: bool,
-    detail: str | None = None,
-    floor: int = 0,
-) -> dict[str, Any]:
-    return {
-        "type": "handoff.state",
-        "snapshot": build_snapshot(session.layout, session.id, _events(session.layout, session.id)),
-        "pauseReason": pause,
-        "kickoffPending": kickoff_pending,
-        "model": session.model,
-        "reasoningEffort": session.effort,
-        "detail": detail,
-        "budgetFloor": floor,
-    }
-
-
 def _restore(session: Session, snapshot: Mapping[str, Any]) -> None:
     """The predecessor's plan and notes become this session's (approval is not carried:
     a person approves the successor's plan again)."""
@@ -249,16 +231,10 @@ def _restore(session: Session, snapshot: Mapping[str, Any]) -> None:
         session.seam.call("slate.note_set", NoteSetRequest(key=key, text=text))
 
 
-def apply_state(session: Session, state: Record) -> None:
-    session.pause_reason = state.get("pauseReason")
-    session.effort = state.get("reasoningEffort")
-    session.budget_floor = int(state.get("budgetFloor") or 0)
-
-
 def adopt(session: Session, options: StartOptions, say: Callable[[str], None]) -> str | None:
     """Adopt this session's entry when it has one and no saved state; the kickoff to
     deliver now (None: nothing to deliver, or the session is paused)."""
-    found = adoption(session.id, _events(session.layout, session.id))
+    found = adoption(session.id, log_events(session.layout, session.id))
     if found.claimed is not None and not found.kickoff_sent and not found.failure_recorded:
         reason = "ax stopped after claiming the kickoff and before sending it"
         session.record(
@@ -271,7 +247,7 @@ def adopt(session: Session, options: StartOptions, say: Callable[[str], None]) -
     if found.state is not None:
         apply_state(session, found.state)
         if session.pause_reason is not None:
-            say(_paused_line(session.pause_reason, found.state.get("detail")))
+            say(paused_line(session.pause_reason, found.state.get("detail")))
             return None
         if found.kickoff_pending and found.entry is not None:
             return found.entry.get("kickoff")
@@ -288,13 +264,13 @@ def adopt(session: Session, options: StartOptions, say: Callable[[str], None]) -
         problem = _switch(session, options, model)
     if problem is not None:
         session.record(
-            _state(session, "adoption", kickoff_pending=kickoff is not None, detail=problem)
+            state_event(session, "adoption", kickoff_pending=kickoff is not None, detail=problem)
         )
         session.pause_reason = "adoption"
-        say(_paused_line("adoption", problem))
+        say(paused_line("adoption", problem))
         return None
     session.effort = effort
-    session.record(_state(session, None, kickoff_pending=kickoff is not None))
+    session.record(state_event(session, None, kickoff_pending=kickoff is not None))
     return kickoff
 
 
@@ -329,17 +305,6 @@ def _switch(session: Session, options: StartOptions, model: str) -> str | None:
     return None
 
 
-def _cure(reason: str) -> str:
-    if reason == "adoption":
-        return "choose a permitted model and run /resume --model NAME (ax-agent resume)"
-    return "/handoff --context-budget to go on in a fresh session, or /resume"
-
-
-def _paused_line(reason: str, detail: Any) -> str:
-    why = f": {detail}" if detail else ""
-    return f"ax-agent: the session is paused ({reason}{why}); {_cure(reason)}"
-
-
 def resume(
     session: Session, options: StartOptions, model: str | None, effort: str | None
 ) -> str | None:
@@ -364,16 +329,16 @@ def resume(
         problem = _switch(session, options, target)
         if problem is not None:
             raise UsageError(f"still paused: {problem}")
-    found = adoption(session.id, _events(session.layout, session.id))
+    found = adoption(session.id, log_events(session.layout, session.id))
     kickoff = (
         found.entry.get("kickoff")
         if reason == "adoption" and found.entry is not None and found.claimed is None
         else None
     )
-    floor = _request_tokens(session) if reason == "context-budget" else session.budget_floor
+    floor = request_tokens(session) if reason == "context-budget" else session.budget_floor
     previous_effort, session.effort = session.effort, effort
     try:
-        session.record(_state(session, None, kickoff_pending=kickoff is not None, floor=floor))
+        session.record(state_event(session, None, kickoff_pending=kickoff is not None, floor=floor))
     except BaseException:
         session.effort = previous_effort
         raise
@@ -382,48 +347,12 @@ def resume(
     return kickoff
 
 
-def _request_tokens(session: Session) -> int:
-    window = session.window
-    if window is None or window.decision is None:
-        return 0
-    return int(window.decision.tokens_after)
-
-
-def budget_reached(session: Session) -> bool:
-    """Whether the bounded request about to be sent reaches the context budget."""
-    budget = session.context_budget
-    if budget is None:
-        return False
-    return _request_tokens(session) - session.budget_floor >= budget
-
-
-def pause_for_budget(session: Session) -> str:
-    """Save the context-budget pause; the sentence that says why."""
-    detail = (
-        f"the request reached {_request_tokens(session) - session.budget_floor} tokens of the "
-        f"context budget of {session.context_budget}"
-    )
-    session.record(_state(session, "context-budget", kickoff_pending=False, detail=detail))
-    session.pause_reason = "context-budget"
-    return detail
-
-
-def refuse_if_paused(session: Session) -> None:
-    """New prompts are refused while the session is paused (state saves still run)."""
-    reason = session.pause_reason
-    if reason is not None:
-        raise OperationFailed(
-            f"the session is paused ({reason}); the prompt was not sent",
-            hint=_cure(reason),
-        )
-
-
 def deliver(session: Session, kickoff: str, abort: threading.Event | None = None) -> TurnResult:
     """Claim the kickoff, then send it as the successor's first turn; never twice."""
     from ..loop import run_turn
 
     sha = hashlib.sha256(kickoff.encode()).hexdigest()
-    if adoption(session.id, _events(session.layout, session.id)).claimed == sha:
+    if adoption(session.id, log_events(session.layout, session.id)).claimed == sha:
         raise OperationFailed(
             "the kickoff was already claimed; it is never sent twice",
             hint="ask the session to continue",
@@ -486,7 +415,7 @@ def recover(session: Session, abort: threading.Event | None = None) -> TurnResul
     from ..loop import run_turn
 
     refuse_if_paused(session)
-    if not stalled(_events(session.layout, session.id)):
+    if not stalled(log_events(session.layout, session.id)):
         raise OperationFailed(
             "the last turn finished; there is nothing to recover", hint="send a prompt instead"
         )
