@@ -912,3 +912,16 @@ def test_agent_review_ledger_limits() -> None:
     assert triage_finding.CANDIDATE_REFS_SHOWN == 10
     assert review.REVIEW_ROUNDS_MAX == 2
     assert review.FINDING_SHOWN_MAX_CHARS == 300
+
+
+def test_agent_handoff_limits() -> None:
+    from ax_agent.handoff import snapshot
+    from ax_policy import models
+
+    assert snapshot.HANDOFF_TRAIL_TAIL == 20
+    assert snapshot.HANDOFF_MAX_THREADS == 64
+    assert snapshot.HANDOFF_MAX_EPISODES == 128
+    assert snapshot.KICKOFF_TEMPLATE_MAX_BYTES == 16 * 1024
+    assert snapshot.HANDOFF_FOCUS_MAX_CHARS == 4_000
+    assert models.CONTEXT_BUDGET_MIN_TOKENS == 1_000
+    assert models.CONTEXT_BUDGET_MAX_TOKENS == 10_000_000
