@@ -119,6 +119,40 @@ def test_a_handoff_for_each_purpose_carries_it_apart_from_focus_and_kickoff(
         session = successor
 
 
+def test_the_successor_adopts_the_plan_and_notes_but_not_the_approval(
+    workspace: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    from ax_agent.plans.store import plan_state, read_plan
+
+    plan = {
+        "goal": "Split the parser",
+        "tasks": [{"id": "explore", "title": "Map it", "role": "explorer"}],
+    }
+    script = write_script(
+        tmp_path / "first.json",
+        [{"toolCalls": [call("plan_write", **plan), call("slate_note", key="todo", text="docs")]},
+         {"text": "ok"}],
+    )  # fmt: skip
+    result = run_cli(main, [*_base(workspace, script), "-p", "plan it"])
+    assert result.exit_code == 0, result.stderr
+    session = str(jsonio.loads(result.stdout)["session"])
+    layout = state_layout(workspace)
+    approved = run_cli(main, ["plan", "approve", "-C", str(workspace), "--session", session])
+    assert approved.exit_code == 0, approved.stderr
+    assert plan_state(layout, session, _log(workspace, session)).standing == "approved"
+    code, out, err = _handoff(workspace, tmp_path, run_cli, session)
+    assert code == 0 and out is not None, err
+    successor = str(out["session"])
+    before, after = read_plan(layout, session), read_plan(layout, successor)
+    assert before is not None and after is not None and after.sha256 == before.sha256
+    assert after.document.session == successor
+    events = _log(workspace, successor)
+    assert plan_state(layout, successor, events).standing == "draft"
+    (state,) = of_type(events, "handoff.state")
+    assert state["snapshot"]["notes"] == {"todo": "docs"}
+    assert "plan: restored as your plan" in _entry(workspace, successor)["kickoff"]
+
+
 def test_a_retry_without_an_option_keeps_the_pending_purpose(
     workspace: Path, tmp_path: Path, run_cli: CliRunner, state_dir: Path
 ) -> None:
@@ -173,6 +207,8 @@ def test_two_purposes_are_refused_and_nothing_is_written(
     session = _first_session(workspace, tmp_path, run_cli)
     code, _, err = _handoff(workspace, tmp_path, run_cli, session, "--post-check", "--user-request")
     assert code == 2 and "give one purpose" in err
+    code, _, err = _handoff(workspace, tmp_path, run_cli, session, "--effort", "extreme")
+    assert code == 2 and "unknown --effort 'extreme'" in err
     assert not of_type(_log(workspace, session), "handoff.purpose")
 
 
@@ -464,7 +500,7 @@ def test_a_crash_between_claim_and_send_never_replays_the_kickoff(
     session = _first_session(workspace, tmp_path, run_cli)
     # A user-configured MCP server that never answers holds the first turn (up to its
     # start budget) after the claim and before the kickoff's message: the kill lands there.
-    hang = {"command": sys.executable, "args": ["-c", "import time; time.sleep(20)"]}
+    hang = {"command": sys.executable, "args": ["-c", "import time; time.sleep(10)"]}
     config = state_dir / "config.json"
     config.write_text(jsonio.dumps({"mcpServers": {"slow": hang}}).decode())
     script = write_script(tmp_path / "takeover.json", TAKEOVER)

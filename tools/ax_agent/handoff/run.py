@@ -16,13 +16,13 @@ from dataclasses import replace
 from typing import IO, Any
 
 from libcommon import jsonio
-from libcommon.errors import ExitStatus, Fenced, OperationFailed
+from libcommon.errors import ExitStatus, Fenced, OperationFailed, UsageError
 
 from ..headless import abort_on_signals, exit_status, summary_json
 from ..loop import TurnResult
 from ..narrative import finish
 from ..session import Session, StartOptions, start_session
-from .flow import RECOVER_NOTE, adopt, begin, deliver, failed, recover, resume, transfer
+from .flow import EFFORTS, RECOVER_NOTE, adopt, begin, deliver, failed, recover, resume, transfer
 from .records import Request
 
 Say = Callable[[str], None]
@@ -56,6 +56,8 @@ def run_handoff(
     from ax_policy import ensure_trusted
     from libcommon.locks import OwnerLease
 
+    if effort is not None and effort not in EFFORTS:
+        raise UsageError(f"unknown --effort {effort!r}", hint=f"use one of {', '.join(EFFORTS)}")
     layout, session_id = _session_id(options, given)
     # The gate first: an untrusted workspace gets nothing written (exit 3).
     ensure_trusted(layout, interactive=False, trust_once=options.trust_once)
