@@ -539,3 +539,51 @@ def _wait_for_claim(workspace: Path, session: str) -> str:
                 return successor
         time.sleep(0.02)
     raise AssertionError("the successor never claimed its kickoff")
+
+
+def test_a_cancelled_terminal_handoff_keeps_its_purpose_for_the_retry(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ax_agent.terminal import commands
+
+    from .terminal.test_units import make
+
+    session = open_session(workspace, write_script(tmp_path / "s.json", []), tools=[])
+    screen, _, err = make(tty=False)
+    context = commands.Context(session, None, screen, None)  # type: ignore[arg-type]
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(flow, "kickoff_text", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            commands.run_line(context, "/handoff --track-boundary parser")
+    (cancelled,) = of_type(events_of(session), "handoff.failed")
+    assert cancelled["stage"] == "cancelled"
+    assert commands.run_line(context, "/handoff") == "handoff"
+    assert context.successor is not None and "(track-boundary, a retry" in err.getvalue()
+    assert [(e["purpose"], e["retry"]) for e in of_type(events_of(session), "handoff.purpose")] == [
+        ("track-boundary", False),
+        ("track-boundary", True),
+    ]
+    assert _entry(workspace, context.successor)["purpose"] == "track-boundary"
+    session.end("done")
+
+
+def test_a_send_that_fails_after_its_claim_is_reported_and_never_replayed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    session = open_session(workspace, write_script(tmp_path / "s.json", [{"text": "x"}]), tools=[])
+    session.pause_reason = "context-budget"  # the send is refused after the claim
+    with pytest.raises(OperationFailed, match="claimed but its send failed"):
+        flow.deliver(session, "the kickoff")
+    session.pause_reason = None
+    with pytest.raises(OperationFailed, match="never sent twice"):
+        flow.deliver(session, "the kickoff")
+    events = events_of(session)
+    assert len(of_type(events, "handoff.kickoff_claimed")) == 1
+    (failure,) = of_type(events, "handoff.kickoff_failed")
+    assert "paused" in failure["reason"]
+    assert not of_type(events, "user.message")
+    session.end("done")
