@@ -29,7 +29,6 @@ from libcommon.errors import AxError, OperationFailed, UsageError
 from libcommon.paths import StateLayout
 
 from .pause import (
-    apply_state,
     log_events,
     paused_line,
     refuse_if_paused,
@@ -245,7 +244,7 @@ def adopt(session: Session, options: StartOptions, say: Callable[[str], None]) -
             "not sent again: ask the session to continue"
         )
     if found.state is not None:
-        apply_state(session, found.state)
+        # The session's start applied this saved state already (a pause holds).
         if session.pause_reason is not None:
             say(paused_line(session.pause_reason, found.state.get("detail")))
             return None
