@@ -309,9 +309,14 @@ def test_a_failed_unpause_save_keeps_the_pause(
     monkeypatch.setattr(session, "record", refuse)
     from ax_agent.session import StartOptions
 
+    options = StartOptions(provider="script", script=script)
     with pytest.raises(OperationFailed, match="disk is full"):
-        flow.resume(session, StartOptions(provider="script", script=script), None, None)
+        flow.resume(session, options, None, None)
     assert session.pause_reason == "adoption"
+    # Nothing changes in the process either: not the model, not the effort.
+    with pytest.raises(OperationFailed, match="disk is full"):
+        flow.resume(session, options, "claude-sonnet-4-5", "high")
+    assert (session.pause_reason, session.model, session.effort) == ("adoption", "scripted", None)
     monkeypatch.setattr(session, "record", real)
     session.end("done")
 

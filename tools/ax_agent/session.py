@@ -55,6 +55,7 @@ from .window.window import SYSTEM_NOTE, ContextWindow
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
 
+    from .handoff.records import PauseReason
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
@@ -154,7 +155,7 @@ class Session:
     # does), the reasoning effort recorded for it, the user's context budget and the
     # request size a budget resume counts from, and the newest failover attempt.
     trust_basis: str = "store"
-    pause_reason: str | None = None
+    pause_reason: PauseReason | None = None
     effort: str | None = None
     context_budget: int | None = None
     budget_floor: int = 0

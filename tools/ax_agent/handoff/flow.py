@@ -273,14 +273,14 @@ def adopt(session: Session, options: StartOptions, say: Callable[[str], None]) -
     return kickoff
 
 
-def _switch(session: Session, options: StartOptions, model: str) -> str | None:
-    """Run on ``model`` from now on; why not, when its provider cannot be made."""
+def _provider_for(session: Session, options: StartOptions, model: str) -> Provider | str:
+    """The session's provider on ``model``, or why it cannot be made."""
     from ..providers import make_provider
     from ..providers.profiles import PROFILES
 
     name = session.provider.name
     try:
-        provider = make_provider(
+        return make_provider(
             name,
             model=model,
             base_url=getattr(session.provider, "base_url", None) if name in PROFILES else None,
@@ -289,18 +289,30 @@ def _switch(session: Session, options: StartOptions, model: str) -> str | None:
         )
     except AxError as exc:
         return f"the model {model!r} cannot be used with {name}: {exc.message}"
+
+
+def _use(session: Session, provider: Provider) -> None:
+    """Run on ``provider`` from the next request (``provider.changed`` says so)."""
     previous = session.model
     session.provider = provider
     session.model = provider.model
     session.record(
         {
             "type": "provider.changed",
-            "provider": name,
+            "provider": provider.name,
             "model": provider.model,
-            "previousProvider": name,
+            "previousProvider": provider.name,
             "previousModel": previous,
         }
     )
+
+
+def _switch(session: Session, options: StartOptions, model: str) -> str | None:
+    """Run on ``model`` from now on; why not, when its provider cannot be made."""
+    provider = _provider_for(session, options, model)
+    if isinstance(provider, str):
+        return provider
+    _use(session, provider)
     return None
 
 
@@ -324,10 +336,9 @@ def resume(
             raise UsageError(f"still paused: {problem}", hint="/resume --model NAME [--effort E]")
     elif effort is not None and effort not in EFFORTS:
         raise UsageError(f"the reasoning effort {effort!r} is not one of {', '.join(EFFORTS)}")
-    if target != session.model:
-        problem = _switch(session, options, target)
-        if problem is not None:
-            raise UsageError(f"still paused: {problem}")
+    provider = _provider_for(session, options, target) if target != session.model else None
+    if isinstance(provider, str):
+        raise UsageError(f"still paused: {provider}")
     found = adoption(session.id, log_events(session.layout, session.id))
     kickoff = (
         found.entry.get("kickoff")
@@ -335,14 +346,15 @@ def resume(
         else None
     )
     floor = request_tokens(session) if reason == "context-budget" else session.budget_floor
-    previous_effort, session.effort = session.effort, effort
-    try:
-        session.record(state_event(session, None, kickoff_pending=kickoff is not None, floor=floor))
-    except BaseException:
-        session.effort = previous_effort
-        raise
+    state = state_event(session, None, kickoff_pending=kickoff is not None, floor=floor)
+    state.update(model=target, reasoningEffort=effort)
+    # Saved first: a save that fails leaves this process as it was, still paused.
+    session.record(state)
+    if provider is not None:
+        _use(session, provider)
     session.pause_reason = None
     session.budget_floor = floor
+    session.effort = effort
     return kickoff
 
 

@@ -584,7 +584,7 @@ def _handoff(context: Context, args: list[str]) -> Action:
     session = context.session
     request = parse_request(args)
     events = _log(session)
-    attempt = begin(session.record, events, request, session.pause_reason)  # type: ignore[arg-type]
+    attempt = begin(session.record, events, request, session.pause_reason)
     # A live session is past the trust gate: the project's template may be used.
     try:
         done = transfer(
