@@ -113,6 +113,9 @@ def test_a_handoff_for_each_purpose_carries_it_apart_from_focus_and_kickoff(
         assert entry["sessionId"] == successor and entry["purpose"] == purpose
         assert entry["predecessor"] == session and entry["model"] == "scripted"
         assert "Focus: the docs" in entry["kickoff"] and "read_file" in entry["kickoff"]
+        assert [e["resumed"] for e in of_type(_log(workspace, successor), "session.started")] == [
+            False
+        ]
         # The successor never inherits the purpose: its own log holds none.
         assert pending_purpose(_log(workspace, successor)) is None
         assert not of_type(_log(workspace, successor), "handoff.purpose")

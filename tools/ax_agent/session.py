@@ -296,7 +296,9 @@ def start_session(options: StartOptions) -> Session:
             listeners=list(options.listeners),
             on_text=options.on_text,
             on_output=options.on_output,
-            resumed=history is not None,
+            # A successor whose log holds only its handoff entry starts its first life.
+            resumed=history is not None
+            and any(event.get("type") == "session.started" for event in history),
             # A resumed session streams only what this life appends.
             shown_offset=_complete_end(log) if history is not None else 0,
             instructions=instructions,
