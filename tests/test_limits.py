@@ -939,3 +939,16 @@ def test_agent_web_research_limits() -> None:
     assert notes.RESEARCH_MAX_BYTES == 8 * 1024
     assert web_search.QUERY_MAX_CHARS == 400
     assert record_source.FINDINGS_PER_TASK_MAX == 30
+
+
+def test_agent_handoff_limits() -> None:
+    from ax_agent.handoff import snapshot
+    from ax_policy import models
+
+    assert snapshot.HANDOFF_TRAIL_TAIL == 20
+    assert snapshot.HANDOFF_MAX_THREADS == 64
+    assert snapshot.HANDOFF_MAX_EPISODES == 128
+    assert snapshot.KICKOFF_TEMPLATE_MAX_BYTES == 16 * 1024
+    assert snapshot.HANDOFF_FOCUS_MAX_CHARS == 4_000
+    assert models.CONTEXT_BUDGET_MIN_TOKENS == 1_000
+    assert models.CONTEXT_BUDGET_MAX_TOKENS == 10_000_000

@@ -10,6 +10,7 @@ from ax_log.events import REGISTRY, EventBody, body_fields, parse_body, parse_st
 from libcommon.errors import UsageError
 
 SHA = "a" * 64
+SNAPSHOT = {"plan": None, "threads": [], "episodes": [], "notes": {}, "trail": []}
 
 # One minimal valid event per core type (docs/events.md has the same table).
 EXAMPLES: dict[str, dict[str, Any]] = {
@@ -150,6 +151,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "verified": True,
         "reason": "pushed",
     },
+    # Fresh-session handoff (issue 26).
+    "handoff.purpose": {"attemptId": "h-1", "purpose": "post-check"},
+    "handoff.failed": {"attemptId": "h-1", "stage": "idle-wait", "reason": "owned"},
+    "handoff.transferred": {"attemptId": "h-1", "successor": "s-2", "purpose": "post-check"},
+    "handoff.entry": {"sessionId": "s-2", "snapshot": SNAPSHOT},
+    "handoff.state": {"snapshot": SNAPSHOT},
+    "handoff.kickoff_claimed": {"sha256": SHA},
+    "handoff.kickoff_failed": {"sha256": SHA, "reason": "killed"},
+    "handoff.failover": {"attemptId": "f-1"},
+    "handoff.continued": {"attemptId": "f-1"},
     # Plans and delegated tasks (issue 21).
     "plan.written": {"path": "/s/p.plan.json", "sha256": SHA, "status": "draft", "tasks": 2},
     "plan.approved": {"sha256": SHA},

@@ -364,6 +364,154 @@ def _append(layout: StateLayout, session_id: str, event: dict[str, Any]) -> None
     append_events(layout, session_id, [event])
 
 
+# Handoff (issue 26): /handoff, /resume and /recover off a terminal.
+ProviderOption = Annotated[
+    str | None, typer.Option("--provider", help="The successor's provider (default: the config's).")
+]
+ModelOption = Annotated[str | None, typer.Option("--model", help="The model to run on.")]
+ScriptOption = Annotated[
+    Path | None, typer.Option("--script", help="The script file of the script provider.")
+]
+EffortOption = Annotated[
+    str | None, typer.Option("--effort", help="The reasoning effort: low, medium or high.")
+]
+FormatOption = Annotated[
+    str, typer.Option("--output-format", help="text (the answer) or json (one object).")
+]
+
+
+def _handoff_options(
+    workspace: Path | None,
+    provider: str | None,
+    model: str | None,
+    script: Path | None,
+    trust_once: bool,
+    output_format: str,
+) -> Any:
+    from libcommon.errors import UsageError
+
+    from .approvals import DenyingApprover
+    from .session import StartOptions
+
+    if output_format not in ("text", "json"):
+        raise UsageError(f"unknown --output-format {output_format!r}", hint="use text or json")
+    return StartOptions(
+        workspace=workspace,
+        environ=env().environ,
+        provider=provider,
+        model=model,
+        script=script,
+        trust_once=trust_once,
+        approver=DenyingApprover(),
+    )
+
+
+@app.command()
+def handoff(
+    focus: Annotated[
+        list[str] | None, typer.Argument(help="What the successor should focus on.")
+    ] = None,
+    track_boundary: Annotated[
+        bool, typer.Option("--track-boundary", help="Purpose: a track reached its boundary.")
+    ] = False,
+    post_check: Annotated[
+        bool, typer.Option("--post-check", help="Purpose: a check passed; start fresh.")
+    ] = False,
+    context_budget: Annotated[
+        bool, typer.Option("--context-budget", help="Purpose: the context budget was reached.")
+    ] = False,
+    user_request: Annotated[
+        bool,
+        typer.Option("--user-request", help="Purpose: you asked (replaces a pending purpose)."),
+    ] = False,
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    effort: EffortOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    script: ScriptOption = None,
+    trust_this_workspace: TrustOnceOption = False,
+    output_format: FormatOption = "text",
+) -> int:
+    """Hand the session's work to a fresh session, which starts on its kickoff.
+
+    Without an option a pending purpose is kept (a retry), else it is user-request.
+    Exit status: 0 handed over and the kickoff turn ran; 1 failed (the JSON or stderr
+    says which; the successor may be paused); 2 bad usage; 3 the workspace is not
+    trusted (the successor waits); 4 the session is owned by a live process.
+    """
+    from libcommon.errors import UsageError
+
+    from .handoff.records import parse_request
+    from .handoff.run import run_handoff
+
+    chosen = [
+        flag
+        for flag, given in (
+            ("--track-boundary", track_boundary),
+            ("--post-check", post_check),
+            ("--context-budget", context_budget),
+            ("--user-request", user_request),
+        )
+        if given
+    ]
+    if len(chosen) > 1:
+        raise UsageError(f"give one purpose, not {' and '.join(chosen)}")
+    request = parse_request([*chosen, *(focus or [])])
+    options = _handoff_options(
+        workspace, provider, model, script, trust_this_workspace, output_format
+    )
+    return run_handoff(options, session, request, effort, env().stdout, chrome, output_format)
+
+
+@app.command()
+def resume(
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    model: ModelOption = None,
+    effort: EffortOption = None,
+    provider: ProviderOption = None,
+    script: ScriptOption = None,
+    trust_this_workspace: TrustOnceOption = False,
+    output_format: FormatOption = "text",
+) -> int:
+    """Lift a paused session's pause (/resume); after an adoption pause, deliver the kickoff.
+
+    Exit status: 0 resumed; 1 not paused, or still paused (the model or effort is not
+    permitted, or the unpaused state could not be saved); 3 not trusted; 4 owned.
+    """
+    from .handoff.run import run_resume
+
+    options = _handoff_options(
+        workspace, provider, None, script, trust_this_workspace, output_format
+    )
+    return run_resume(options, session, model, effort, env().stdout, chrome, output_format)
+
+
+@app.command()
+def recover(
+    workspace: WorkspaceOption = None,
+    session: SessionOption = None,
+    provider: ProviderOption = None,
+    model: ModelOption = None,
+    script: ScriptOption = None,
+    trust_this_workspace: TrustOnceOption = False,
+    output_format: FormatOption = "text",
+) -> int:
+    """Send a stalled session a failover instruction (a new attempt id) to go on.
+
+    Its acknowledgement (handoff.continued) says the model started answering, not that
+    the work recovered. Exit status: 0 the turn finished; 1 nothing stalled, paused, or
+    the turn failed; 3 not trusted; 4 owned; 130 interrupted.
+    """
+    from .handoff.run import run_recover
+
+    options = _handoff_options(
+        workspace, provider, model, script, trust_this_workspace, output_format
+    )
+    return run_recover(options, session, env().stdout, chrome, output_format)
+
+
 def main(argv: list[str] | None = None, env: Environment | None = None) -> int:
     return run_main(app, argv, env)
 

@@ -96,6 +96,13 @@ def run_headless(
     )
     try:
         with abort_on_signals(session.asking.is_set) as abort:
+            # Issue 26: a successor adopts its handoff entry first (its kickoff, once),
+            # and a paused session refuses the prompt.
+            from .handoff.flow import adopt, deliver
+
+            kickoff = adopt(session, options, chrome)
+            if kickoff is not None:
+                deliver(session, kickoff, abort)
             result = run_turn(session, prompt, abort)
     except BaseException:
         # Not a clean end: nothing is written to the project's memory.

@@ -130,6 +130,11 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
     """One user turn, to the model's final answer or a stop (see the module docstring)."""
     abort = abort or threading.Event()
     state = _TurnState()
+    if session.pause_reason is not None:
+        # Issue 26: a paused session takes no prompt (its state saves still run).
+        from .handoff.pause import refuse_if_paused
+
+        refuse_if_paused(session)
     if session.mcp is not None:
         # Issue 23: servers still starting hold the first turn up to a budget, no longer;
         # the tools of those ready now join, and those of a server gone leave.
@@ -173,6 +178,13 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         elif pinned:
             request = replace(request, messages=place_pinned(request.messages, pinned))
         _note_uncatalogued(session, request.model)
+        if session.context_budget is not None:
+            # Issue 26: the context budget pauses the work before the request is sent.
+            from .handoff.pause import budget_reached, pause_for_budget
+
+            if budget_reached(session):
+                detail = pause_for_budget(session)
+                return _finished(session, state, "context-budget", final_text, detail)
         try:
             response = session.provider.complete(request, on_text=session.on_text, abort=abort)
         except ProviderAborted:

@@ -55,6 +55,7 @@ from .window.window import SYSTEM_NOTE, ContextWindow
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
 
+    from .handoff.records import PauseReason
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
@@ -160,6 +161,16 @@ class Session:
     # this session starts (built on first use), and this session's own spend and findings.
     research: ResearchState | None = None
     research_ledger: ResearchLedger = field(default_factory=lambda: _ledger())
+    # Handoff (issue 26): how the workspace is trusted for this run ("store", "once",
+    # "derived"), the pause the saved state holds (new prompts are refused while one
+    # does), the reasoning effort recorded for it, the user's context budget and the
+    # request size a budget resume counts from, and the newest failover attempt.
+    trust_basis: str = "store"
+    pause_reason: PauseReason | None = None
+    effort: str | None = None
+    context_budget: int | None = None
+    budget_floor: int = 0
+    failover_attempt: str | None = None
 
     @property
     def workspace(self) -> Path:
@@ -296,12 +307,16 @@ def start_session(options: StartOptions) -> Session:
             listeners=list(options.listeners),
             on_text=options.on_text,
             on_output=options.on_output,
-            resumed=history is not None,
+            # A successor whose log holds only its handoff entry starts its first life.
+            resumed=history is not None
+            and any(event.get("type") == "session.started" for event in history),
             # A resumed session streams only what this life appends.
             shown_offset=_complete_end(log) if history is not None else 0,
             instructions=instructions,
             memory=memory,
             map=repo_map,
+            trust_basis=trust.basis or "store",
+            context_budget=config.context_budget,
         )
         _first_records(session, trust.basis or "store", config, git, instructions, options)
         _sweep_orphans(session)
@@ -320,9 +335,14 @@ def start_session(options: StartOptions) -> Session:
         session.window = ContextWindow.resumed(session.seam, session.record, history or [])
         session.listeners.append(session.window.archive)
         if history is not None:
+            from .handoff.pause import apply_state
             from .resume import rebuild
 
             session.messages = rebuild(session.record, history)
+            # Issue 26: a saved pause holds across a reload.
+            states = [event for event in history if event.get("type") == "handoff.state"]
+            if states:
+                apply_state(session, states[-1])
     except BaseException:
         if servers is not None:
             servers.close()

@@ -1045,6 +1045,133 @@ class PushCompleted(EventBody):
     reason: str
 
 
+# --- fresh-session handoff (issue 26) ---------------------------------------------
+
+HandoffPurpose = Literal["track-boundary", "post-check", "context-budget", "user-request"]
+PauseReason = Literal["context-budget", "adoption"]
+AttemptId = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+@register
+class HandoffPurposeRecorded(EventBody):
+    """Session-bound: one handoff attempt and why (``purpose``), apart from its ``focus``.
+    It stays pending through a ``handoff.failed`` of the same attempt (a retry without an
+    option reuses it) and is consumed by that attempt's ``handoff.transferred``; a
+    successor never reads it. ``pauseReason``: the session was paused when it was asked
+    (a boundary during a context-budget pause names both causes)."""
+
+    type: Literal["handoff.purpose"] = "handoff.purpose"
+    attempt_id: AttemptId
+    purpose: HandoffPurpose
+    focus: str | None = None
+    retry: bool = False
+    pause_reason: PauseReason | None = None
+
+
+@register
+class HandoffFailed(EventBody):
+    """Attempt ``attemptId`` did not transfer: ``cancelled``, ``idle-wait`` (the session
+    was not idle: another live process owns it) or ``replacement`` (the successor could
+    not be written). Its purpose stays pending for the retry."""
+
+    type: Literal["handoff.failed"] = "handoff.failed"
+    attempt_id: AttemptId
+    stage: Literal["cancelled", "idle-wait", "replacement"]
+    reason: str
+
+
+@register
+class HandoffTransferred(EventBody):
+    """Attempt ``attemptId``'s entry is durable in ``successor``'s log: its purpose is
+    consumed."""
+
+    type: Literal["handoff.transferred"] = "handoff.transferred"
+    attempt_id: AttemptId
+    successor: str
+    purpose: HandoffPurpose
+
+
+class HandoffSnapshot(Contract):
+    """The work a successor adopts: the plan document, the worker threads and episodes
+    (folded from their own events), the notes and the Trail's newest entries."""
+
+    plan: dict[str, Any] | None = None
+    threads: list[dict[str, Any]] = Field(default_factory=list)
+    episodes: list[dict[str, Any]] = Field(default_factory=list)
+    notes: dict[str, str] = Field(default_factory=dict)
+    trail: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@register
+class HandoffEntry(EventBody):
+    """Successor-bound: written into the successor's own log, adoptable only by the
+    session whose id is ``sessionId``. ``purpose`` is absent in an entry written before
+    purposes existed (read as no stated cause, never invented)."""
+
+    type: Literal["handoff.entry"] = "handoff.entry"
+    session_id: str
+    snapshot: HandoffSnapshot
+    purpose: HandoffPurpose | None = None
+    kickoff: str | None = None
+    model: str | None = None
+    reasoning_effort: str | None = None
+    predecessor: str | None = None
+    template: str | None = None
+
+
+@register
+class HandoffState(EventBody):
+    """The session's saved handoff state; the newest one wins over an entry. A
+    ``pauseReason`` pauses the session (``context-budget``: prompts refused;
+    ``adoption``: the kickoff stays pending, no turn starts); null is unpaused.
+    ``budgetFloor``: the request size a context-budget resume started counting from."""
+
+    type: Literal["handoff.state"] = "handoff.state"
+    snapshot: HandoffSnapshot
+    pause_reason: PauseReason | None = None
+    kickoff_pending: bool = False
+    model: str | None = None
+    reasoning_effort: str | None = None
+    detail: str | None = None
+    budget_floor: Annotated[int, Field(ge=0)] = 0
+
+
+@register
+class HandoffKickoffClaimed(EventBody):
+    """Delivery of the adopted entry's kickoff is claimed, before the turn is sent: a
+    reload never sends a claimed kickoff again."""
+
+    type: Literal["handoff.kickoff_claimed"] = "handoff.kickoff_claimed"
+    sha256: Sha256
+
+
+@register
+class HandoffKickoffFailed(EventBody):
+    """The claimed kickoff's send failed (or a reload found it claimed and never sent):
+    continuation is for a person to request, never replayed."""
+
+    type: Literal["handoff.kickoff_failed"] = "handoff.kickoff_failed"
+    sha256: Sha256
+    reason: str
+
+
+@register
+class HandoffFailover(EventBody):
+    """A failover instruction to a stalled session, attempt ``attemptId`` (unique)."""
+
+    type: Literal["handoff.failover"] = "handoff.failover"
+    attempt_id: AttemptId
+
+
+@register
+class HandoffContinued(EventBody):
+    """The model started answering failover ``attemptId``'s instruction (at most once per
+    attempt). It does not prove the recovery worked."""
+
+    type: Literal["handoff.continued"] = "handoff.continued"
+    attempt_id: AttemptId
+
+
 # --- parsing -----------------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ def load_config(layout: StateLayout) -> PolicyConfig:
         model=user.model,
         base_url=user.base_url,
         max_steps=user.max_steps,
+        context_budget=user.context_budget,
         instruction_fallbacks=user.instruction_fallbacks,
         mcp_servers=user.mcp_servers,
         research=user.research,

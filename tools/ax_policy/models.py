@@ -20,6 +20,9 @@ from libcommon.contracts import Contract
 MAX_PATTERNS_PER_LIST = 256
 MAX_PATTERN_CHARS = 256
 MAX_STEPS_CAP = 10_000
+# The bounds of a user's contextBudget (tokens of one request).
+CONTEXT_BUDGET_MIN_TOKENS = 1_000
+CONTEXT_BUDGET_MAX_TOKENS = 10_000_000
 # The user's own list of instruction file names ax-agent falls back to (CLAUDE.md …).
 MAX_INSTRUCTION_FALLBACKS = 8
 MAX_FILE_NAME_CHARS = 255
@@ -350,6 +353,11 @@ class UserConfig(WorkspaceConfig):
     model: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
     base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
     max_steps: Annotated[int, Field(ge=1, le=MAX_STEPS_CAP)] | None = None
+    # ax-agent's context budget (issue 26): a session pauses when a request reaches this
+    # many tokens. User layer only: how long a person lets a session run is theirs.
+    context_budget: (
+        Annotated[int, Field(ge=CONTEXT_BUDGET_MIN_TOKENS, le=CONTEXT_BUDGET_MAX_TOKENS)] | None
+    ) = None
     # ax-agent's instruction files: the names tried after AGENTS.override.md, AGENTS.md
     # and AGENT.md in each folder (None: ax-agent's default, CLAUDE.md). User layer only:
     # a repository already chooses which files it ships.

@@ -29,7 +29,7 @@ TRAIL_DEFAULT_ROWS = 20
 # Pages of a step's saved output /expand prints at most.
 EXPAND_MAX_PAGES = 50
 
-Action = Literal["quit", "clear"] | None
+Action = Literal["quit", "clear", "handoff", "recover"] | None
 
 
 @dataclass
@@ -40,6 +40,10 @@ class Context:
     renderer: Renderer
     # Asks the person a yes/no question (the approval menu's "No" / "Yes"); None: no one to ask.
     confirm: Callable[[str], bool] | None = None
+    # Set by /handoff: the successor the terminal goes on in (its action is "handoff").
+    successor: str | None = None
+    # Set by /resume: the kickoff the terminal delivers next (claimed, then sent).
+    kickoff: str | None = None
 
 
 @dataclass(frozen=True)
@@ -571,6 +575,74 @@ def _init(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _handoff(context: Context, args: list[str]) -> Action:
+    """``/handoff [--track-boundary | --post-check | --context-budget | --user-request]
+    [FOCUS]``: the purpose, the successor's entry, then the terminal goes on in it."""
+    from ..handoff.flow import begin, failed, transfer
+    from ..handoff.records import parse_request
+
+    session = context.session
+    request = parse_request(args)
+    events = _log(session)
+    attempt = begin(session.record, events, request, session.pause_reason)
+    # A live session is past the trust gate: the project's template may be used.
+    try:
+        done = transfer(
+            session.layout,
+            session.id,
+            session.record,
+            attempt,
+            request.focus,
+            trusted=True,
+            model=session.model,
+            effort=session.effort,
+        )
+    except KeyboardInterrupt:
+        failed(
+            session.record, attempt[0], "cancelled", "interrupted before the successor was written"
+        )
+        raise
+    retry = ", a retry" if done.retry else ""
+    why = f"{done.purpose}{retry}; template {done.template}"
+    _say(context, f"handing over to session {done.successor} ({why})")
+    context.successor = done.successor
+    return "handoff"
+
+
+def _resume(context: Context, args: list[str]) -> Action:
+    """``/resume [--model NAME] [--effort LEVEL]``: lift a pause."""
+    from ..handoff.flow import resume
+
+    model = effort = None
+    rest = list(args)
+    while rest:
+        flag = rest.pop(0)
+        if flag not in ("--model", "--effort") or not rest:
+            raise UsageError(
+                f"/resume does not understand {flag!r}", hint="/resume [--model NAME] [--effort E]"
+            )
+        if flag == "--model":
+            model = rest.pop(0)
+        else:
+            effort = rest.pop(0)
+    context.kickoff = resume(context.session, context.options, model, effort)
+    _say(context, f"resumed on {context.session.model}")
+    return None
+
+
+def _recover(context: Context, args: list[str]) -> Action:
+    _no_args(args, "/recover")
+    context.kickoff = None
+    context.successor = None
+    return "recover"
+
+
+def _log(session: Session) -> list[dict[str, Any]]:
+    from ax_log import read_events
+
+    return list(read_events(session.layout.session_log(session.id), session.id))
+
+
 def _clear(context: Context, args: list[str]) -> Action:
     _no_args(args, "/clear")
     return "clear"
@@ -623,6 +695,14 @@ COMMANDS: tuple[Command, ...] = (
         _repair,
     ),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
+    Command(
+        "handoff",
+        "[--track-boundary|--post-check|--context-budget|--user-request] [FOCUS]",
+        "hand the work to a fresh session (plan, notes, threads, Trail tail) and go on there",
+        _handoff,
+    ),
+    Command("resume", "[--model NAME] [--effort E]", "lift a handoff or budget pause", _resume),
+    Command("recover", "", "send a stalled turn a failover instruction to go on", _recover),
     Command("clear", "", "end this session and start a new one", _clear),
     Command("quit", "", "end the session and exit", _quit),
 )

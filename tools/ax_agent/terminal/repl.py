@@ -154,10 +154,24 @@ class Terminal:
                 if not line.strip():
                     continue
                 if commands.parse(line) is not None:
+                    context = self._context(session)
                     try:
-                        action = commands.run_line(self._context(session), line)
+                        action = commands.run_line(context, line)
                     except KeyboardInterrupt:
                         self.screen.line("(command interrupted)")
+                        continue
+                    if action == "handoff" and context.successor is not None:
+                        # Issue 26: the old session ends; the successor adopts its entry.
+                        self._end(session, "handoff", clean=True)
+                        session = self._start(
+                            replace(self.options, resume=context.successor, continue_latest=False)
+                        )
+                        continue
+                    if action == "recover":
+                        self._turn(session, None, recover=True)
+                        continue
+                    if context.kickoff is not None:
+                        self._turn(session, context.kickoff, kickoff=True)
                         continue
                     if action == "quit":
                         reason = "quit"
@@ -207,6 +221,8 @@ class Terminal:
             self.declined.add(found.key)
 
     def _start(self, options: StartOptions) -> Session:
+        from ..handoff.flow import adopt
+
         session = start_session(options)
         session.on_task_status = self.status.set_tasks
         self.renderer.last_step = session.trail_step
@@ -220,15 +236,36 @@ class Terminal:
                 "dim",
             )
         )
+        # Issue 26: a successor adopts its entry; its kickoff is claimed, then sent, once.
+        kickoff = adopt(session, options, self._warn)
+        if kickoff is not None:
+            self._turn(session, kickoff, kickoff=True)
         return session
 
-    def _turn(self, session: Session, text: str) -> None:
-        """One turn; its outcome is on the screen already (the renderer drew the events)."""
+    def _warn(self, text: str) -> None:
+        self.screen.line(self.screen.style(text, "yellow"))
+
+    def _turn(
+        self, session: Session, text: str | None, *, kickoff: bool = False, recover: bool = False
+    ) -> None:
+        """One turn; its outcome is on the screen already (the renderer drew the events).
+
+        ``kickoff``: a handoff's kickoff, claimed before it is sent; ``recover``: the
+        failover instruction of a new attempt.
+        """
+        from ..handoff import flow
+
         try:
             with quiet_keyboard(self.fd), abort_on_signals(session.asking.is_set) as abort:
                 self.status.begin()
                 try:
-                    run_turn(session, text, abort)
+                    if recover:
+                        flow.recover(session, abort)
+                        self._note(flow.RECOVER_NOTE)
+                    elif kickoff:
+                        flow.deliver(session, text or "", abort)
+                    else:
+                        run_turn(session, text or "", abort)
                 finally:
                     self.status.end()
                     self.screen.end_text()
