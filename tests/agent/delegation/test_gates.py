@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from agent.terminal.test_units import make
 from agenttest import call, events_of, of_type, open_session, write_script
+from axtest import CliRunner
 from checkpointgit import make_repo, needs_git
 
 from ax_agent.approvals import ApprovalAnswer, ApprovalRequest
@@ -117,8 +118,15 @@ def _delegate(*tasks: dict[str, Any]) -> dict[str, Any]:
 
 def _results(events: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
     """Each ``tool.completed`` of ``tool``, in order."""
-    names = {e["callId"]: e["tool"] for e in of_type(events, "tool.requested")}
-    return [e for e in of_type(events, "tool.completed") if names.get(e["callId"]) == tool]
+    # In log order: a rescripted parent numbers its calls' ids from 1 again.
+    names: dict[str, str] = {}
+    found = []
+    for event in events:
+        if event["type"] == "tool.requested":
+            names[event["callId"]] = event["tool"]
+        elif event["type"] == "tool.completed" and names.get(event["callId"]) == tool:
+            found.append(event)
+    return found
 
 
 def _delegate_asks(approver: _Yes) -> int:
@@ -200,4 +208,186 @@ def test_a_dependent_is_refused_while_its_dependencys_test_is_red_and_spawned_af
     # The green run counts because it started after the dependency's work was applied.
     applied = next(i for i, e in enumerate(events, 1) if e["type"] == "task.applied")
     assert views["fix-sub"].verification.anchor == applied
+    parent.end("done")
+
+
+REVIEWED_PLAN = [
+    {"id": "impl", "title": "Fix sub", "role": "executor", "touches": ["calc.py"],
+     "checks": ["test"]},
+    {"id": "look", "title": "Review calc", "role": "reviewer", "depends_on": ["impl"]},
+]  # fmt: skip
+CRITICAL = "sub overflows on large numbers"
+REFUTED = "Python integers do not overflow; sub(10**30, 1) is exact"
+
+
+@pytest.mark.slow
+def test_a_review_round_of_real_reviewers_is_triaged_by_the_parent_and_then_clears(
+    project: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    from ax_report.cli import main as report_main
+
+    impl = {"role": "executor", "task_id": "impl", "prompt": "Fix sub in calc.py"}
+    look = {"role": "reviewer", "task_id": "look", "prompt": "Review calc.py"}
+    findings = [
+        call("report_finding", severity="critical", path="calc.py", line=6, title=CRITICAL),
+        call("report_finding", severity="high", path="calc.py", title="no type annotations"),
+    ]
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate(impl)]},
+            {"tool_calls": [call("apply_task_changes", task="impl", files=["calc.py"])]},
+            {"tool_calls": [call("run_check", kind="test")]},
+            {"tool_calls": [_delegate(look)], "expect": "test check: PASSED"},
+            # The digest's head names each finding as triage_finding takes it.
+            {"text": "reviewed", "expect": f"/look/1 [critical] calc.py:6: {CRITICAL}"},
+        ],
+        "tasks": {
+            "impl": [
+                {"tool_calls": [call("write_file", path="calc.py", content=FIXED)]},
+                {"text": "sub fixed"},
+            ],
+            "look": [{"tool_calls": findings}, {"text": "two findings"}],
+        },
+    }
+    parent = _parent(project, tmp_path, script, _Yes())
+    _approved_plan(parent, REVIEWED_PLAN)
+    assert run_turn(parent, "fix sub, test it, have it reviewed").text == "reviewed"
+    events = events_of(parent)
+    reported = of_type(events, "review.finding")
+    assert [(e["taskId"], e["number"], e["severity"]) for e in reported] == [
+        ("look", 1, "critical"),
+        ("look", 2, "high"),
+    ]
+    group = reported[0]["group"]
+    first, second = f"{group}/look/1", f"{group}/look/2"
+    [digest] = [e["content"] for e in _results(events, "delegate_task") if "look:" in e["content"]]
+    head = digest.split("\n\n", 1)[0]
+    assert f"review finding {first} [critical] calc.py:6: {CRITICAL}" in head.splitlines()
+    assert f"review finding {second} [high] calc.py: no type annotations" in head.splitlines()
+    blocked = _command(parent, "/accept")
+    assert f"  - review finding {first} [critical] calc.py:6: {CRITICAL}: not triaged" in (
+        blocked.splitlines()
+    )
+    applied = of_type(events, "task.applied")[0]["seq"]
+
+    # Two triages that break the rules are refused at the call; the refute is recorded.
+    _rescript(parent, {"turns": [
+        {"tool_calls": [
+            call("triage_finding", finding=first, action="accept", reason="it is fine"),
+            call("triage_finding", finding=first, action="refute", reason=REFUTED),
+            call("triage_finding", finding=second, action="address", reason="typed",
+                 refs=[applied]),
+        ]},
+        {"tool_calls": [call("write_file", path="calc.py", content=TYPED)]},
+        {"tool_calls": [call("run_check", kind="test")]},
+        {"text": "refuted one, typed calc"},
+    ]})  # fmt: skip
+    assert run_turn(parent, "triage the findings").text == "refuted one, typed calc"
+    events = events_of(parent)
+    accept, refute, address = _results(events, "triage_finding")
+    assert not accept["ok"] and "only a medium or low finding may be accepted" in accept["content"]
+    assert not address["ok"]
+    assert f"ref {applied} is older than finding {second}" in address["content"]
+    assert refute["ok"]
+    [triaged] = of_type(events, "review.triaged")
+    assert (triaged["finding"], triaged["action"], triaged["reason"]) == (first, "refute", REFUTED)
+    state = plan_state(parent.layout, parent.id, events)
+    assert state.loaded is not None
+    assert review_state(state.loaded.plan, events).blockers() == [
+        f"review finding {second} [high] calc.py: no type annotations: not triaged"
+    ]
+    fix = [e for e in of_type(events, "file.mutated") if e["path"] == "calc.py"][-1]["seq"]
+
+    _rescript(parent, {"turns": [
+        {"tool_calls": [call("triage_finding", finding=second, action="address",
+                             reason="annotated", refs=[fix])]},
+        {"text": "addressed"},
+    ]})  # fmt: skip
+    assert run_turn(parent, "address the other").text == "addressed"
+    events = events_of(parent)
+    assert [e["action"] for e in of_type(events, "review.triaged")] == ["refute", "address"]
+    assert review_state(state.loaded.plan, events).blockers() == []
+    refuted = (
+        f"review finding {first} [critical] calc.py:6: {CRITICAL}: REFUTED, an UNVERIFIED "
+        f"MODEL CLAIM: {REFUTED}"
+    )
+    shown = _command(parent, "/accept")
+    assert "Accepted: COMPLETE" in shown
+    assert f"caveat: {refuted}" in shown
+    [_, accepted] = of_type(events_of(parent), "session.accepted")
+    assert accepted["complete"] is True and refuted in accepted["caveats"]
+    assert f"- caveat: {refuted}" in _command(parent, "/report acceptance")
+    parent.end("done")
+    # ax-report alone shows what /accept recorded, the finding named as a person names it.
+    alone = run_cli(report_main, ["--session", parent.id, "-C", str(project), "--section",
+                                  "acceptance"])  # fmt: skip
+    assert alone.exit_code == 0, alone.stderr
+    assert f"- caveat: {refuted}" in alone.stdout
+
+
+REVIEW_REQUIRED_PLAN = [
+    {"id": "impl", "title": "Change a", "role": "executor", "touches": ["a.txt"]},
+]
+
+
+def test_a_third_reviewer_group_is_refused_once_the_rounds_are_spent_and_the_person_decides(
+    workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+
+    def reviewer(label: str) -> dict[str, Any]:
+        return {"role": "reviewer", "label": label, "prompt": "Review a.txt"}
+
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate(reviewer("r1"))]},
+            {"tool_calls": [_delegate(reviewer("r2"))], "expect": "/r1/1 [low] a.txt: terse"},
+            {"tool_calls": [_delegate(reviewer("r3"))], "expect": "r2: completed"},
+            {"tool_calls": [_delegate({"role": "inspector", "label": "i1", "prompt": "Look"})],
+             "expect": "the 2 review rounds are spent"},
+            {"text": "advised", "expect": "i1: completed"},
+        ],
+        "tasks": {
+            "r1": [
+                {"tool_calls": [call("report_finding", severity="low", path="a.txt",
+                                     title="terse")]},
+                {"text": "one nit"},
+            ],
+            "r2": [{"text": "clean"}],
+            "r3": [{"text": "never"}],
+            "i1": [{"text": "nothing to add"}],
+        },
+    }  # fmt: skip
+    approver = _Yes()
+    parent = _parent(workspace, tmp_path, script, approver)
+    _approved_plan(parent, REVIEW_REQUIRED_PLAN)
+    assert run_turn(parent, "review it three times").text == "advised"
+    events = events_of(parent)
+    first, second, third, advised = _results(events, "delegate_task")
+    assert first["ok"] and second["ok"] and advised["ok"]
+    assert not third["ok"]
+    assert third["content"] == (
+        "the group was refused, nothing was spawned: the 2 review rounds are spent; a person "
+        "decides: waive review in the plan with a reason and approve it (/plan approve), or "
+        "accept with the review blocker on record"
+    )
+    # The inspector spends no round, so its group still runs; the third reviewer never did.
+    assert [e["taskId"] for e in of_type(events, "task.started")] == ["r1", "r2", "i1"]
+    [finding] = of_type(events, "review.finding")
+    named = f"{finding['group']}/r1/1"
+    assert f"review finding {named} [low] a.txt: terse" in first["content"].split("\n\n")[0]
+    # Neither round counts (no work preceded them), and the blockers hand the exits to the
+    # person rather than prescribing another reviewer group, which would be refused.
+    blockers = [
+        line for line in _command(parent, "/accept").splitlines() if line.startswith("  - ")
+    ]
+    assert any(
+        "review required, and its 2 rounds are spent with none qualifying: the person decides"
+        in line
+        for line in blockers
+    )
+    assert any(
+        f"review finding {named} [low] a.txt: terse: not triaged" in line for line in blockers
+    )
+    assert not any("delegate reviewer tasks" in line for line in blockers)
     parent.end("done")
