@@ -327,28 +327,37 @@ def test_a_review_round_of_real_reviewers_is_triaged_by_the_parent_and_then_clea
 
 REVIEW_REQUIRED_PLAN = [
     {"id": "impl", "title": "Change a", "role": "executor", "touches": ["a.txt"]},
+    {"id": "look", "title": "Review a", "role": "reviewer"},
 ]
+SPENT = (
+    "the group was refused, nothing was spawned: the 2 review rounds are spent; a person "
+    "decides: waive review in the plan with a reason and approve it (/plan approve), or "
+    "accept with the review blocker on record"
+)
 
 
 def test_a_third_reviewer_group_is_refused_once_the_rounds_are_spent_and_the_person_decides(
     workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "a.txt").write_text("alpha\n")
+    look = {"role": "reviewer", "task_id": "look", "prompt": "Review a.txt"}
 
     def reviewer(label: str) -> dict[str, Any]:
         return {"role": "reviewer", "label": label, "prompt": "Review a.txt"}
 
     script = {
         "turns": [
-            {"tool_calls": [_delegate(reviewer("r1"))]},
-            {"tool_calls": [_delegate(reviewer("r2"))], "expect": "/r1/1 [low] a.txt: terse"},
-            {"tool_calls": [_delegate(reviewer("r3"))], "expect": "r2: completed"},
+            {"tool_calls": [_delegate(look)]},
+            {"tool_calls": [_delegate(reviewer("r2"))], "expect": "/look/1 [low] a.txt: terse"},
+            # The plan's reviewer again: the spent rounds, not "change the task", answer it.
+            {"tool_calls": [_delegate(look)], "expect": "r2: completed"},
+            {"tool_calls": [_delegate(reviewer("r3"))], "expect": SPENT},
             {"tool_calls": [_delegate({"role": "inspector", "label": "i1", "prompt": "Look"})],
-             "expect": "the 2 review rounds are spent"},
+             "expect": SPENT},
             {"text": "advised", "expect": "i1: completed"},
         ],
         "tasks": {
-            "r1": [
+            "look": [
                 {"tool_calls": [call("report_finding", severity="low", path="a.txt",
                                      title="terse")]},
                 {"text": "one nit"},
@@ -361,20 +370,16 @@ def test_a_third_reviewer_group_is_refused_once_the_rounds_are_spent_and_the_per
     approver = _Yes()
     parent = _parent(workspace, tmp_path, script, approver)
     _approved_plan(parent, REVIEW_REQUIRED_PLAN)
-    assert run_turn(parent, "review it three times").text == "advised"
+    assert run_turn(parent, "review it again and again").text == "advised"
     events = events_of(parent)
-    first, second, third, advised = _results(events, "delegate_task")
+    first, second, again, third, advised = _results(events, "delegate_task")
     assert first["ok"] and second["ok"] and advised["ok"]
-    assert not third["ok"]
-    assert third["content"] == (
-        "the group was refused, nothing was spawned: the 2 review rounds are spent; a person "
-        "decides: waive review in the plan with a reason and approve it (/plan approve), or "
-        "accept with the review blocker on record"
-    )
-    # The inspector spends no round, so its group still runs; the third reviewer never did.
-    assert [e["taskId"] for e in of_type(events, "task.started")] == ["r1", "r2", "i1"]
+    assert (again["ok"], again["content"]) == (False, SPENT)
+    assert (third["ok"], third["content"]) == (False, SPENT)
+    # The inspector spends no round, so its group still runs; no third reviewer ever did.
+    assert [e["taskId"] for e in of_type(events, "task.started")] == ["look", "r2", "i1"]
     [finding] = of_type(events, "review.finding")
-    named = f"{finding['group']}/r1/1"
+    named = f"{finding['group']}/look/1"
     assert f"review finding {named} [low] a.txt: terse" in first["content"].split("\n\n")[0]
     # Neither round counts (no work preceded them), and the blockers hand the exits to the
     # person rather than prescribing another reviewer group, which would be refused.
