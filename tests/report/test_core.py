@@ -358,6 +358,26 @@ def to_events(actions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     return events
 
 
+def test_the_checks_section_pairs_runs_as_the_files_section_does() -> None:
+    passed = ("passed", "exited", 0)
+    dead = [started(1), check_started(2, "."), started(3), completed(4, ".", *passed)]
+    document, markdown = build_report(dead)
+    assert [(run["startedSeq"], run["completedSeq"]) for run in document["checks"]] == [
+        (2, None),
+        (None, 4),
+    ]
+    lines = [line for line in markdown.splitlines() if line.startswith("- test in")]
+    assert lines == [
+        "- test in `.` (recipe r): STARTED but never completed: effects unknown; replay key "
+        "not recorded",
+        "- test in `.` (recipe r): passed (exit 0); NO check.started in this process before "
+        "it, so it checks no file; replay key not recorded",
+    ]
+    document, markdown = build_report([started(1), *check(2, ".", *passed)])
+    assert [(run["startedSeq"], run["completedSeq"]) for run in document["checks"]] == [(2, 3)]
+    assert "NO check.started" not in markdown
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(action, max_size=25))
 def test_checked_matches_the_naive_oracle(actions: list[tuple[Any, ...]]) -> None:

@@ -493,14 +493,19 @@ def _outcome_text(run: dict[str, Any]) -> str:
 class Checks(Section):
     name = "checks"
     title = "Checks"
-    handles = ("check.started", "check.completed")
+    handles = ("session.started", "check.started", "check.completed")
 
     def __init__(self) -> None:
         self.runs: list[dict[str, Any]] = []
-        self.open: dict[tuple[str, str, str | None], list[int]] = {}
+        # Paired as the Files section pairs them, so both say the same of a completion.
+        self.open: dict[tuple[str, ...], list[int]] = {}
 
     def consume(self, event: Event, ctx: Context) -> None:
-        key = (event["kind"], event["project"], event["recipeId"])
+        if event["type"] == "session.started":
+            # A start of a process that died stays "never completed"; nothing pairs with it.
+            self.open.clear()
+            return
+        key = _check_key(event)
         if event["type"] == "check.started":
             self.open.setdefault(key, []).append(len(self.runs))
             self.runs.append(
@@ -521,7 +526,7 @@ class Checks(Section):
             return
         waiting = self.open.get(key)
         if waiting:
-            run = self.runs[waiting.pop(0)]
+            run = self.runs[waiting.pop()]
             if not waiting:
                 del self.open[key]
         else:
@@ -556,9 +561,14 @@ class Checks(Section):
                 if run["replayKey"]
                 else "replay key not recorded"
             )
+            unpaired = (
+                "; NO check.started in this process before it, so it checks no file"
+                if run["startedSeq"] is None
+                else ""
+            )
             body.append(
                 f"- {run['kind']} in {region_label(run['project'])}{recipe}: "
-                f"{_verdict_text(run)}; {key}"
+                f"{_verdict_text(run)}{unpaired}; {key}"
             )
         return lines + _none(body)
 
