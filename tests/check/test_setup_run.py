@@ -120,10 +120,14 @@ def test_setup_never_writes_a_check_event_and_the_report_never_counts_it(
     ]
     document, _ = build_report(stream)
     assert [item["verdict"] for item in document["files"]] == ["UNCHECKED"]
-    # The control: the same stream with the completion spelt as a passing check counts.
+    # The control: the same stream with the run spelt as a passing check (its start and its
+    # completion) counts.
     forged = {**recorded[-1], "type": "check.completed", "kind": "test", "scope": "."}
     forged["verdict"] = "passed"
-    document, _ = build_report([*stream[:-1], {**forged, "seq": 99}])
+    start = {key: forged.get(key) for key in ("kind", "project", "scope", "recipeId")}
+    document, _ = build_report(
+        [*stream[:-1], {"type": "check.started", **start, "seq": 98}, {**forged, "seq": 99}]
+    )
     assert [item["verdict"] for item in document["files"]] == ["CHECKED"]
 
 

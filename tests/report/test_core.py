@@ -59,21 +59,35 @@ def ended(seq: int, call: str, termination: str, code: int | None) -> dict[str, 
     }
 
 
-def check(
-    seq: int, project: str, verdict: str, termination: str, code: int | None
-) -> dict[str, Any]:
+def check_started(seq: int, project: str) -> dict[str, Any]:
     return {
         "seq": seq,
-        "type": "check.completed",
+        "type": "check.started",
         "kind": "test",
         "project": project,
         "scope": ".",
         "recipeId": "r",
+    }
+
+
+def completed(
+    seq: int, project: str, verdict: str, termination: str, code: int | None
+) -> dict[str, Any]:
+    return {
+        **check_started(seq, project),
+        "type": "check.completed",
         "verdict": verdict,
         "exitCode": code,
         "termination": termination,
         "reason": None,
     }
+
+
+def check(
+    seq: int, project: str, verdict: str, termination: str, code: int | None
+) -> list[dict[str, Any]]:
+    """A check run: its start, then its completion."""
+    return [check_started(seq, project), completed(seq + 1, project, verdict, termination, code)]
 
 
 def verdicts(events: list[Any]) -> dict[str, str]:
@@ -129,15 +143,53 @@ def test_a_check_must_pass_exit_0_and_exit_to_count() -> None:
     events = [
         started(1),
         mutated(2, "a.py"),
-        check(3, ".", "failed", "exited", 1),
-        check(4, ".", "unsupported", "exited", 0),  # contradictory: not a pass
-        mutated(5, "b.py"),
-        check(6, ".", "passed", "exited", 0),
-        mutated(7, "c.py"),
-        check(8, ".", "error", "timeout", None),
+        *check(3, ".", "failed", "exited", 1),
+        *check(5, ".", "unsupported", "exited", 0),  # contradictory: not a pass
+        mutated(7, "b.py"),
+        *check(8, ".", "passed", "exited", 0),
+        mutated(10, "c.py"),
+        *check(11, ".", "error", "timeout", None),
     ]
     assert verdicts(events) == {"a.py": "UNCHECKED", "b.py": "UNCHECKED", "c.py": "UNCHECKED"}
-    assert verdicts(events[:6]) == {"a.py": "CHECKED", "b.py": "CHECKED"}
+    assert verdicts(events[:9]) == {"a.py": "CHECKED", "b.py": "CHECKED"}
+
+
+def test_a_pass_counts_only_from_a_run_started_after_the_change_in_the_same_process() -> None:
+    passed = ("passed", "exited", 0)
+    lone = [started(1), mutated(2, "a.py"), completed(3, ".", *passed)]
+    assert verdicts(lone) == {"a.py": "UNCHECKED"}  # no start: it proves nothing
+    began_before = [
+        started(1),
+        check_started(2, "."),
+        mutated(3, "a.py"),
+        completed(4, ".", *passed),
+    ]
+    assert verdicts(began_before) == {"a.py": "UNCHECKED"}
+    command_before = [
+        started(1),
+        command(2, "c", "."),
+        mutated(3, "a.py"),
+        ended(4, "c", "exited", 0),
+    ]
+    assert verdicts(command_before) == {"a.py": "UNCHECKED"}
+    # A start from a process that died pairs with nothing after the restart.
+    dead = [mutated(2, "a.py"), check_started(3, "."), started(4), completed(5, ".", *passed)]
+    assert verdicts([started(1), *dead]) == {"a.py": "UNCHECKED"}
+    dead_command = [
+        mutated(2, "a.py"),
+        command(3, "c", "."),
+        started(4),
+        ended(5, "c", "exited", 0),
+    ]
+    assert verdicts([started(1), *dead_command]) == {"a.py": "UNCHECKED"}
+    # Another scope's start does not pair either; the run's own start does.
+    other = {**check_started(3, "."), "scope": ["tests"]}
+    assert verdicts([started(1), mutated(2, "a.py"), other, completed(4, ".", *passed)]) == {
+        "a.py": "UNCHECKED"
+    }
+    assert verdicts([started(1), mutated(2, "a.py"), *check(3, ".", *passed)]) == {
+        "a.py": "CHECKED"
+    }
 
 
 def test_output_is_byte_identical_whatever_the_clock() -> None:
@@ -302,8 +354,28 @@ def to_events(actions: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
         else:
             termination, code = item[2]
             verdict = "passed" if (termination, code) == ("exited", 0) else "failed"
-            events.append(check(seq, item[1], verdict, termination, code))
+            events += check(seq, item[1], verdict, termination, code)
     return events
+
+
+def test_the_checks_section_pairs_runs_as_the_files_section_does() -> None:
+    passed = ("passed", "exited", 0)
+    dead = [started(1), check_started(2, "."), started(3), completed(4, ".", *passed)]
+    document, markdown = build_report(dead)
+    assert [(run["startedSeq"], run["completedSeq"]) for run in document["checks"]] == [
+        (2, None),
+        (None, 4),
+    ]
+    lines = [line for line in markdown.splitlines() if line.startswith("- test in")]
+    assert lines == [
+        "- test in `.` (recipe r): STARTED but never completed: effects unknown; replay key "
+        "not recorded",
+        "- test in `.` (recipe r): passed (exit 0); NO check.started in this process before "
+        "it, so it checks no file; replay key not recorded",
+    ]
+    document, markdown = build_report([started(1), *check(2, ".", *passed)])
+    assert [(run["startedSeq"], run["completedSeq"]) for run in document["checks"]] == [(2, 3)]
+    assert "NO check.started" not in markdown
 
 
 @settings(max_examples=300, deadline=None)

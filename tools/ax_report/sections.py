@@ -191,6 +191,13 @@ def _listing(value: Any) -> str:
 # --- files changed -----------------------------------------------------------
 
 
+def _check_key(event: Event) -> tuple[str, ...]:
+    """What pairs a check's completion with its start: kind, unit, scope and recipe."""
+    scope = event["scope"]
+    scopes = [str(item) for item in scope] if isinstance(scope, list) else [str(scope)]
+    return (str(event["kind"]), str(event["project"]), str(event["recipeId"]), *scopes)
+
+
 def _run_text(run: dict[str, Any]) -> str:
     """Names a command or check run for people: what, where, and its seq."""
     seq = f"seq {run['seq']}" if run.get("seq") is not None else "seq not recorded"
@@ -205,29 +212,42 @@ def _shown_run(run: dict[str, Any]) -> dict[str, Any]:
 
 
 class Files(Section):
-    """Per file: churn, and CHECKED only on a covering exit 0 after its last change."""
+    """Per file: churn, and CHECKED only on a covering exit 0 of a run started after its
+    last change (a run's end pairs with its start, in the same process life)."""
 
     name = "files"
     title = "Files changed"
     handles = (
+        "session.started",
         "file.mutated",
         "undo.applied",
         "command.started",
         "command.ended",
+        "check.started",
         "check.completed",
     )
 
     def __init__(self) -> None:
         self.ledger = FileLedger()
         self.outside: set[str] = set()
-        # region -> (position, run) of the newest covering exit 0 and the newest kill
+        # region -> (position, run) of the newest covering exit 0 (the position of its
+        # start: a run that began before a change may not have seen it) and the newest kill
         self.passes: dict[str, tuple[int, dict[str, Any]]] = {}
         self.kills: dict[str, tuple[int, dict[str, Any]]] = {}
-        self.running: dict[str, list[tuple[str | None, dict[str, Any]]]] = {}
+        # callId -> (position, region, run) of each command started and not yet ended
+        self.running: dict[str, list[tuple[int, str | None, dict[str, Any]]]] = {}
+        # a check's identity -> the positions of its starts not yet completed
+        self.checking: dict[tuple[str, ...], list[int]] = {}
 
     def consume(self, event: Event, ctx: Context) -> None:
         kind = event["type"]
-        if kind == "file.mutated":
+        if kind == "session.started":
+            # A run that never ended died with the old process: nothing may pair with it.
+            self.running.clear()
+            self.checking.clear()
+        elif kind == "check.started":
+            self.checking.setdefault(_check_key(event), []).append(ctx.position)
+        elif kind == "file.mutated":
             path = relative(event["path"], ctx.workspace)
             if path is None or path == "":
                 path = event["path"]
@@ -240,7 +260,7 @@ class Files(Section):
             run = {"run": "command", "command": event["command"], "seq": ctx.event_seq}
             region = relative(event["cwd"], ctx.workspace)
             run["cwd"] = region
-            self.running.setdefault(event["callId"], []).append((region, run))
+            self.running.setdefault(event["callId"], []).append((ctx.position, region, run))
         elif kind == "command.ended":
             self._command_ended(event, ctx)
         else:
@@ -250,14 +270,21 @@ class Files(Section):
         started = self.running.get(event["callId"])
         if not started:
             return  # without its start the cwd is unknown, so it covers nothing
-        region, run = started.pop(0)
+        at, region, run = started.pop(0)
         if not started:
             del self.running[event["callId"]]
         if region is None:
             return
-        self._record([region], event, {**run, "seq": ctx.event_seq}, ctx.position)
+        self._record([region], event, {**run, "seq": ctx.event_seq}, at, ctx.position)
 
     def _check_completed(self, event: Event, ctx: Context) -> None:
+        # A completion with no start of its own in this process passes nothing; its kill
+        # still vetoes (a veto needs no proof: it can only make a file UNCHECKED).
+        key = _check_key(event)
+        starts = self.checking.get(key)
+        at = starts.pop() if starts else None
+        if not starts:
+            self.checking.pop(key, None)
         regions = check_regions(event["project"], event["scope"], ctx.workspace)
         run = {
             "run": "check",
@@ -267,23 +294,27 @@ class Files(Section):
             "seq": ctx.event_seq,
         }
         passed = event["verdict"] == "passed"
-        self._record(regions, event, run, ctx.position, passed)
+        self._record(regions, event, run, at, ctx.position, passed)
 
     def _record(
         self,
         regions: list[str],
         event: Event,
         run: dict[str, Any],
-        position: int,
+        started: int | None,
+        ended: int,
         passed: bool = True,
     ) -> None:
         termination = event["termination"]
         if termination == "exited" and event["exitCode"] == 0 and passed:
+            if started is None:
+                return
             for region in regions:
-                self.passes[region] = (position, run)
+                if region not in self.passes or self.passes[region][0] < started:
+                    self.passes[region] = (started, run)
         elif termination in KILLS:
             for region in regions:
-                self.kills[region] = (position, {**run, "termination": termination})
+                self.kills[region] = (ended, {**run, "termination": termination})
 
     def _verdict(self, history: FileHistory) -> dict[str, Any]:
         if history.path in self.outside:
@@ -351,7 +382,7 @@ class Files(Section):
             )
         if verdict["why"] == "check ran, exit 0":
             return f"check ran, exit 0: {_run_text(verdict['run'])}, {after}"
-        return f"no command or check covering it exited 0 {after}"
+        return f"no command or check covering it started {after} and exited 0"
 
 
 # --- commands ----------------------------------------------------------------
@@ -462,14 +493,19 @@ def _outcome_text(run: dict[str, Any]) -> str:
 class Checks(Section):
     name = "checks"
     title = "Checks"
-    handles = ("check.started", "check.completed")
+    handles = ("session.started", "check.started", "check.completed")
 
     def __init__(self) -> None:
         self.runs: list[dict[str, Any]] = []
-        self.open: dict[tuple[str, str, str | None], list[int]] = {}
+        # Paired as the Files section pairs them, so both say the same of a completion.
+        self.open: dict[tuple[str, ...], list[int]] = {}
 
     def consume(self, event: Event, ctx: Context) -> None:
-        key = (event["kind"], event["project"], event["recipeId"])
+        if event["type"] == "session.started":
+            # A start of a process that died stays "never completed"; nothing pairs with it.
+            self.open.clear()
+            return
+        key = _check_key(event)
         if event["type"] == "check.started":
             self.open.setdefault(key, []).append(len(self.runs))
             self.runs.append(
@@ -490,7 +526,7 @@ class Checks(Section):
             return
         waiting = self.open.get(key)
         if waiting:
-            run = self.runs[waiting.pop(0)]
+            run = self.runs[waiting.pop()]
             if not waiting:
                 del self.open[key]
         else:
@@ -525,9 +561,14 @@ class Checks(Section):
                 if run["replayKey"]
                 else "replay key not recorded"
             )
+            unpaired = (
+                "; NO check.started in this process before it, so it checks no file"
+                if run["startedSeq"] is None
+                else ""
+            )
             body.append(
                 f"- {run['kind']} in {region_label(run['project'])}{recipe}: "
-                f"{_verdict_text(run)}; {key}"
+                f"{_verdict_text(run)}{unpaired}; {key}"
             )
         return lines + _none(body)
 

@@ -295,7 +295,8 @@ class JournalNarrative(Contract):
 
 
 class EvidenceFile(Contract):
-    """A changed file and whether a covering check or command exited 0 after its last change."""
+    """A changed file and whether a covering check or command started after its last change and
+    exited 0 (ax-report's CHECKED rule)."""
 
     path: str
     status: str

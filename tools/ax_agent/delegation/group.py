@@ -110,10 +110,12 @@ class GroupOutcome:
     observations: list[str]
     reports: list[str]
     ended: dict[str, str]
+    # Each reviewer's findings by id (group/task/number): what triage_finding is given.
+    findings: list[str] = field(default_factory=list)
 
     def digest(self) -> str:
         head = [*self.observations, *(f"{key}: {how}" for key, how in self.ended.items())]
-        return "\n".join([*head, "", REPORT_NOTE, *self.reports])
+        return "\n".join([*head, *self.findings, "", REPORT_NOTE, *self.reports])
 
 
 class _Group:
@@ -441,7 +443,24 @@ class _Group:
                 f"<<<task report: {member.key} ({member.role.name})>>>\n"
                 f"{_neutralise(text) or '(no report)'}\n<<<end task report>>>"
             )
-        return GroupOutcome(self.observations, reports, ended)
+        return GroupOutcome(self.observations, reports, ended, self._findings())
+
+    def _findings(self) -> list[str]:
+        """The reviewers' findings as the parent names them, in the head: the ids come from
+        the channel (the harness), and each title was neutralised when it was reported."""
+        lines: list[str] = []
+        for member in self.members:
+            review = member.session.review if member.session is not None else None
+            if review is None:
+                continue
+            kind = "advisory finding" if review.advisory else "review finding"
+            for found in review.findings:
+                where = found["path"] + (f":{found['line']}" if found.get("line") else "")
+                lines.append(
+                    f"{kind} {self.group_id}/{member.key}/{found['number']} "
+                    f"[{found['severity']}] {where}: {found['title']}"
+                )
+        return lines
 
 
 def _neutralise(text: str) -> str:

@@ -127,16 +127,18 @@ def _gate(
         return "the group was refused, nothing was spawned: it names one task twice", None
     events = list(read_events(layout.session_log(session_id), session_id))
     plan = plan_state(layout, session_id, events)
+    if any(task.role == "reviewer" for task in request.tasks):
+        from ..tasks.review import round_refusal
+
+        # First: once the rounds are spent no cure the gate could name (re-approving a
+        # changed task, say) would let a reviewer run, so only the person's exits are given.
+        spent = round_refusal(plan.loaded.plan if plan.loaded is not None else None, events)
+        if spent is not None:
+            return f"the group was refused, nothing was spawned: {spent}", plan
     bindings = [Binding(t.role, t.task_id or None, t.label or None) for t in request.tasks]
     gate = check_group(plan, events, bindings)
     if not gate.allowed:
         return gate.message(), plan
-    if any(task.role == "reviewer" for task in request.tasks):
-        from ..tasks.review import round_refusal
-
-        spent = round_refusal(plan.loaded.plan if plan.loaded is not None else None, events)
-        if spent is not None:
-            return f"the group was refused, nothing was spawned: {spent}", plan
     return None, plan
 
 
