@@ -252,6 +252,7 @@ def test_slate_memory_limits() -> None:
     assert memstore.JOURNAL_MAX_BYTES == 12 * 1024
     assert memstore.CODEBASE_MAX_BYTES == 16 * 1024
     assert memstore.LESSONS_MAX_BYTES == 8 * 1024
+    assert memstore.RESEARCH_MAX_BYTES == 8 * 1024
     assert memstore.MEMORY_READ_MAX_BYTES == 1024 * 1024
     assert journal.JOURNAL_WHOLE_ENTRIES == 2
     assert journal.JOURNAL_SECTION_MAX_BYTES == 600
@@ -269,7 +270,7 @@ def test_slate_memory_limits() -> None:
     assert lessons.LESSONS_LEDGER_SESSIONS == 512
     assert memory.MEMORY_FRAMING_MAX_BYTES == 2 * 1024
     # The worst-case memory section of a new session's system prompt, as one ceiling.
-    assert memory.MEMORY_INJECTION_MAX_BYTES == 38 * 1024
+    assert memory.MEMORY_INJECTION_MAX_BYTES == 46 * 1024
     # Two whole entries and ax's lines above them always fit the journal's cap.
     assert (
         len(journal.PREAMBLE.encode()) + 2 * (journal.JOURNAL_ENTRY_MAX_BYTES + 1)
@@ -477,10 +478,10 @@ def test_agent_project_memory_limits() -> None:
     assert memory.INSTRUCTION_FRAMING_MAX_BYTES == 2 * 1024
     # The worst case a session is given unasked, as ONE ceiling: the user-level file
     # (16 KiB), the project's files (24 KiB), the instruction files' own words (2 KiB) and
-    # the project memory section (38 KiB: the journal's, codebase's and lessons' caps and
-    # their framing). A new injected document must trip this on purpose.
-    assert MEMORY_INJECTION_MAX_BYTES == 38 * 1024
-    assert memory.INJECTION_MAX_BYTES == 80 * 1024
+    # the project memory section (46 KiB: the journal's, codebase's, lessons' and research
+    # notes' caps and their framing). A new injected document must trip this on purpose.
+    assert MEMORY_INJECTION_MAX_BYTES == 46 * 1024
+    assert memory.INJECTION_MAX_BYTES == 88 * 1024
     assert narrative.NARRATIVE_TIMEOUT_S == 120.0
     assert sorted(narrative.REAL_WORK) == ["check.started", "command.started", "file.mutated"]
 
@@ -498,7 +499,7 @@ def test_agent_repo_map_limits() -> None:
     assert repo_map.MAP_FRAMING_MAX_BYTES == 1024
     assert repo_map.MAP_INJECTION_MAX_BYTES == 65_024
     # With the map, the worst case a session is given unasked.
-    assert memory.INJECTION_MAX_BYTES + repo_map.MAP_INJECTION_MAX_BYTES == 146_944
+    assert memory.INJECTION_MAX_BYTES + repo_map.MAP_INJECTION_MAX_BYTES == 155_136
     assert init.INIT_FOLDERS_SHOWN == 30
     assert init.INIT_KEY_FILES_SHOWN == 10
     # The tool's bounds are ax-map's, so the model is never offered what ax-map refuses.
@@ -937,6 +938,10 @@ def test_agent_web_research_limits() -> None:
     assert findings.SOURCES_MAX == 8
     assert notes.HORIZON_DAYS == 30
     assert notes.RESEARCH_MAX_BYTES == 8 * 1024
+    # The fold keeps RESEARCH.md within the cap project memory gives it whole.
+    from ax_slate import memstore
+
+    assert notes.RESEARCH_MAX_BYTES == memstore.RESEARCH_MAX_BYTES
     assert web_search.QUERY_MAX_CHARS == 400
     assert record_source.FINDINGS_PER_TASK_MAX == 30
 

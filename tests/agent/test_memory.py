@@ -28,6 +28,9 @@ from ax_agent.loop import run_turn
 from ax_agent.memory import INJECTION_MAX_BYTES
 from ax_agent.narrative import CODEBASE_OFFER, INSTRUCTION, finish
 from ax_agent.providers import Message, TextBlock
+from ax_agent.research.findings import Finding
+from ax_agent.research.notes import RESEARCH_MAX_BYTES
+from ax_agent.webresearch import fold_findings
 from ax_log import read_events
 from ax_slate import (
     CodebaseDigests,
@@ -40,7 +43,7 @@ from ax_slate import (
     write_codebase,
     write_journal_entry,
 )
-from libcommon import jsonio
+from libcommon import clock, jsonio
 from libcommon.delimiters import CONTEXT_NOT_AUTHORITY
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, state_layout
@@ -76,6 +79,13 @@ def memory_on_disk(layout: StateLayout) -> None:
         ),
     )
     propose_lesson(layout, "s-old", LessonInput(slug="tabs", text="Makefiles need tabs."))
+    finding = Finding(
+        "r-0123456789ab", "libfoo 3 dropped frobnicate().", (LIBFOO,), "single-source"
+    )
+    fold_findings(layout, [finding])
+
+
+LIBFOO = "https://libfoo.example/changes"
 
 
 def texts(messages: list[Message]) -> str:
@@ -110,6 +120,8 @@ def test_memory_follows_the_instruction_files_labelled_and_each_is_a_row(
         "The parser lives in parse.py.",
         "<<<project-memory file=LESSONS.md>>>",
         "Makefiles need tabs.",
+        "<<<project-memory file=RESEARCH.md>>>",
+        "libfoo 3 dropped frobnicate().",
         "<<<map-photograph>>>",
     ]
     at = [system.index(mark) for mark in marks]
@@ -124,6 +136,7 @@ def test_memory_follows_the_instruction_files_labelled_and_each_is_a_row(
         ("memory", "journal"),
         ("memory", "codebase"),
         ("memory", "lessons"),
+        ("memory", "research"),
     ]
     for row in rows[1:]:
         data = Path(row["path"]).read_bytes()
@@ -212,6 +225,21 @@ def test_memory_is_fixed_overhead_in_every_request_never_a_message(
     assert figures is not None and figures.system == estimate_tokens(session.system)
 
 
+def test_a_session_start_drops_research_notes_past_their_horizon(
+    workspace: Path, tmp_path: Path
+) -> None:
+    layout = state_layout(workspace)
+    memory_on_disk(layout)
+    path = layout.memory_dir / "RESEARCH.md"
+    stale = "## r-00000000dead · 2000-01-01 · corroborated\n- claim: libfoo 1 is current.\n"
+    path.write_text(path.read_text() + "\n" + stale)
+    session = open_session(workspace, write_script(tmp_path / "s.json", []), tools=[])
+    session.end("done")
+    assert "libfoo 3 dropped frobnicate()." in session.system
+    assert "libfoo 1 is current." not in session.system
+    assert "libfoo 1 is current." not in path.read_text()
+
+
 def test_the_worst_case_total_injection_is_one_ceiling(workspace: Path, state_dir: Path) -> None:
     from ax_agent.instructions import load_instructions
 
@@ -233,6 +261,10 @@ def test_the_worst_case_total_injection_is_one_ceiling(workspace: Path, state_di
     stamp = "Stamp: file-set digest `f`, content digest `c`, written by session `s-1` at t.\n"
     (layout.memory_dir / "CODEBASE.md").write_text(f"# Codebase summary\n\n{stamp}" + line * 400)
     (layout.memory_dir / "LESSONS.md").write_text("# Lessons\n\n" + line * 400)
+    # The session start's fold keeps the research notes under their cap, not the editor.
+    today = clock.now().date().isoformat()
+    notes = "".join(f"## r-{n:012x} · {today} · unverified\n- claim: {line}" for n in range(400))
+    (layout.memory_dir / "RESEARCH.md").write_text("# Research notes\n\n" + notes)
     loaded = load_instructions(workspace, user_folder=state_dir)
     for number in range(30):
         loaded.touch([workspace / f"d{number:02d}" / "a.py"])
@@ -240,7 +272,8 @@ def test_the_worst_case_total_injection_is_one_ceiling(workspace: Path, state_di
     from ax_agent.seam.local import LocalSeam
 
     memory = load_memory(LocalSeam(layout, "s-x", {}, None), layout)
-    assert all(row["truncated"] for row in memory.rows)
+    assert all(row["truncated"] for row in memory.rows if row["doc"] != "research")
+    assert len((layout.memory_dir / "RESEARCH.md").read_bytes()) <= RESEARCH_MAX_BYTES
     given = (
         len(loaded.text.encode())
         + len(memory.text.encode())

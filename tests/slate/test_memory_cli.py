@@ -60,6 +60,7 @@ def test_list_shows_each_document_with_its_size_and_cap(
         ("journal", "missing"),
         ("codebase", "missing"),
         ("lessons", "missing"),
+        ("research", "missing"),
     ]
     write_all(layout)
     before = snapshot(layout.root)

@@ -23,11 +23,19 @@ from libcommon.paths import StateLayout
 DIGESTS = CodebaseDigests(file_set="f1", content="c1")
 
 
-def all_three(layout: StateLayout) -> None:
+RESEARCH = (
+    "# Research notes\n\n## r-0123456789ab · 2026-12-01 · single-source\n"
+    "- claim: libfoo 3 dropped frobnicate().\n- source: https://libfoo.example/changes\n"
+)
+
+
+def all_four(layout: StateLayout) -> None:
     write_journal_entry(layout, entry("s1", "first session"))
     write_journal_entry(layout, entry("s2", "second session"))
     write_codebase(layout, CodebaseRequest(session_id="s2", text="Layout.", digests=DIGESTS))
     propose_lesson(layout, "s2", LessonInput(slug="tabs", text="Makefiles need tabs."))
+    # ax-agent's fold writes the research notes; ax-slate gives them as they are.
+    memory_file(layout, "RESEARCH.md").write_text(RESEARCH)
 
 
 def test_the_sentence_that_outranks_memory_is_pinned() -> None:
@@ -38,15 +46,18 @@ def test_the_sentence_that_outranks_memory_is_pinned() -> None:
     )
 
 
-def test_a_new_session_gets_the_journal_the_codebase_and_the_lessons(layout: StateLayout) -> None:
-    all_three(layout)
+def test_a_new_session_gets_the_journal_the_codebase_the_lessons_and_the_research(
+    layout: StateLayout,
+) -> None:
+    all_four(layout)
     injected = render_memory(layout, DIGESTS)
     text = injected.text
     assert CONTEXT_NOT_AUTHORITY in text.split("<<<", 1)[0]
     assert "model-written" in text.split("<<<", 1)[0]
     opened = re.findall(r"<<<project-memory file=(\S+)>>>", text)
-    assert opened == ["JOURNAL.md", "CODEBASE.md", "LESSONS.md"]
-    assert text.count("<<<end project-memory>>>") == 3
+    assert opened == ["JOURNAL.md", "CODEBASE.md", "LESSONS.md", "RESEARCH.md"]
+    assert text.count("<<<end project-memory>>>") == 4
+    assert "libfoo 3 dropped frobnicate()." in text
     journal = text.split("<<<project-memory file=JOURNAL.md>>>\n", 1)[1]
     assert journal.index("## Session s2") < journal.index("## Session s1")
     assert "# Session journal" not in text  # ax's own preamble is not repeated to the model
@@ -62,7 +73,7 @@ def test_a_new_session_gets_the_journal_the_codebase_and_the_lessons(layout: Sta
 
 
 def test_a_stale_summary_is_labelled_stale(layout: StateLayout) -> None:
-    all_three(layout)
+    all_four(layout)
     text = render_memory(layout, CodebaseDigests(file_set="f2", content="c1")).text
     label = text.split("<<<project-memory file=CODEBASE.md>>>", 1)[0].rsplit("\n\n", 1)[1]
     assert label.startswith("Codebase summary: STALE (the set of files changed")
@@ -80,6 +91,7 @@ def test_no_memory_gives_no_section(layout: StateLayout) -> None:
         ("journal", "missing"),
         ("codebase", "missing"),
         ("lessons", "missing"),
+        ("research", "missing"),
     ]
 
 
@@ -120,7 +132,7 @@ def test_an_oversize_document_is_cut_at_whole_lines_with_a_marker(layout: StateL
 
 
 def test_a_corrupt_document_is_skipped_and_the_others_load(layout: StateLayout) -> None:
-    all_three(layout)
+    all_four(layout)
     journal = memory_file(layout, "JOURNAL.md")
     journal.write_bytes(b"# Session journal\n\n## not an entry\n")
     injected = render_memory(layout, DIGESTS)
@@ -158,6 +170,7 @@ def test_the_worst_case_injection_stays_under_one_ceiling(layout: StateLayout) -
     )
     memory_file(layout, "CODEBASE.md").write_text(stamp + brackets * 2000)
     memory_file(layout, "LESSONS.md").write_text(brackets * 2000)
+    memory_file(layout, "RESEARCH.md").write_text(brackets * 2000)
     injected = render_memory(layout, CodebaseDigests(file_set="g" * 128, content="d" * 128))
     assert all(row.status == "loaded" and row.truncated for row in injected.documents)
     assert len(injected.text.encode()) <= MEMORY_INJECTION_MAX_BYTES

@@ -22,6 +22,7 @@ The session's end writes the journal (``ax_agent.narrative``).
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,12 +43,12 @@ if TYPE_CHECKING:
 # the budget is spent.
 INSTRUCTION_FRAMING_MAX_BYTES = 2 * 1024
 # The worst case a session is given unasked, instruction files and project memory (the
-# memory section's own ceiling: its three caps and their framing) together: one
+# memory section's own ceiling: its four caps and their framing) together: one
 # ceiling, pinned in tests/test_limits.py, that a new document must trip.
 INJECTION_MAX_BYTES = (
     USER_MAX_BYTES + PROJECT_MAX_BYTES + INSTRUCTION_FRAMING_MAX_BYTES + MEMORY_INJECTION_MAX_BYTES
 )
-MEMORY_DOCS = ("journal", "codebase", "lessons")
+MEMORY_DOCS = ("journal", "codebase", "lessons", "research")
 
 
 def codebase_digests(layout: StateLayout) -> CodebaseDigests | None:
@@ -90,6 +91,12 @@ def load_memory(seam: Seam, layout: StateLayout) -> Memory:
     """
     from ax_slate import memory_path
 
+    from .webresearch import fold_findings
+
+    # Past the horizon, a research note leaves before it can be given; when that fails,
+    # the notes stay as the last fold left them and the render still runs.
+    with suppress(AxError, OSError):
+        fold_findings(layout, [])
     try:
         request = MemoryRequest(digests=codebase_digests(layout))
         injection = seam.call("slate.memory_render", request)

@@ -192,13 +192,17 @@ def research_file(layout: StateLayout) -> Any:
 
 
 def fold_findings(layout: StateLayout, new: list[Finding]) -> None:
-    """Fold ``new`` into the project's RESEARCH.md, under its lock, atomically."""
+    """Fold ``new`` into the project's RESEARCH.md, under its lock, atomically. With
+    nothing new, an existing document only loses what has passed the horizon (a session
+    start does this, so project memory never gives a stale note)."""
     from libcommon.atomic import atomic_write_bytes
     from libcommon.locks import file_lock
 
     from .research.notes import fold
 
     path = research_file(layout)
+    if not new and not path.exists():
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     today: dt.date = clock.now().date()
     with file_lock(path.with_name(path.name + ".lock")):
@@ -206,4 +210,6 @@ def fold_findings(layout: StateLayout, new: list[Finding]) -> None:
             current = path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             current = ""
-        atomic_write_bytes(path, fold(current, new, today).encode(), mode=0o644)
+        folded = fold(current, new, today)
+        if folded != current:
+            atomic_write_bytes(path, folded.encode(), mode=0o644)

@@ -30,14 +30,17 @@ app.add_typer(note_app, name="note")
 proposals_app = typer.Typer(rich_markup_mode=None)
 app.add_typer(proposals_app, name="proposals")
 memory_app = typer.Typer(
-    help="Project memory: JOURNAL.md, CODEBASE.md and LESSONS.md (list, show, path and render "
-    "only read; edit the files with your editor).",
+    help="Project memory: JOURNAL.md, CODEBASE.md, LESSONS.md and RESEARCH.md (list, show, "
+    "path and render only read; edit the files with your editor).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
 app.add_typer(memory_app, name="memory")
 DocArgument = Annotated[
-    str, typer.Argument(metavar="DOC", help="journal, codebase or lessons.", show_default=False)
+    str,
+    typer.Argument(
+        metavar="DOC", help="journal, codebase, lessons or research.", show_default=False
+    ),
 ]
 
 SessionOption = Annotated[str, typer.Option("--session", help="The session id.")]

@@ -1,6 +1,6 @@
-"""Project memory: a journal, a codebase summary and lessons, kept across sessions.
+"""Project memory: a journal, a codebase summary, lessons and research notes.
 
-Three Markdown documents in ``projects/<slug>/memory/`` under the state root,
+Four Markdown documents in ``projects/<slug>/memory/`` under the state root,
 each with a hard cap (bytes of UTF-8, pinned in tests/test_limits.py):
 
 =============  =======  ==========================================================
@@ -8,6 +8,8 @@ JOURNAL.md     12 KiB   one entry per session, newest first (``ax_slate.journal`
 CODEBASE.md    16 KiB   the model's architecture summary, digest-stamped
                         (``ax_slate.codebase``)
 LESSONS.md      8 KiB   durable pitfalls merged by slug (``ax_slate.lessons``)
+RESEARCH.md     8 KiB   perishable web findings, folded by ax-agent with their
+                        30-day horizon (``ax_agent.research.notes``)
 =============  =======  ==========================================================
 
 The API a harness uses, all from ``ax_slate``:
@@ -58,6 +60,7 @@ from .memstore import (
     DOCS,
     JOURNAL_MAX_BYTES,
     LESSONS_MAX_BYTES,
+    RESEARCH_MAX_BYTES,
     MemoryDoc,
     check_doc,
     cut_to_bytes,
@@ -72,7 +75,11 @@ MEMORY_MARKER_WORDS = "project-memory"
 # markers and the codebase's staleness line.
 MEMORY_FRAMING_MAX_BYTES = 2 * 1024
 MEMORY_INJECTION_MAX_BYTES = (
-    JOURNAL_MAX_BYTES + CODEBASE_MAX_BYTES + LESSONS_MAX_BYTES + MEMORY_FRAMING_MAX_BYTES
+    JOURNAL_MAX_BYTES
+    + CODEBASE_MAX_BYTES
+    + LESSONS_MAX_BYTES
+    + RESEARCH_MAX_BYTES
+    + MEMORY_FRAMING_MAX_BYTES
 )
 MEMORY_INTRO = (
     "Project memory follows: documents ax keeps for this project across sessions. Parts "
@@ -110,6 +117,7 @@ _MISSING_HINTS = {
     "codebase": "ax-agent writes it when a model summarises the codebase",
     "lessons": "ax-agent writes it when a model proposes a lesson; or create it with your "
     "editor (`ax-slate memory path lessons`)",
+    "research": "ax-agent writes it when a researcher records a finding (record_source)",
 }
 
 
@@ -121,6 +129,9 @@ def _parsed(doc: MemoryDoc, path: Path, data: bytes) -> tuple[str, int | None, i
         return text, len(entries), sum(entry.stub for entry in entries)
     if doc.name == "lessons":
         return text, len(parse_lessons(path, text).entries), None
+    if doc.name == "research":
+        # ax-agent's fold owns the entries' form; here the document is text under its cap.
+        return text, None, None
     parse_codebase(path, text)
     return text, None, None
 
@@ -181,7 +192,7 @@ def render_memory(layout: StateLayout, current: CodebaseDigests | None = None) -
                 text = "".join(entry.text.rstrip() + "\n\n" for entry in entries)
             elif doc.name == "lessons":
                 parse_lessons(path, text)
-            else:
+            elif doc.name == "codebase":
                 row.staleness = codebase_staleness(parse_codebase(path, text), current)
                 label = _staleness_label(row.staleness) + "\n"
         except (AxError, OSError) as exc:

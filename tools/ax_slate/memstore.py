@@ -1,7 +1,7 @@
 """Project memory's common ground: the documents, their caps, and how they are read and written.
 
-Three Markdown documents live in ``projects/<slug>/memory/`` under the state
-root: JOURNAL.md, CODEBASE.md and LESSONS.md (see ``ax_slate.memory`` for the
+Four Markdown documents live in ``projects/<slug>/memory/`` under the state
+root: JOURNAL.md, CODEBASE.md, LESSONS.md and RESEARCH.md (see ``ax_slate.memory`` for the
 API). Everything here is shared by their modules:
 
 - Caps are bytes of UTF-8, one named constant per document.
@@ -37,11 +37,13 @@ from libcommon.safeopen import open_state_file
 JOURNAL_MAX_BYTES = 12 * 1024
 CODEBASE_MAX_BYTES = 16 * 1024
 LESSONS_MAX_BYTES = 8 * 1024
+# ax-agent folds it (ax_agent.research.notes, whose cap is pinned equal to this one).
+RESEARCH_MAX_BYTES = 8 * 1024
 # A memory document is read whole; past this it cannot be one ax wrote or a person keeps.
 MEMORY_READ_MAX_BYTES = 1024 * 1024
 MEMORY_LOCK_FILE = "memory.lock"
 
-DocName = Literal["journal", "codebase", "lessons"]
+DocName = Literal["journal", "codebase", "lessons", "research"]
 DOC_NAMES: tuple[DocName, ...] = get_args(DocName)
 
 
@@ -56,6 +58,7 @@ DOCS: dict[DocName, MemoryDoc] = {
     "journal": MemoryDoc("journal", "JOURNAL.md", JOURNAL_MAX_BYTES),
     "codebase": MemoryDoc("codebase", "CODEBASE.md", CODEBASE_MAX_BYTES),
     "lessons": MemoryDoc("lessons", "LESSONS.md", LESSONS_MAX_BYTES),
+    "research": MemoryDoc("research", "RESEARCH.md", RESEARCH_MAX_BYTES),
 }
 
 

@@ -434,7 +434,7 @@ class LessonsLedger(Contract):
 class MemoryDocInfo(Contract):
     """One memory document as ``ax-slate memory list`` shows it."""
 
-    doc: Literal["journal", "codebase", "lessons"]
+    doc: Literal["journal", "codebase", "lessons", "research"]
     file: str
     path: str
     status: Literal["ok", "missing", "corrupt"]
@@ -451,7 +451,7 @@ class MemoryDocInfo(Contract):
 class InjectedDoc(Contract):
     """One document's row for the ``memory.loaded`` event."""
 
-    doc: Literal["journal", "codebase", "lessons"]
+    doc: Literal["journal", "codebase", "lessons", "research"]
     path: str
     status: Literal["loaded", "missing", "skipped"]
     file_bytes: int | None = None
