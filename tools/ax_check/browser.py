@@ -50,6 +50,7 @@ from ax_check.flow import (
     lock_origin,
     origin_of,
 )
+from ax_check.models import BROWSER_KIND
 from libcommon.errors import AxError, OperationFailed, Unsupported, UsageError
 from libcommon.paths import StateLayout, state_layout
 from libcommon.redact import redact
@@ -59,8 +60,9 @@ if TYPE_CHECKING:
 
     from ax_exec import AbortHook, LaunchedChromium
 
-BROWSER_KIND = "browser"
 BROWSER_PROJECT = "."
+# The signal naming a screenshot's object: what view_image takes as this session's artifact.
+SCREENSHOT_SIGNAL = "screenshot"
 BROWSER_RECIPE_ID = "browser.flow@."
 PLAYWRIGHT_EXTRA = "browser"
 # Connecting Playwright to the launched browser.
@@ -460,7 +462,7 @@ def completed_event(result: FlowResult, key: str | None) -> dict[str, object]:
         )
     if result.reason == "toolchain-unavailable" and result.message:
         signals.append({"name": "toolchain-unavailable", "detail": result.message[:300]})
-    signals += [{"name": "screenshot", "detail": shot.sha256} for shot in result.screenshots]
+    signals += [{"name": SCREENSHOT_SIGNAL, "detail": shot.sha256} for shot in result.screenshots]
     signals += [
         {"name": finding.kind, "detail": finding.detail} for finding in result.findings[:10]
     ]

@@ -74,6 +74,14 @@ class SetupPlanRequest(Contract):
     project: str | None = None
 
 
+class CheckBrowserRequest(Contract):
+    """check.browser: a flow (its JSON) against the preview at ``preview_url``; the seam
+    fills the workspace and session."""
+
+    flow: dict[str, Any]
+    preview_url: str
+
+
 class NoteSetRequest(Contract):
     key: str
     text: str

@@ -16,6 +16,7 @@ def all_tools() -> list[ModelTool]:
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
         apply_task_changes,
+        browser_flow,
         delegate_task,
         edit_file,
         git_checkpoint,
@@ -53,6 +54,8 @@ def _tools() -> tuple[ModelTool, ...]:
         edit_file,
         run_command,
         run_check,
+        # Browser flows (issue 25): a typed flow against the running preview, kind browser.
+        browser_flow,
         # Project setup (issue 22): installs, migrations and seeds. Parent-only: no child
         # role's registry may hold it (an executor's worktree is disposable).
         project_setup,
