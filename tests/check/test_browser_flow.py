@@ -3,6 +3,7 @@ against a small application on loopback; each failure class of the taxonomy is e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -12,10 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from axtest import CliRunner
 from browserpage import needs_browser, served
 
 from ax_check.browser import BrowserBadRequest, BrowserRequest, parse_flow, run_browser_check
+from ax_check.cli import main
 from ax_check.flow import FlowResult
+from ax_log import read_events
+from libcommon.paths import state_layout
 from libcommon.procfs import all_pids, command_of
 
 pytestmark = needs_browser
@@ -187,3 +192,33 @@ def test_a_flow_off_the_preview_origin_is_refused_before_anything_runs(
             BrowserRequest(parse_flow({"steps": [HOME]}), "http://192.0.2.1"), os.environ
         )
     assert not (state_dir / "tmp").exists()
+
+
+def test_the_cli_records_the_flow_on_the_check_channel_with_no_exit_code(
+    app: str, workspace: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    flow = tmp_path / "flow.json"
+    flow.write_text(json.dumps({"steps": [HOME, {"action": "expect_text", "text": "Nope"}]}))
+    argv = ["browser", "--flow", str(flow), "--origin", app, "-C", str(workspace)]
+    result = run_cli(main, [*argv, "--session", "s-1", "--json"])
+    assert result.exit_code == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert document["verdict"] == "failed"
+    assert document["failure"]["failureClass"] == "assertion"
+    assert "assertion at step 1" in result.stderr
+    events = read_events(state_layout(workspace).session_log("s-1"), "s-1")
+    started, completed = [e for e in events if e["type"].startswith("check.")]
+    assert (started["type"], started["kind"], completed["kind"]) == (
+        "check.started",
+        "browser",
+        "browser",
+    )
+    assert (completed["verdict"], completed["exitCode"], completed["termination"]) == (
+        "failed",
+        None,
+        None,
+    )
+    assert completed["signals"][0]["name"] == "browser-assertion"
+    # From stdin, a flow that holds: exit 0.
+    good = json.dumps({"steps": [HOME]})
+    assert run_cli(main, [*argv[:1], "--flow", "-", *argv[3:]], stdin=good).exit_code == 0
