@@ -35,7 +35,8 @@ HOME = b"""<!doctype html><title>Home</title>
 NEXT = b"<!doctype html><title>Next</title><h1>Second page</h1>"
 NOISY = b"""<!doctype html><title>Noisy</title><h1>Noisy</h1>
 <img src="/missing.png"><img src="http://192.0.2.1/tracker.gif">
-<script>console.error('boom from the page')</script>"""
+<script>console.error('boom from the page');
+new WebSocket('ws://192.0.2.1/socket')</script>"""
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -132,6 +132,7 @@ def test_console_errors_and_failed_requests_are_findings_unless_the_flow_asks(
     kinds = {finding.kind for finding in result.findings}
     assert {"console-error", "failed-request", "blocked-request"} <= kinds
     assert any("192.0.2.1/tracker.gif" in f.detail for f in result.findings)
+    assert any(f.detail.startswith("WebSocket ws://192.0.2.1/socket") for f in result.findings)
     strict = run(app, workspace, noisy, failOnConsoleErrors=True)
     assert strict.failure is not None and strict.failure.failure_class == "runtime"
     assert "failOnConsoleErrors" in strict.failure.message

@@ -5,8 +5,8 @@ driven by Playwright for Python over CDP; nothing is ever downloaded. One
 browser context per flow: downloads refused, service workers blocked, and
 every request routed through the origin guard, which lets through only the
 flow's origin (and ``data:``/``blob:``): an off-origin top-level navigation is
-aborted and fails the flow (``navigation``); an off-origin subresource is
-aborted and is a finding.
+aborted and fails the flow (``navigation``); an off-origin subresource or
+WebSocket is refused and is a finding.
 
 The verdict is the flow's, never an exit status: the evidence rides the check
 channel (``check.started``/``check.completed``, kind ``browser``) with no exit
@@ -56,7 +56,7 @@ from libcommon.paths import StateLayout, state_layout
 from libcommon.redact import redact
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page, Request, Route
+    from playwright.sync_api import Page, Request, Route, WebSocketRoute
 
     from ax_exec import AbortHook, LaunchedChromium
 
@@ -137,6 +137,16 @@ class _Watch:
             self.add("blocked-request", f"{request.method} {url} (off the origin {self.origin})")
         route.abort("blockedbyclient")
 
+    def guard_socket(self, socket: WebSocketRoute) -> None:
+        """A WebSocket reaches the server only on the flow's origin (ws: as http:)."""
+        url = socket.url
+        as_http = "http" + url[2:] if url.startswith(("ws://", "wss://")) else url
+        if origin_of(as_http) == self.origin:
+            socket.connect_to_server()
+            return
+        self.add("blocked-request", f"WebSocket {url} (off the origin {self.origin})")
+        socket.close()
+
     def navigated(self, url: str) -> None:
         if not url.startswith(LOCAL_SCHEMES) and origin_of(url) != self.origin:
             self.left_origin.append(url)
@@ -209,6 +219,7 @@ class FlowRun:
                     viewport={"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT},
                 )
                 context.route("**/*", watch.guard)
+                context.route_web_socket(lambda _url: True, watch.guard_socket)
                 page = context.new_page()
             except Error as exc:
                 failure = FlowFailure(
