@@ -6,6 +6,7 @@ import http.server
 import importlib.util
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -39,13 +40,18 @@ NOISY = b"""<!doctype html><title>Noisy</title><h1>Noisy</h1>
 new WebSocket('ws://192.0.2.1/socket')</script>"""
 
 
+# How long /slow keeps a request waiting (a flow's step is then surely in progress).
+SLOW_S = 30
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
-    # Set once the home page has been served (a test can act mid-flow on it).
-    home_served: threading.Event
+    # Set once /slow is asked for: a test acts there, mid-step, on a page that never loads.
+    slow_asked: threading.Event
 
     def do_GET(self) -> None:
-        if self.path == "/":
-            self.home_served.set()
+        if self.path == "/slow":
+            self.slow_asked.set()
+            time.sleep(SLOW_S)
         pages = {"/": HOME, "/next": NEXT, "/noisy": NOISY}
         if self.path == "/bounce":
             self.send_response(302)
@@ -70,9 +76,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 @contextmanager
-def served(home_served: threading.Event | None = None) -> Iterator[str]:
+def served(slow_asked: threading.Event | None = None) -> Iterator[str]:
     """The application's URL, as ax-preview would record it (http://127.0.0.1:PORT)."""
-    handler = type("Served", (Handler,), {"home_served": home_served or threading.Event()})
+    handler = type("Served", (Handler,), {"slow_asked": slow_asked or threading.Event()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -940,6 +940,7 @@ def test_browser_flow_limits() -> None:
     assert browser.OBSERVE_TIMEOUT_S == 2.0
     assert browser.SCREENSHOT_MAX_BYTES == 4 * 1024 * 1024
     assert (browser.VIEWPORT_WIDTH, browser.VIEWPORT_HEIGHT) == (1280, 800)
+    assert browser.ABORT_POLL_S == 0.05
 
 
 def test_browser_flow_tool_limits() -> None:

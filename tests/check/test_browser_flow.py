@@ -38,6 +38,7 @@ def run(app: str, workspace: Path, steps: list[dict[str, Any]], **extra: Any) ->
 
 
 HOME = {"action": "goto", "url": "/", "ready": {"text": "Welcome"}}
+SLOW = {"action": "goto", "url": "/slow", "ready": {"text": "never"}}
 
 
 def test_a_flow_that_holds_passes_and_keeps_its_screenshot(
@@ -157,19 +158,18 @@ def _browsers(profile_root: Path) -> list[int]:
 def test_a_browser_killed_mid_flow_is_protocol_and_the_app_was_never_judged(
     workspace: Path, state_dir: Path
 ) -> None:
-    home_served = threading.Event()
+    slow_asked = threading.Event()
 
     def kill_mid_flow() -> None:
-        # Step 1 waits (up to 3 s) for a selector that never comes; the kill lands then.
-        if home_served.wait(20):
-            time.sleep(0.5)
+        # Step 1 waits on a page that never loads; the kill lands then.
+        if slow_asked.wait(20):
             for pid in _browsers(state_dir / "tmp"):
                 os.kill(pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_mid_flow)
-    with served(home_served) as app:
+    with served(slow_asked) as app:
         killer.start()
-        result = run(app, workspace, [HOME, {"action": "click", "selector": "#never"}])
+        result = run(app, workspace, [HOME, SLOW], stepTimeoutS=20)
     killer.join()
     assert result.verdict == "error"
     assert result.failure is not None and result.failure.failure_class == "protocol"
@@ -223,3 +223,28 @@ def test_the_cli_records_the_flow_on_the_check_channel_with_no_exit_code(
     # From stdin, a flow that holds: exit 0.
     good = json.dumps({"steps": [HOME]})
     assert run_cli(main, [*argv[:1], "--flow", "-", *argv[3:]], stdin=good).exit_code == 0
+
+
+def test_an_abort_stops_a_waiting_step_at_once_and_the_app_is_not_judged(
+    workspace: Path, state_dir: Path
+) -> None:
+    slow_asked, abort = threading.Event(), threading.Event()
+
+    def abort_mid_flow() -> None:
+        if slow_asked.wait(20):
+            abort.set()
+
+    flow = parse_flow({"steps": [HOME, SLOW], "stepTimeoutS": 30})
+    with served(slow_asked) as app:
+        threading.Thread(target=abort_mid_flow, daemon=True).start()
+        begun = time.monotonic()
+        result = run_browser_check(
+            BrowserRequest(flow, app, workspace=workspace), os.environ, abort
+        )
+        took = time.monotonic() - begun
+    # Without the abort, the step would wait its 30 s.
+    assert took < 20, took
+    assert result.verdict == "error"
+    assert result.failure is not None and result.failure.failure_class == "protocol"
+    assert result.failure.step == 1 and result.failure.message.startswith("aborted on request")
+    assert list((state_dir / "tmp").iterdir()) == []

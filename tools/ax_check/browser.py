@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ OBSERVE_TIMEOUT_S = 2.0
 # A screenshot is a viewport PNG; one larger than this is not kept.
 SCREENSHOT_MAX_BYTES = 4 * 1024 * 1024
 VIEWPORT_WIDTH, VIEWPORT_HEIGHT = 1280, 800
+# How often the caller's abort is looked at while a step waits.
+ABORT_POLL_S = 0.05
+ABORTED = "aborted on request: the browser was stopped, so the app was never judged"
 # Schemes a page may load without a request to any origin.
 LOCAL_SCHEMES = ("data:", "blob:", "about:")
 
@@ -178,6 +182,7 @@ class FlowRun:
     environ: Mapping[str, str]
     abort: AbortHook | None = None
     screenshots: list[ScreenshotRef] = field(default_factory=list)
+    abort_seen: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> FlowResult:
         from ax_exec import launched_chromium
@@ -230,14 +235,16 @@ class FlowRun:
                 return FlowResult(verdict="error", origin=self.origin, failure=failure)
             context.on("page", lambda new: _watch_page(new, watch))
             _watch_page(page, watch)
+            done = threading.Event()
+            watcher = threading.Thread(
+                target=self._stop_on_abort, args=(chromium, done), daemon=True
+            )
+            watcher.start()
             for index, step in enumerate(self.flow.steps):
-                if _aborted(self.abort):
-                    failure = FlowFailure(
-                        failure_class="runtime", step=index, message="aborted on request"
-                    )
-                    break
                 begun = time.monotonic()
                 try:
+                    if self.abort_seen.is_set():
+                        raise _StepFailed("protocol", ABORTED)
                     self._step(page, index, step)
                     self._judge_watch(watch)
                 except _StepFailed as exc:
@@ -256,6 +263,8 @@ class FlowRun:
                 for i, s in enumerate(self.flow.steps)
                 if i >= len(records)
             ]
+            done.set()
+            watcher.join()
         verdict: FlowVerdict = "passed"
         if failure is not None:
             verdict = "error" if failure.failure_class == "protocol" else "failed"
@@ -268,6 +277,14 @@ class FlowRun:
             findings_total=watch.total,
             screenshots=self.screenshots,
         )
+
+    def _stop_on_abort(self, chromium: LaunchedChromium, done: threading.Event) -> None:
+        """Stop the browser on the caller's abort: a step's wait ends now, not at its timeout."""
+        while not done.wait(ABORT_POLL_S):
+            if _abort_asked(self.abort):
+                self.abort_seen.set()
+                chromium.terminate()
+                return
 
     def _judge_watch(self, watch: _Watch) -> None:
         if watch.left_origin:
@@ -343,6 +360,8 @@ class FlowRun:
         exc: _StepFailed,
     ) -> FlowFailure:
         failure_class = exc.failure_class
+        if self.abort_seen.is_set():
+            return FlowFailure(failure_class="protocol", step=index, message=ABORTED)
         browser = page.context.browser
         alive = chromium.alive() and browser is not None and browser.is_connected()
         if not alive:
@@ -423,11 +442,9 @@ def _observe(page: Page, detail: str | None) -> Observed:
     return Observed(url=url, title=title, text=text, detail=detail)
 
 
-def _aborted(abort: AbortHook | None) -> bool:
+def _abort_asked(abort: AbortHook | None) -> bool:
     if abort is None:
         return False
-    import threading
-
     return abort.is_set() if isinstance(abort, threading.Event) else bool(abort())
 
 

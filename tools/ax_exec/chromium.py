@@ -122,6 +122,13 @@ class LaunchedChromium:
     def alive(self) -> bool:
         return self._service.process.poll() is None
 
+    def terminate(self) -> None:
+        """SIGTERM the browser now (an abort); leaving the context still kills its tree."""
+        with contextlib.suppress(OSError):
+            # Still our unreaped child, so its pid cannot have been recycled.
+            if self._service.process.poll() is None:
+                self._service.process.terminate()
+
 
 def browser_temp_dir(state_root: Path) -> Path:
     """The state root's temp area, created private (0700) when missing."""
