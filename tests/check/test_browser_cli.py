@@ -65,6 +65,18 @@ def test_a_bad_flow_or_origin_exits_2_and_records_nothing(
     assert not state_layout(workspace).session_log("s-1").exists()
 
 
+@pytest.mark.parametrize("project", ["/etc", "../x", "a/../../b", "", "we\x07b"])
+def test_a_project_outside_the_workspace_is_refused(
+    run_cli: CliRunner, workspace: Path, tmp_path: Path, project: str
+) -> None:
+    argv = ["browser", "--flow", flow_file(tmp_path, {"steps": [HOME]})]
+    argv += ["--origin", "http://127.0.0.1:9", "-C", str(workspace), "--session", "s-1"]
+    result = run_cli(main, [*argv, "--project", project])
+    assert result.exit_code == 2, result.stderr
+    assert "not a workspace-relative folder" in result.stderr
+    assert not state_layout(workspace).session_log("s-1").exists()
+
+
 def test_no_chromium_is_unsupported_toolchain_unavailable_naming_the_package(
     run_cli: CliRunner, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,4 +90,9 @@ def test_no_chromium_is_unsupported_toolchain_unavailable_naming_the_package(
     assert "apt-get install chromium" in document["cure"]
     (completed,) = read_events(state_layout(workspace).session_log("s-1"), "s-1")
     assert completed["type"] == "check.completed" and completed["verdict"] == "unsupported"
+    assert (completed["project"], completed["recipeId"]) == (".", "browser.flow@.")
+    web = run_cli(main, [*argv, "--project", "./web/"])
+    assert web.exit_code == 5
+    events = list(read_events(state_layout(workspace).session_log("s-1"), "s-1"))
+    assert (events[-1]["project"], events[-1]["scope"]) == ("web", "web")
     assert completed["signals"][0]["name"] == "toolchain-unavailable"

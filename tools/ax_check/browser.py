@@ -23,9 +23,9 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin
 
@@ -61,10 +61,9 @@ if TYPE_CHECKING:
 
     from ax_exec import AbortHook, LaunchedChromium
 
-BROWSER_PROJECT = "."
 # The signal naming a screenshot's object: what view_image takes as this session's artifact.
 SCREENSHOT_SIGNAL = "screenshot"
-BROWSER_RECIPE_ID = "browser.flow@."
+BROWSER_RECIPE = "browser.flow"
 PLAYWRIGHT_EXTRA = "browser"
 # Connecting Playwright to the launched browser.
 CDP_CONNECT_TIMEOUT_S = 15.0
@@ -464,19 +463,42 @@ class BrowserRequest:
     preview_url: str
     workspace: str | Path | None = None
     session: str | None = None
+    # The unit the preview serves (ax-preview's record says which): what the evidence is of.
+    project: str = "."
 
 
-def _event(kind: str) -> dict[str, object]:
+def check_project(project: str) -> str:
+    """A workspace-relative unit id ('.' or 'packages/web'); BrowserBadRequest otherwise."""
+    parts = PurePosixPath(project).parts
+    if (
+        not project
+        or project.startswith("/")
+        or ".." in parts
+        or any(ord(char) < 32 or ord(char) == 127 for char in project)
+    ):
+        raise BrowserBadRequest(
+            f"project {project!r} is not a workspace-relative folder",
+            hint="give the preview's unit as ax-preview lists it ('.' for the root)",
+        )
+    return str(PurePosixPath(*parts)) if parts else "."
+
+
+def _event(kind: str, project: str) -> dict[str, object]:
     return {
         "type": kind,
         "kind": BROWSER_KIND,
-        "project": BROWSER_PROJECT,
-        "scope": BROWSER_PROJECT,
-        "recipeId": BROWSER_RECIPE_ID,
+        "project": project,
+        "scope": project,
+        "recipeId": f"{BROWSER_RECIPE}@{project}",
     }
 
 
-def completed_event(result: FlowResult, key: str | None) -> dict[str, object]:
+def started_event(project: str = ".") -> dict[str, object]:
+    """``check.started`` for a flow of the preview serving ``project``."""
+    return _event("check.started", project)
+
+
+def completed_event(result: FlowResult, key: str | None, project: str = ".") -> dict[str, object]:
     """``check.completed`` for a flow: the flow's verdict, no exit code, no termination."""
     signals: list[dict[str, str]] = []
     if result.failure is not None:
@@ -495,7 +517,7 @@ def completed_event(result: FlowResult, key: str | None) -> dict[str, object]:
         {"name": finding.kind, "detail": finding.detail} for finding in result.findings[:10]
     ]
     return {
-        **_event("check.completed"),
+        **_event("check.completed", project),
         "verdict": result.verdict,
         "exitCode": None,
         "termination": None,
@@ -506,45 +528,44 @@ def completed_event(result: FlowResult, key: str | None) -> dict[str, object]:
 
 
 def run_browser_check(
-    request: BrowserRequest,
-    environ: Mapping[str, str],
-    abort: AbortHook | None = None,
-    record: Callable[[list[dict[str, object]]], None] | None = None,
+    request: BrowserRequest, environ: Mapping[str, str], abort: AbortHook | None = None
 ) -> FlowResult:
     """Lock the origin, run the flow, record its evidence on the session's check channel.
 
     BrowserBadRequest (nothing runs, nothing recorded) when the preview URL is
-    not on loopback or the flow names a URL off its origin.
+    not on loopback, the flow names a URL off its origin, or the project is no
+    workspace-relative folder.
     """
+    from ax_exec import find_chromium
+
     try:
         origin = lock_origin(request.flow, request.preview_url)
     except ValueError as exc:
         raise BrowserBadRequest(
             str(exc), hint="flows run only against a running preview on loopback"
         ) from None
+    project = check_project(request.project)
     layout = state_layout(request.workspace, environ)
-    if record is None and request.session is not None:
-        session = request.session
+    session = request.session
 
-        def record(events: list[dict[str, object]]) -> None:
+    def record(events: list[dict[str, object]]) -> None:
+        if session is not None:
             from ax_log import append_events
 
             append_events(layout, session, events)
 
-    from ax_exec import find_chromium
-
     key = flow_key(request.flow, origin)
     # As for a command: an unsupported run (nothing to run it with) gets no started event.
-    if record is not None and playwright_installed() and find_chromium(environ) is not None:
-        record([_event("check.started")])
+    if playwright_installed() and find_chromium(environ) is not None:
+        record([started_event(project)])
     result = FlowRun(request.flow, origin, layout, environ, abort).run()
-    if record is not None:
-        try:
-            record([completed_event(result, key if result.verdict != "unsupported" else None)])
-        except AxError as exc:
-            raise OperationFailed(
-                f"the flow finished ({result.verdict}) but its evidence was not recorded: "
-                f"{exc.message}",
-                hint=exc.hint,
-            ) from exc
+    result = result.model_copy(update={"project": project})
+    try:
+        record([completed_event(result, key if result.verdict != "unsupported" else None, project)])
+    except AxError as exc:
+        raise OperationFailed(
+            f"the flow finished ({result.verdict}) but its evidence was not recorded: "
+            f"{exc.message}",
+            hint=exc.hint,
+        ) from exc
     return result

@@ -230,6 +230,15 @@ def browser_verb(
         ),
     ],
     workspace: WorkspaceOption = None,
+    project: Annotated[
+        str,
+        typer.Option(
+            "--project",
+            "-p",
+            help="The unit the preview serves, as ax-preview lists it ('.' for the root): "
+            "the unit the evidence is recorded for.",
+        ),
+    ] = ".",
     session: SessionOption = None,
     json_output: JsonOption = False,
 ) -> int:
@@ -251,7 +260,9 @@ def browser_verb(
         raise UsageError(f"cannot read the flow {flow!r}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"the flow {flow!r} is not JSON: {exc}") from None
-    request = BrowserRequest(parse_flow(data), origin, workspace=workspace, session=session)
+    request = BrowserRequest(
+        parse_flow(data), origin, workspace=workspace, session=session, project=project
+    )
     result = run_browser_check(request, environment.environ)
     out = cliapp.chrome
     if result.verdict == "unsupported":

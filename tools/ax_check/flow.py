@@ -244,6 +244,9 @@ class FlowResult(FlowModel):
 
     verdict: FlowVerdict
     origin: str | None = None
+    project: str | None = Field(
+        default=None, description="The unit the preview serves, as the evidence names it."
+    )
     failure: FlowFailure | None = None
     steps: list[StepRecord] = Field(default_factory=list)
     findings: list[FlowFinding] = Field(default_factory=list)

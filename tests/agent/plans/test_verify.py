@@ -355,9 +355,9 @@ def test_gate_projects_are_contained_workspace_relative_units(tmp_path: Path) ->
 
 def browser_run(result: Any) -> list[dict[str, Any]]:
     """A flow's evidence exactly as ax-check records it: its start, then its result."""
-    from ax_check.browser import _event, completed_event
+    from ax_check.browser import completed_event, started_event
 
-    return [_event("check.started"), completed_event(result, "f" * 64)]
+    return [started_event(), completed_event(result, "f" * 64)]
 
 
 def test_a_browser_gate_is_satisfied_by_a_flow_pass_and_blocked_by_a_failure() -> None:
@@ -396,3 +396,16 @@ def test_no_chromium_waives_a_browser_gate_loudly_naming_the_package() -> None:
     (caveat,) = verification.caveats()
     assert caveat.startswith("browser in unit .: WAIVED, the machine lacks a toolchain: no ")
     assert "chromium" in caveat
+
+
+def test_a_browser_gate_in_named_units_counts_the_preview_of_that_unit() -> None:
+    from ax_check.browser import completed_event, started_event
+    from ax_check.flow import FlowResult
+
+    plan = make_plan(checks=["browser"], projects=["web"])
+    passed = FlowResult(verdict="passed", origin="http://127.0.0.1:1")
+    root = [started_event("."), completed_event(passed, "f" * 64, ".")]
+    web = [started_event("web"), completed_event(passed, "f" * 64, "web")]
+    status, _, refusals = verdict(integrated(plan) + root, plan)
+    assert status == "pending" and "browser in unit web: no run" in refusals[0]
+    assert verdict(integrated(plan) + root + web, plan)[0] == "green"

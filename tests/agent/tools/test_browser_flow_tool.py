@@ -72,7 +72,8 @@ def test_a_flow_runs_on_the_origin_ax_preview_recorded_and_is_check_evidence(
         },
     )
     assert not result.is_error, result.content
-    assert result.content.startswith(f"browser flow on {preview.rstrip('/')}: FAILED")
+    origin = preview.rstrip("/")
+    assert result.content.startswith(f"browser flow on {origin} (unit py-procfile): FAILED")
     assert "assertion at step 2" in result.content
     (verb, request), *_ = harness.seam.calls
     assert verb == "check.browser" and request.preview_url == preview  # type: ignore[attr-defined]
@@ -82,6 +83,11 @@ def test_a_flow_runs_on_the_origin_ax_preview_recorded_and_is_check_evidence(
         "browser",
         None,
         None,
+    )
+    # The evidence names the unit the preview serves, as ax-preview recorded it.
+    assert (completed["project"], completed["recipeId"]) == (
+        "py-procfile",
+        "browser.flow@py-procfile",
     )
     shots = [s["detail"] for s in completed["signals"] if s["name"] == "screenshot"]
     assert len(shots) == 2 and all(f"artifact {sha}" in result.content for sha in shots)

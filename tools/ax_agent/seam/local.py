@@ -230,6 +230,7 @@ class LocalSeam:
             request.preview_url,
             workspace=self.layout.workspace,
             session=self.session_id,
+            project=request.project,
         )
         return run_browser_check(browser, self.environ, abort)
 

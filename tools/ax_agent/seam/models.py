@@ -80,6 +80,8 @@ class CheckBrowserRequest(Contract):
 
     flow: dict[str, Any]
     preview_url: str
+    # The unit the preview serves (ax-preview's record), which the evidence names.
+    project: str = "."
 
 
 class NoteSetRequest(Contract):

@@ -314,7 +314,7 @@ class ProcessSeam:
         from ax_check import FlowResult
 
         args = ["browser", *self._session_args(), "--json", "--flow", "-"]
-        args += ["--origin", request.preview_url]
+        args += ["--origin", request.preview_url, "--project", request.project]
         # 0 passed, 1 failed or error, 5 unsupported: each a verdict with JSON on stdout.
         child = self._run("check", args, json.dumps(request.flow), abort=abort, ok=(0, 1, 5))
         if not child.stdout.strip():

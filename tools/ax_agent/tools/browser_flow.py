@@ -153,8 +153,9 @@ class BrowserFlowInput(ToolInput):
     )
 
 
-def preview_url(ctx: ToolContext, wanted: str) -> str:
-    """The URL ax-preview recorded for the preview this call means; Refused when none is."""
+def preview_url(ctx: ToolContext, wanted: str) -> tuple[str, str]:
+    """The URL ax-preview recorded for the preview this call means, and the unit it
+    serves; Refused when none is."""
     from ax_preview import list_previews
 
     ready = [row for row in list_previews(ctx.workspace) if row.state == "ready" and row.url]
@@ -179,13 +180,13 @@ def preview_url(ctx: ToolContext, wanted: str) -> str:
         chosen = ready
     url = chosen[0].url
     assert url is not None
-    return url
+    return url, chosen[0].project
 
 
 @guarded
 def run(request: BrowserFlowInput, ctx: ToolContext) -> ToolResult:
     steps = [flow_step(step, index) for index, step in enumerate(request.steps)]
-    url = preview_url(ctx, request.preview)
+    url, project = preview_url(ctx, request.preview)
     flow: dict[str, object] = {
         "steps": steps,
         "stepTimeoutS": request.step_timeout_s,
@@ -195,7 +196,9 @@ def run(request: BrowserFlowInput, ctx: ToolContext) -> ToolResult:
     if request.origin:
         flow["origin"] = request.origin
     result: FlowResult = ctx.seam.call(
-        "check.browser", CheckBrowserRequest(flow=flow, preview_url=url), abort=ctx.abort
+        "check.browser",
+        CheckBrowserRequest(flow=flow, preview_url=url, project=project),
+        abort=ctx.abort,
     )
     content = render(result)
     return ToolResult(
@@ -212,7 +215,8 @@ def render(result: FlowResult) -> str:
         if result.cure:
             lines.append(f"cure: {result.cure}")
         return "\n".join(lines)
-    lines = [f"browser flow on {result.origin}: {result.verdict.upper()}"]
+    unit = f" (unit {result.project})" if result.project not in (None, ".") else ""
+    lines = [f"browser flow on {result.origin}{unit}: {result.verdict.upper()}"]
     failure = result.failure
     if failure is not None:
         lines.append(f"{failure.failure_class} at step {failure.step}: {failure.message}")
