@@ -87,7 +87,8 @@ def _tools() -> tuple[ModelTool, ...]:
 # project_setup: an executor's worktree is disposable, so an install there fills a folder
 # about to be deleted, and a migration there writes the real database from "isolation".
 # triage_finding: the parent's judgment of its reviewers' findings, never a child's.
-PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding"})
+# browser_flow: the preview serves the parent's workspace, not an executor's worktree.
+PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding", "browser_flow"})
 
 
 def get_tool(name: str) -> ModelTool | None:
