@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urljoin
 
 from ax_check.flow import (
@@ -36,6 +36,7 @@ from ax_check.flow import (
     ExpectText,
     ExpectUrl,
     FailureClass,
+    FindingKind,
     Flow,
     FlowFailure,
     FlowFinding,
@@ -119,7 +120,7 @@ class _Watch:
     failed_requests: int = 0
     left_origin: list[str] = field(default_factory=list)
 
-    def add(self, kind: Any, detail: str) -> None:
+    def add(self, kind: FindingKind, detail: str) -> None:
         self.total += 1
         if kind in ("console-error", "page-error"):
             self.errors += 1

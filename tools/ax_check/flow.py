@@ -28,6 +28,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 FailureClass = Literal["timeout", "assertion", "navigation", "runtime", "protocol"]
 FlowVerdict = Literal["passed", "failed", "error", "unsupported"]
+FindingKind = Literal["console-error", "page-error", "failed-request", "blocked-request"]
 
 
 class FlowModel(Contract):
@@ -229,7 +230,7 @@ class StepRecord(FlowModel):
 class FlowFinding(FlowModel):
     """Something the page did that is not a verdict (unless the flow asked it to be)."""
 
-    kind: Literal["console-error", "page-error", "failed-request", "blocked-request"]
+    kind: FindingKind
     detail: str
 
 
