@@ -957,3 +957,38 @@ def test_agent_handoff_limits() -> None:
     assert snapshot.HANDOFF_FOCUS_MAX_CHARS == 4_000
     assert models.CONTEXT_BUDGET_MIN_TOKENS == 1_000
     assert models.CONTEXT_BUDGET_MAX_TOKENS == 10_000_000
+
+
+def test_chromium_launcher_limits() -> None:
+    from ax_exec import chromium
+
+    assert chromium.CHROMIUM_START_TIMEOUT_S == 20.0
+    assert chromium.CHROMIUM_EXIT_GRACE_S == 2.0
+    assert chromium.CHROMIUM_LOG_MAX_BYTES == 256 * 1024
+    assert chromium.CHROMIUM_LOG_TAIL_BYTES == 2048
+    assert chromium.DEVTOOLS_POLL_S == 0.05
+
+
+def test_browser_flow_limits() -> None:
+    from ax_check import browser, flow
+
+    assert flow.MAX_FLOW_STEPS == 50
+    assert flow.MAX_SELECTOR_CHARS == 500
+    assert flow.MAX_TEXT_CHARS == 2000
+    assert flow.MAX_URL_CHARS == 2000
+    assert flow.DEFAULT_STEP_TIMEOUT_S == 10.0
+    assert flow.MAX_STEP_TIMEOUT_S == 60.0
+    assert browser.CDP_CONNECT_TIMEOUT_S == 15.0
+    assert browser.MAX_FINDINGS == 50
+    assert browser.FINDING_DETAIL_CHARS == 300
+    assert browser.OBSERVED_TEXT_CHARS == 2000
+    assert browser.OBSERVE_TIMEOUT_S == 2.0
+    assert browser.SCREENSHOT_MAX_BYTES == 4 * 1024 * 1024
+    assert (browser.VIEWPORT_WIDTH, browser.VIEWPORT_HEIGHT) == (1280, 800)
+    assert browser.ABORT_POLL_S == 0.05
+
+
+def test_browser_flow_tool_limits() -> None:
+    from ax_agent.tools import browser_flow
+
+    assert browser_flow.BROWSER_FINDINGS_SHOWN == 20

@@ -18,13 +18,20 @@ from agenttest import (
     real_tools,
     write_script,
 )
+from browserpage import needs_browser, served
 
 from ax_agent.approvals import AnnouncingApprover
 from ax_agent.loop import run_turn
 from ax_agent.memory import describe
 from ax_agent.narrative import finish
 from ax_agent.seam.compose import make_seam
-from ax_agent.seam.models import AppendRequest, NoteKeyRequest, PathsRequest, RecallRequest
+from ax_agent.seam.models import (
+    AppendRequest,
+    CheckBrowserRequest,
+    NoteKeyRequest,
+    PathsRequest,
+    RecallRequest,
+)
 from ax_exec import ExecSpec
 from ax_policy import DecisionRequest, DeclaredFacts, load_config
 from libcommon.errors import OperationFailed, UsageError
@@ -168,6 +175,27 @@ def test_both_seams_answer_with_the_same_models(seam: Any, workspace: Path) -> N
     assert (outcome.termination, outcome.exit_code, outcome.stdout.head) == ("exited", 0, "hi\n")
     with pytest.raises((OperationFailed, SlateUnavailable)):
         seam.call("slate.note_delete", NoteKeyRequest(key="k"))
+
+
+@needs_browser
+def test_both_seams_run_a_browser_flow_and_record_it_as_browser_evidence(seam: Any) -> None:
+    from ax_check import FlowResult
+    from ax_log import read_events
+
+    flow = {
+        "steps": [
+            {"action": "goto", "url": "/", "ready": {"text": "Welcome"}},
+            {"action": "expect_count", "selector": "li", "count": 2},
+        ]
+    }
+    with served() as url:
+        result = seam.call("check.browser", CheckBrowserRequest(flow=flow, preview_url=url))
+    assert isinstance(result, FlowResult) and result.verdict == "passed", result
+    events = read_events(seam.layout.session_log("s-seam"), "s-seam")
+    assert [(e["type"], e["kind"]) for e in events if e["type"].startswith("check.")] == [
+        ("check.started", "browser"),
+        ("check.completed", "browser"),
+    ]
 
 
 def _descendant_running(words: bytes) -> bool:

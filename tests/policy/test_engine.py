@@ -349,6 +349,19 @@ def test_check_replay_grant_allows(ctx: DecisionContext, state_dir: Path) -> Non
     assert decide(CHECK, {"key": "b" * 64}, unsandboxed, grants).verdict == "ask"
 
 
+def test_a_browser_check_always_asks_even_in_an_enforced_sandbox(
+    ctx: DecisionContext, state_dir: Path
+) -> None:
+    browser = ToolFacts("browser_flow", check=lambda i: CheckFact(kind="browser", replay_key=KEY))
+    add_durable_grant(state_dir, ctx.workspace, replay_key=KEY)
+    grants = Grants(durable=list_durable_grants(state_dir, ctx.workspace))
+    for sandbox in (ctx, with_sandbox(ctx, NONE)):
+        decision = decide(browser, {}, sandbox, grants)
+        assert (decision.verdict, decision.rule) == ("ask", "check-browser-ask")
+        assert decision.exec_boundary == "unsandboxed" and decision.sandbox_profile is None
+        assert "not confine" in decision.reason
+
+
 # --- external ------------------------------------------------------------------------
 
 SEARCH = ToolFacts("web_search", external=lambda i: ExternalFact(host=i.get("host")))

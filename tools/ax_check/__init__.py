@@ -13,6 +13,13 @@ from typing import TYPE_CHECKING
 from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ax_check.browser import (
+        SCREENSHOT_SIGNAL,
+        BrowserBadRequest,
+        BrowserRequest,
+        parse_flow,
+        run_browser_check,
+    )
     from ax_check.check import (
         DEFAULT_TIMEOUT_S,
         BadRequest,
@@ -22,7 +29,17 @@ if TYPE_CHECKING:
         run_check,
     )
     from ax_check.detection import detect
+    from ax_check.flow import (
+        DEFAULT_STEP_TIMEOUT_S,
+        MAX_FLOW_STEPS,
+        MAX_STEP_TIMEOUT_S,
+        Flow,
+        FlowResult,
+        Step,
+    )
     from ax_check.models import (
+        BROWSER_KIND,
+        GATE_KINDS,
         KINDS,
         CheckResult,
         DetectReport,
@@ -52,6 +69,19 @@ if TYPE_CHECKING:
     )
 
 _MODULE_OF = {
+    "SCREENSHOT_SIGNAL": "ax_check.browser",
+    "BrowserBadRequest": "ax_check.browser",
+    "BrowserRequest": "ax_check.browser",
+    "parse_flow": "ax_check.browser",
+    "run_browser_check": "ax_check.browser",
+    "DEFAULT_STEP_TIMEOUT_S": "ax_check.flow",
+    "MAX_FLOW_STEPS": "ax_check.flow",
+    "MAX_STEP_TIMEOUT_S": "ax_check.flow",
+    "Step": "ax_check.flow",
+    "Flow": "ax_check.flow",
+    "FlowResult": "ax_check.flow",
+    "BROWSER_KIND": "ax_check.models",
+    "GATE_KINDS": "ax_check.models",
     "DEFAULT_TIMEOUT_S": "ax_check.check",
     "BadRequest": "ax_check.check",
     "CheckRequest": "ax_check.check",
@@ -87,16 +117,26 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "BROWSER_KIND",
+    "DEFAULT_STEP_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
+    "GATE_KINDS",
     "INTENTS",
     "KINDS",
+    "MAX_FLOW_STEPS",
+    "MAX_STEP_TIMEOUT_S",
+    "SCREENSHOT_SIGNAL",
     "SETUP_DEFAULT_TIMEOUT_S",
     "BadRequest",
+    "BrowserBadRequest",
+    "BrowserRequest",
     "CheckRequest",
     "CheckResult",
     "DetectReport",
     "EvidenceNotRecorded",
     "Finding",
+    "Flow",
+    "FlowResult",
     "Hooks",
     "Kind",
     "KindResolution",
@@ -110,13 +150,16 @@ __all__ = [
     "SetupRequest",
     "SetupResult",
     "Signal",
+    "Step",
     "Summary",
     "UnitReport",
     "Verdict",
     "detect",
+    "parse_flow",
     "plan_setup",
     "recipe_rows",
     "replay_key",
+    "run_browser_check",
     "run_check",
     "run_setup",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,7 @@ app = make_app(
     "Typed verification: build/test/lint commands resolved from the project's own manifests.\n\n"
     "Name a KIND (build, test, test-targeted, typecheck, lint, format, static-analysis);\n"
     "ax-check finds the command in the project's own manifests, runs it and reports the verdict.\n"
+    "`ax-check browser --flow FILE --origin URL` runs a typed browser flow against a preview.\n"
     "Exit 0 passed, 1 failed or error, 2 bad request, 5 unsupported.",
 )
 
@@ -212,6 +214,78 @@ def _register_kind(kind: str) -> None:
 
 for _kind in KIND_HELP:
     _register_kind(_kind)
+
+
+@app.command("browser")
+def browser_verb(
+    flow: Annotated[
+        str, typer.Option("--flow", help="The flow, a JSON file ('-' reads it from stdin).")
+    ],
+    origin: Annotated[
+        str,
+        typer.Option(
+            "--origin",
+            help="The running preview's URL as ax-preview recorded it (a loopback "
+            "http(s) URL): the only origin the flow may reach.",
+        ),
+    ],
+    workspace: WorkspaceOption = None,
+    project: Annotated[
+        str,
+        typer.Option(
+            "--project",
+            "-p",
+            help="The unit the preview serves, as ax-preview lists it ('.' for the root): "
+            "the unit the evidence is recorded for.",
+        ),
+    ] = ".",
+    session: SessionOption = None,
+    json_output: JsonOption = False,
+) -> int:
+    """Run a typed browser flow in the system Chromium against a running preview.
+
+    The verdict is the flow's: passed, failed (timeout, assertion, navigation, runtime),
+    error (protocol: the browser died) or unsupported (no Chromium or Playwright).
+    Recorded as kind browser with no exit code: it never marks a file checked.
+    Exit 0 passed, 1 failed or error, 2 bad request, 5 unsupported.
+    """
+    from ax_check.browser import BrowserRequest, parse_flow, run_browser_check
+    from libcommon.errors import UsageError
+
+    environment = cliapp.env()
+    try:
+        text = environment.stdin.read() if flow == "-" else Path(flow).read_text()
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the flow {flow!r}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"the flow {flow!r} is not JSON: {exc}") from None
+    request = BrowserRequest(
+        parse_flow(data), origin, workspace=workspace, session=session, project=project
+    )
+    result = run_browser_check(request, environment.environ)
+    out = cliapp.chrome
+    if result.verdict == "unsupported":
+        out(f"ax-check: browser unsupported ({result.reason}): {result.message}")
+        if result.cure:
+            out(f"ax-check: cure: {result.cure}")
+    else:
+        out(
+            f"ax-check: browser {result.verdict} on {result.origin} after "
+            f"{result.duration_ms / 1000:.1f}s"
+        )
+        if result.failure is not None:
+            failure = result.failure
+            out(f"ax-check: {failure.failure_class} at step {failure.step}: {failure.message}")
+            if failure.observed is not None and failure.observed.detail:
+                out(f"ax-check: observed: {failure.observed.detail}")
+        for finding in result.findings[:SIGNALS_SHOWN]:
+            out(f"ax-check:   {finding.kind}: {finding.detail}")
+        for shot in result.screenshots:
+            out(f"ax-check: screenshot of step {shot.step}: object {shot.sha256}")
+    if json_output:
+        cliapp.emit_json(result.to_json())
+    return EXIT_OF_VERDICT[result.verdict]
 
 
 SETUP_EXIT = {"succeeded": 0, "failed": 1, "error": 1, "unsupported": 5}

@@ -18,6 +18,10 @@ KINDS: tuple[Kind, ...] = (
     "format",
     "static-analysis",
 )
+# What a plan's gate may name: the command kinds, and `browser` (a flow's verdict, never an
+# exit status: ax-check's browser verb and ax-agent's browser_flow run it, not a recipe).
+BROWSER_KIND = "browser"
+GATE_KINDS: tuple[str, ...] = (*KINDS, BROWSER_KIND)
 # `modified`: the command exited 0 but changed the sources it was checking (never a pass).
 Verdict = Literal["passed", "failed", "error", "unsupported", "modified"]
 Reason = Literal[

@@ -342,7 +342,23 @@ def _checkpoint(name: str, fact: CheckpointFact) -> Decision:
     )
 
 
+# ax-check's browser kind (ax_check.BROWSER_KIND; ax-policy imports no other tool).
+BROWSER_CHECK_KIND = "browser"
+
+
 def _check(check: CheckFact, ctx: DecisionContext, grants: Grants) -> Decision:
+    if check.kind == BROWSER_CHECK_KIND:
+        # ax-exec contains the browser's process tree but no sandbox profile applies to it,
+        # so no sandbox status may allow it, and no durable grant names a flow.
+        return Decision(
+            verdict="ask",
+            decision_class="command",
+            rule="check-browser-ask",
+            reason="the browser check runs the preview's pages (the project's own scripts) "
+            "in the system Chromium, which ax's sandbox does not confine; the browser "
+            "reaches only the preview's loopback origin",
+            exec_boundary="unsandboxed",
+        )
     sandbox = ctx.sandbox
     if sandbox.confines("workspace-write", no_network=True):
         return Decision(

@@ -16,7 +16,7 @@ from ax_policy import DELEGATE_ROLES
 
 def test_every_role_holds_a_strict_subset_of_the_parents_tools_and_no_parent_only_tool() -> None:
     parent = {tool.name: tool for tool in all_tools()}
-    assert PARENT_ONLY_TOOLS & set(parent) >= {"delegate_task", "plan_write"}
+    assert PARENT_ONLY_TOOLS & set(parent) >= {"delegate_task", "plan_write", "browser_flow"}
     for role in ROLES.values():
         tools = registry_for(role, parent)
         assert set(tools) < set(parent)
@@ -28,6 +28,8 @@ def test_a_parent_only_tool_in_the_parents_registry_never_reaches_a_child() -> N
     parent = {tool.name: tool for tool in all_tools()}
     sneaky = replace(ROLES["executor"], tools=(*ROLES["executor"].tools, "delegate_task"))
     assert "delegate_task" not in registry_for(sneaky, parent)
+    flows = replace(ROLES["executor"], tools=(*ROLES["executor"].tools, "browser_flow"))
+    assert "browser_flow" not in registry_for(flows, parent)
 
 
 def test_the_parent_never_holds_a_researchers_page_tools_and_a_researcher_only_reads() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from ax_agent.plans.model import Plan, PlanDocument, canonical_json, plan_sha256, task_sha256
 from ax_agent.plans.store import LoadedPlan, PlanState
+from ax_agent.plans.validate import plan_problems
 from ax_agent.tasks.fold import fold_tasks
 from ax_agent.tasks.gate import Binding, check_group
 from ax_agent.tasks.verify import check_runs
@@ -347,3 +348,64 @@ def test_gate_projects_are_contained_workspace_relative_units(tmp_path: Path) ->
     ]
     many = make_plan(projects=[f"u{n}" for n in range(40)])
     assert plan_problems(many, tmp_path) == ["the gates name 40 projects, more than 32"]
+
+
+# --- browser flows -------------------------------------------------------------------------
+
+
+def browser_run(result: Any) -> list[dict[str, Any]]:
+    """A flow's evidence exactly as ax-check records it: its start, then its result."""
+    from ax_check.browser import completed_event, started_event
+
+    return [started_event(), completed_event(result, "f" * 64)]
+
+
+def test_a_browser_gate_is_satisfied_by_a_flow_pass_and_blocked_by_a_failure() -> None:
+    from ax_check.flow import FlowFailure, FlowResult
+
+    plan = make_plan(checks=["browser"])
+    assert not plan_problems(plan, Path("/ws"))
+    passed = FlowResult(verdict="passed", origin="http://127.0.0.1:1")
+    failure = FlowFailure(failure_class="assertion", step=2, message="expect_text did not hold")
+    failed = FlowResult(verdict="failed", origin="http://127.0.0.1:1", failure=failure)
+    assert verdict(integrated(plan) + browser_run(passed), plan) == ("green", "queued", [])
+    status, state, refusals = verdict(integrated(plan) + browser_run(failed), plan)
+    assert (status, state) == ("pending", "blocked")
+    assert (
+        "browser in unit .: failed (browser-assertion: step 2: expect_text did not hold)"
+        in (refusals[0])
+    )
+    # A browser pass is no test run: a gate naming test stays unmet.
+    tests = make_plan(checks=["test"])
+    assert verdict(integrated(tests) + browser_run(passed), tests)[0] == "pending"
+
+
+def test_no_chromium_waives_a_browser_gate_loudly_naming_the_package() -> None:
+    from ax_check.browser import completed_event
+    from ax_check.flow import FlowResult
+    from ax_exec import chromium_unavailable
+
+    plan = make_plan(checks=["browser"])
+    missing = chromium_unavailable()
+    result = FlowResult(
+        verdict="unsupported", reason="toolchain-unavailable", message=missing.message
+    )
+    events = [*integrated(plan), completed_event(result, None)]
+    verification = fold_tasks(plan, events)["lexer"].verification
+    assert verification is not None and verification.status == "green"
+    (caveat,) = verification.caveats()
+    assert caveat.startswith("browser in unit .: WAIVED, the machine lacks a toolchain: no ")
+    assert "chromium" in caveat
+
+
+def test_a_browser_gate_in_named_units_counts_the_preview_of_that_unit() -> None:
+    from ax_check.browser import completed_event, started_event
+    from ax_check.flow import FlowResult
+
+    plan = make_plan(checks=["browser"], projects=["web"])
+    passed = FlowResult(verdict="passed", origin="http://127.0.0.1:1")
+    root = [started_event("."), completed_event(passed, "f" * 64, ".")]
+    web = [started_event("web"), completed_event(passed, "f" * 64, "web")]
+    status, _, refusals = verdict(integrated(plan) + root, plan)
+    assert status == "pending" and "browser in unit web: no run" in refusals[0]
+    assert verdict(integrated(plan) + root + web, plan)[0] == "green"

@@ -21,6 +21,7 @@ NAMES = [
     "edit_file",
     "run_command",
     "run_check",
+    "browser_flow",
     "project_setup",
     "slate_note",
     "recall_step",

@@ -155,6 +155,47 @@ def test_an_artifact_must_be_named_by_this_sessions_log(harness: Harness) -> Non
     )
 
 
+def test_a_hash_written_in_the_log_is_not_an_artifact_a_screenshot_is(harness: Harness) -> None:
+    from ax_log import append_events
+
+    data = png(3, 3)
+    digest = hashlib.sha256(data).hexdigest()
+    harness.layout.objects_dir.mkdir(parents=True, exist_ok=True)
+    (harness.layout.objects_dir / digest).write_bytes(data)
+    # The model's own call naming the hash, a tool's output quoting it, and a command's
+    # check signal carrying it: none of them recorded the object as this session's.
+    append_events(
+        harness.layout,
+        SESSION,
+        [
+            {"type": "tool.requested", "callId": "c1", "tool": "view_image",
+             "input": {"artifact": digest}},
+            {"type": "tool.completed", "callId": "c1", "ok": True, "summary": digest,
+             "content": f"the file says {digest}"},
+            {"type": "check.completed", "kind": "test", "project": ".", "scope": ".",
+             "recipeId": None, "verdict": "passed", "exitCode": 0, "termination": "exited",
+             "reason": None, "signals": [{"name": "screenshot", "detail": digest}]},
+        ],
+    )  # fmt: skip
+    refused = call(harness, {"artifact": digest})
+    assert refused.is_error and "recorded no artifact" in refused.content
+    append_events(
+        harness.layout,
+        SESSION,
+        [
+            {"type": "check.completed", "kind": "browser", "project": ".", "scope": ".",
+             "recipeId": "browser.flow@.", "verdict": "failed", "exitCode": None,
+             "termination": None, "reason": None,
+             "signals": [{"name": "screenshot", "detail": digest}]},
+        ],
+    )  # fmt: skip
+    shown = call(harness, {"artifact": digest})
+    assert not shown.is_error and shown.images[0].data == data
+    # The same screenshot, to a model that takes no images: refused, no bytes attached.
+    blind = call(harness, {"artifact": digest}, model="qwen2.5-coder")
+    assert blind.is_error and not blind.images
+
+
 IMAGE = ImagePart("image/png", png(), hashlib.sha256(png()).hexdigest(), "a.png")
 
 

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from ..tools.base import ModelTool
 
 # The tools no child ever holds: delegating again, writing the plan, integrating.
-# (triage_finding: the parent judges the findings its reviewers reported.)
+# (triage_finding: the parent judges the findings its reviewers reported; browser_flow: the
+# preview is the parent's workspace, so a child's flow would judge a tree it did not change.)
 PARENT_ONLY_TOOLS = frozenset(
-    {"delegate_task", "plan_write", "apply_task_changes", "triage_finding"}
+    {"delegate_task", "plan_write", "apply_task_changes", "triage_finding", "browser_flow"}
 )
 # Tools that change files or run commands: only a role the policy calls "mutating" has them.
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "run_command", "run_check"})

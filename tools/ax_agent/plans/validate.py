@@ -65,9 +65,9 @@ def overlaps(a: str, b: str) -> bool:
 
 def plan_problems(plan: Plan, workspace: Path) -> list[str]:
     """Every rule ``plan`` breaks, in a stable order; empty when it is valid."""
-    from ax_check import KINDS
+    from ax_check import GATE_KINDS
 
-    kinds: set[str] = set(KINDS)
+    kinds: set[str] = set(GATE_KINDS)
     problems: list[str] = []
     if not plan.tasks:
         problems.append("the plan has no tasks; give at least one")

@@ -15,6 +15,7 @@ same session can be run both ways and compared.
 | ``check.detect`` | ``CheckDetectRequest`` | ``ax_check.DetectReport`` |
 | ``check.setup`` | ``SetupRunRequest`` | ``ax_check.SetupResult`` |
 | ``check.setup_plan`` | ``SetupPlanRequest`` | ``ax_check.SetupPlan`` |
+| ``check.browser`` | ``CheckBrowserRequest`` | ``ax_check.FlowResult`` |
 | ``slate.start`` | ``SlateStartRequest`` | ``ax_slate.SessionSlate`` |
 | ``slate.record`` | ``ax_slate.RecordRequest`` | ``ax_slate.TrailEntry`` |
 | ``slate.save_output`` | ``SaveOutputRequest`` | the saved file's path (str) |
@@ -64,6 +65,8 @@ VERBS = (
     # Project setup (issue 22): installs, migrations and seeds, never a check.
     "check.setup",
     "check.setup_plan",
+    # Browser flows (issue 25): a typed flow against the running preview, kind browser.
+    "check.browser",
     "slate.start",
     "slate.record",
     "slate.save_output",

@@ -20,6 +20,7 @@ from . import BeforeStored, OutputHook, unknown_verb
 from .models import (
     AppendRequest,
     ArchiveRequest,
+    CheckBrowserRequest,
     CheckDetectRequest,
     CheckpointCreateRequest,
     CheckpointListRequest,
@@ -67,6 +68,7 @@ class LocalSeam:
             "check.detect": self._detect,
             "check.setup": self._setup,
             "check.setup_plan": self._setup_plan,
+            "check.browser": self._browser,
             "slate.start": self._slate_start,
             "slate.record": self._record,
             "slate.save_output": self._save_output,
@@ -219,6 +221,18 @@ class LocalSeam:
             sandbox=request.sandbox or "none",  # type: ignore[arg-type]  # checked by ax-check
         )
         return run_check(check, Hooks(abort=abort, environ=self.environ))
+
+    def _browser(self, request: CheckBrowserRequest, abort: threading.Event | None) -> Any:
+        from ax_check import BrowserRequest, parse_flow, run_browser_check
+
+        browser = BrowserRequest(
+            parse_flow(request.flow),
+            request.preview_url,
+            workspace=self.layout.workspace,
+            session=self.session_id,
+            project=request.project,
+        )
+        return run_browser_check(browser, self.environ, abort)
 
     def _setup(self, request: SetupRunRequest, abort: threading.Event | None) -> Any:
         from ax_check import SETUP_DEFAULT_TIMEOUT_S, Hooks, SetupRequest, run_setup

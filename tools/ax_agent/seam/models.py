@@ -74,6 +74,16 @@ class SetupPlanRequest(Contract):
     project: str | None = None
 
 
+class CheckBrowserRequest(Contract):
+    """check.browser: a flow (its JSON) against the preview at ``preview_url``; the seam
+    fills the workspace and session."""
+
+    flow: dict[str, Any]
+    preview_url: str
+    # The unit the preview serves (ax-preview's record), which the evidence names.
+    project: str = "."
+
+
 class NoteSetRequest(Contract):
     key: str
     text: str

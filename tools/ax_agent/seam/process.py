@@ -10,6 +10,7 @@ kill and an "aborted" answer.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -40,6 +41,7 @@ from . import VERBS, BeforeStored, OutputHook, unknown_verb
 from .models import (
     AppendRequest,
     ArchiveRequest,
+    CheckBrowserRequest,
     CheckDetectRequest,
     CheckpointCreateRequest,
     CheckpointListRequest,
@@ -314,6 +316,17 @@ class ProcessSeam:
             message, hint = _message_and_hint("check", child.stderr)
             raise OperationFailed(message, hint)
         return result
+
+    def _check_browser(self, request: CheckBrowserRequest, abort: threading.Event | None) -> Any:
+        from ax_check import FlowResult
+
+        args = ["browser", *self._session_args(), "--json", "--flow", "-"]
+        args += ["--origin", request.preview_url, "--project", request.project]
+        # 0 passed, 1 failed or error, 5 unsupported: each a verdict with JSON on stdout.
+        child = self._run("check", args, json.dumps(request.flow), abort=abort, ok=(0, 1, 5))
+        if not child.stdout.strip():
+            raise error_from("check", child)
+        return FlowResult.model_validate_json(child.stdout)
 
     def _check_setup_plan(self, request: SetupPlanRequest, abort: threading.Event | None) -> Any:
         from ax_check import SetupPlan

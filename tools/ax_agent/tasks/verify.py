@@ -83,6 +83,19 @@ class Run:
             return "toolchain-waived" if self.reason == TOOLCHAIN_REASON else "refused"
         return "failed"
 
+    def how(self) -> str:
+        """How a failed run ended: its exit code or termination, else (a browser flow,
+        which has neither) its first signal."""
+        code = self.event.get("exitCode")
+        if code is not None:
+            return f"exit code {code}"
+        if self.event.get("termination"):
+            return str(self.event["termination"])
+        for signal in self.event.get("signals") or []:
+            if isinstance(signal, Mapping):
+                return f"{signal.get('name')}: {signal.get('detail')}"
+        return "no exit status"
+
     def toolchain(self) -> str:
         """What is missing, as the run recorded it (its ``toolchain-unavailable`` signal)."""
         for signal in self.event.get("signals") or []:
@@ -175,9 +188,7 @@ class UnitResult:
             return f"{kind}{where}: no run after the task's work was integrated"
         scope = f" (scope {', '.join(run.scope)})" if kind == "test-targeted" else ""
         if self.outcome == "failed":
-            code = run.event.get("exitCode")
-            how = f"exit code {code}" if code is not None else run.event.get("termination")
-            return f"{kind}{where}{scope}: {run.verdict} ({how})"
+            return f"{kind}{where}{scope}: {run.verdict} ({run.how()})"
         if self.outcome == "refused":
             return f"{kind}{where}: unsupported ({run.reason}), which never waives a gate"
         if self.outcome == "toolchain-waived":

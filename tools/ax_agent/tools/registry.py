@@ -27,6 +27,7 @@ def child_only_tools() -> dict[str, ModelTool]:
 def _tools() -> tuple[ModelTool, ...]:
     from . import (
         apply_task_changes,
+        browser_flow,
         delegate_task,
         edit_file,
         git_checkpoint,
@@ -67,6 +68,8 @@ def _tools() -> tuple[ModelTool, ...]:
         edit_file,
         run_command,
         run_check,
+        # Browser flows (issue 25): a typed flow against the running preview, kind browser.
+        browser_flow,
         # Project setup (issue 22): installs, migrations and seeds. Parent-only: no child
         # role's registry may hold it (an executor's worktree is disposable).
         project_setup,
@@ -103,7 +106,8 @@ def _tools() -> tuple[ModelTool, ...]:
 # project_setup: an executor's worktree is disposable, so an install there fills a folder
 # about to be deleted, and a migration there writes the real database from "isolation".
 # triage_finding: the parent's judgment of its reviewers' findings, never a child's.
-PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding"})
+# browser_flow: the preview serves the parent's workspace, not an executor's worktree.
+PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding", "browser_flow"})
 # Tools the parent session never holds, only a delegated role whose registry names them:
 # web_extract returns whole web pages and record_source records findings, so the main
 # agent never receives a raw page by construction (issue 25).

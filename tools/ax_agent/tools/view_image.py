@@ -2,9 +2,12 @@
 
 The bytes must be a PNG, JPEG, GIF or WebP by their magic bytes (a name ending
 in .png proves nothing) and at most ``VIEW_IMAGE_MAX_BYTES``. An artifact is a
-content-addressed object (``objects/<sha256>``) that this session's own log
-names, such as the pre-image of a file it changed: another session's objects
-are not reachable by guessing a hash. The image reaches only a model the
+content-addressed object (``objects/<sha256>``) that this session's own
+artifacts recorded (``recorded_artifacts``): a snapshot or the pre- or
+post-image of a file it changed, or a browser flow's screenshot. A hash merely
+written somewhere in the log (the model's own call input, a tool's output that
+quoted a file) names nothing, so another session's objects, and the spilled
+output that shares the store, are not reachable by naming a hash. The image reaches only a model the
 catalog says takes images; for any other model the call is refused with the
 reason, and no bytes are attached (providers/images.py holds the same choke
 for an image already in the conversation when the model changes).
@@ -16,9 +19,12 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import Field, model_validator
 
+from ax_check import BROWSER_KIND, SCREENSHOT_SIGNAL
 from ax_policy import ToolFacts
 
 from ..providers.base import ImagePart
@@ -112,8 +118,8 @@ def _artifact(digest: str, ctx: ToolContext) -> tuple[bytes, str]:
     if not _SHA256.fullmatch(digest):
         raise Refused("an artifact is named by its sha256: 64 hexadecimal characters")
     log = ctx.layout.session_log(ctx.session_id)
-    named = log.exists() and any(
-        digest in _strings(event) for event in read_events(log, ctx.session_id, lenient=True)
+    named = log.exists() and digest in recorded_artifacts(
+        read_events(log, ctx.session_id, lenient=True)
     )
     if not named:
         raise Refused(f"this session recorded no artifact with sha256 {digest}")
@@ -130,14 +136,21 @@ def _artifact(digest: str, ctx: ToolContext) -> tuple[bytes, str]:
     return data, source
 
 
-def _strings(value: object) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, dict):
-        return set().union(*(_strings(item) for item in value.values()))
-    if isinstance(value, list):
-        return set().union(*(_strings(item) for item in value))
-    return set()
+def recorded_artifacts(events: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The object hashes the harness recorded as this session's artifacts, and only those."""
+    found: set[str] = set()
+    for event in events:
+        kind = event.get("type")
+        if kind == "snapshot.stored":
+            found.add(str(event.get("sha256")))
+        elif kind == "file.mutated":
+            found.update(str(event.get(side)) for side in ("pre", "post"))
+        elif kind == "check.completed" and event.get("kind") == BROWSER_KIND:
+            for signal in event.get("signals") or []:
+                if isinstance(signal, Mapping) and signal.get("name") == SCREENSHOT_SIGNAL:
+                    found.add(str(signal.get("detail")))
+    found.discard("None")
+    return found
 
 
 def _check_size(size: int, name: str) -> None:
