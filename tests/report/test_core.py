@@ -195,15 +195,17 @@ def test_a_pass_counts_only_from_a_run_started_after_the_change_in_the_same_proc
 def test_a_browser_pass_never_marks_a_file_checked() -> None:
     # The event exactly as ax-check records a passing flow: the flow's verdict, no exit
     # code and no termination, so no file-CHECKED correlation can count it.
-    from ax_check.browser import completed_event
+    # Its start is there too, so the run is paired: only the missing exit code keeps it out.
+    from ax_check.browser import completed_event, started_event
     from ax_check.flow import FlowResult
 
     flow_pass = completed_event(FlowResult(verdict="passed", origin="http://127.0.0.1:1"), "k")
     assert (flow_pass["exitCode"], flow_pass["termination"]) == (None, None)
-    events = [started(1), mutated(2, "a.py"), {"seq": 3, **flow_pass}]
+    flow = [{"seq": 3, **started_event()}, {"seq": 4, **flow_pass}]
+    events = [started(1), mutated(2, "a.py"), *flow]
     assert verdicts(events) == {"a.py": "UNCHECKED"}
     # The same place checked by a command that exited 0 is CHECKED: the browser was the gap.
-    assert verdicts([*events, check(4, ".", "passed", "exited", 0)]) == {"a.py": "CHECKED"}
+    assert verdicts([*events, *check(5, ".", "passed", "exited", 0)]) == {"a.py": "CHECKED"}
 
 
 def test_output_is_byte_identical_whatever_the_clock() -> None:
