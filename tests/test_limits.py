@@ -912,3 +912,19 @@ def test_agent_review_ledger_limits() -> None:
     assert triage_finding.CANDIDATE_REFS_SHOWN == 10
     assert review.REVIEW_ROUNDS_MAX == 2
     assert review.FINDING_SHOWN_MAX_CHARS == 300
+
+
+def test_documents_pack_limits() -> None:
+    from ax_agent.artifacts import container, errors
+
+    assert errors.DOC_MAX_BYTES == 64 * 1024 * 1024
+    assert errors.ZIP_MAX_ENTRIES == 4_096
+    assert errors.ZIP_ENTRY_MAX_BYTES == 32 * 1024 * 1024
+    assert errors.ZIP_TOTAL_MAX_BYTES == 128 * 1024 * 1024
+    assert errors.ZIP_NAME_MAX_CHARS == 512
+    assert errors.XML_MAX_BYTES == errors.ZIP_ENTRY_MAX_BYTES
+    assert errors.XML_MAX_DEPTH == 256
+    assert errors.SUMMARY_TEXT_MAX_CHARS == 100_000
+    assert errors.PDF_MAX_PAGES == 2_000
+    assert container.FIXED_ZIP_TIME == (1980, 1, 1, 0, 0, 0)
+    assert container.FIXED_ZIP_LEVEL == 6

@@ -27,6 +27,7 @@ def _tools() -> tuple[ModelTool, ...]:
         plan_write,
         project_setup,
         propose_lesson,
+        read_document,
         read_file,
         recall_step,
         report_finding,
@@ -76,6 +77,8 @@ def _tools() -> tuple[ModelTool, ...]:
         # The review ledger (issue 22): a reviewer's findings, and the parent's triage.
         report_finding,
         triage_finding,
+        # Documents (issue 25): DOCX, XLSX, PPTX and PDF read by their bytes.
+        read_document,
     )
     return tuple(module.TOOL for module in modules)
 
