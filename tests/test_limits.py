@@ -914,6 +914,16 @@ def test_agent_review_ledger_limits() -> None:
     assert review.FINDING_SHOWN_MAX_CHARS == 300
 
 
+def test_chromium_launcher_limits() -> None:
+    from ax_exec import chromium
+
+    assert chromium.CHROMIUM_START_TIMEOUT_S == 20.0
+    assert chromium.CHROMIUM_EXIT_GRACE_S == 2.0
+    assert chromium.CHROMIUM_LOG_MAX_BYTES == 256 * 1024
+    assert chromium.CHROMIUM_LOG_TAIL_BYTES == 2048
+    assert chromium.DEVTOOLS_POLL_S == 0.05
+
+
 def test_documents_pack_limits() -> None:
     from ax_agent.artifacts import container, errors
 

@@ -6,7 +6,8 @@ This module is the public face: other tools import only what it names.
 ``run_managed(spec, abort=..., on_output=...)`` runs one command and returns
 its ExecOutcome; ``probe_sandbox()`` reports every sandbox backend (probed once
 per process) and ``profile_status(profile, allow_net)`` what one profile enforces;
-``start_service`` starts a long-lived child (an MCP server) under the same containment.
+``start_service`` starts a long-lived child (an MCP server) under the same containment;
+``launched_chromium`` runs the system Chromium that way and yields its CDP endpoint.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from typing import TYPE_CHECKING
 from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ax_exec.chromium import (
+        CHROMIUM_PACKAGE,
+        LaunchedChromium,
+        chromium_unavailable,
+        find_chromium,
+        launched_chromium,
+    )
     from ax_exec.environment import CleanEnvironment, clean_environment
     from ax_exec.models import (
         BackendReport,
@@ -33,6 +41,11 @@ if TYPE_CHECKING:
     from ax_exec.service import Service, ServiceStop, start_service
 
 _MODULE_OF = {
+    "CHROMIUM_PACKAGE": "ax_exec.chromium",
+    "LaunchedChromium": "ax_exec.chromium",
+    "chromium_unavailable": "ax_exec.chromium",
+    "find_chromium": "ax_exec.chromium",
+    "launched_chromium": "ax_exec.chromium",
     "CleanEnvironment": "ax_exec.environment",
     "clean_environment": "ax_exec.environment",
     "BackendReport": "ax_exec.models",
@@ -55,12 +68,14 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "CHROMIUM_PACKAGE",
     "AbortHook",
     "BackendReport",
     "CleanEnvironment",
     "ExecOutcome",
     "ExecSpec",
     "KillReport",
+    "LaunchedChromium",
     "OutputHook",
     "SandboxProbe",
     "SandboxProfile",
@@ -69,7 +84,10 @@ __all__ = [
     "ServiceStop",
     "StreamCapture",
     "Termination",
+    "chromium_unavailable",
     "clean_environment",
+    "find_chromium",
+    "launched_chromium",
     "probe_sandbox",
     "profile_status",
     "run_managed",
