@@ -938,3 +938,19 @@ def test_documents_pack_limits() -> None:
     assert errors.PDF_MAX_PAGES == 2_000
     assert container.FIXED_ZIP_TIME == (1980, 1, 1, 0, 0, 0)
     assert container.FIXED_ZIP_LEVEL == 6
+
+
+def test_documents_render_limits() -> None:
+    from ax_agent.artifacts import docspec, docx_render, errors, pdf, validate
+    from ax_agent.tools import render_document
+
+    assert docspec.DOCSPEC_MAX_BYTES == 2 * 1024 * 1024
+    assert docspec.DOCSPEC_MAX_BLOCKS == 5_000
+    assert docspec.DOCSPEC_TEXT_MAX_CHARS == 20_000
+    assert docspec.TABLE_MAX_CELLS == 10_000
+    assert errors.IMAGE_MAX_BYTES == 10 * 1024 * 1024
+    assert docx_render.DEFAULT_IMAGE_WIDTH_CM == 15.0
+    assert pdf.PRINT_TIMEOUT_MS == 30_000
+    assert validate.WIDE_TABLE_COLUMNS == 6
+    assert validate.WIDE_IMAGE_CM == 16.0
+    assert render_document.RENDER_MAX_IMAGES == 100

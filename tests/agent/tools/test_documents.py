@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from agent.artifacts import docfixtures as make
-from agent.tools.toolkit import Harness
+from agent.tools.test_view_image import png
+from agent.tools.toolkit import SESSION, Harness
+from pydantic import ValidationError
 
-from ax_agent.tools import read_document
+from ax_agent.artifacts import readers
+from ax_agent.tools import read_document, render_document
+from ax_log import read_events
 
 SECRET = "sk-live-hunter2-never-shown"
 
@@ -31,3 +39,147 @@ def test_a_dotenv_renamed_report_docx_fails_the_sniff_without_a_byte(
     assert "not-a-document" in result.content
     shown = "\n".join([result.content, result.summary, result.full_output or ""])
     assert SECRET not in shown and "hunter2" not in shown and "STRIPE" not in shown
+
+
+# --- render_document ------------------------------------------------------------
+
+SPEC: dict[str, Any] = {
+    "title": "Field notes",
+    "footer": {"text": "Page {pageNumber} of {totalPages}"},
+    "blocks": [
+        {"kind": "heading", "text": "Findings", "level": 1},
+        {"kind": "paragraph", "text": "All good."},
+        {"kind": "table", "header": ["k", "v"], "rows": [["a", "1"]]},
+        {"kind": "image", "path": "img/chart.png", "caption": "Chart"},
+    ],
+}
+
+
+def _spec(workspace: Path, spec: dict[str, Any] | None = None) -> None:
+    (workspace / "img").mkdir(exist_ok=True)
+    (workspace / "img" / "chart.png").write_bytes(png(3, 3))
+    (workspace / "notes.docspec.json").write_text(json.dumps(spec or SPEC))
+
+
+def _rendered(harness: Harness) -> list[dict[str, Any]]:
+    log = harness.layout.session_log(SESSION)
+    events = read_events(log, SESSION) if log.exists() else []
+    return [e for e in events if e["type"] == "artifact.rendered"]
+
+
+def test_render_document_writes_a_valid_docx_and_records_it(
+    harness: Harness, workspace: Path
+) -> None:
+    _spec(workspace)
+    result = harness.call(
+        render_document.TOOL,
+        {"spec": "notes.docspec.json", "images": ["img/chart.png"], "pdf": False},
+    )
+    assert not result.is_error, result.content
+    data = (workspace / "notes.docx").read_bytes()
+    assert not (workspace / "notes.pdf").exists()
+    summary = readers.read(data)
+    assert [h.text for h in summary.outline] == ["Field notes", "Findings"]
+    (event,) = _rendered(harness)
+    assert event["status"] == "rendered" and event["pdf"] == "not-asked"
+    assert event["outputs"][0]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert event["outputs"][0]["deterministic"] is True
+    assert "not a check" in result.content
+    again = harness.call(
+        render_document.TOOL,
+        {"spec": "notes.docspec.json", "images": ["img/chart.png"], "pdf": False},
+    )
+    assert not again.is_error
+    assert (workspace / "notes.docx").read_bytes() == data
+
+
+def test_every_image_the_spec_names_must_be_listed_for_the_policy(
+    harness: Harness, workspace: Path
+) -> None:
+    _spec(workspace)
+    result = harness.call(render_document.TOOL, {"spec": "notes.docspec.json", "pdf": False})
+    assert result.is_error and "not listed: img/chart.png" in result.content
+    assert not (workspace / "notes.docx").exists()
+    facts = render_document.TOOL.facts
+    request = render_document.TOOL.input_model.model_validate(
+        {"spec": "a/notes.docspec.json", "images": ["img/x.png"]}
+    )
+    assert facts.reads is not None and facts.writes is not None
+    assert facts.reads(request) == ["a/notes.docspec.json", "img/x.png"]
+    assert facts.writes(request) == ["a/notes.docx", "a/notes.pdf"]
+
+
+def test_a_bad_spec_is_refused_naming_the_field_and_nothing_is_written(
+    harness: Harness, workspace: Path
+) -> None:
+    _spec(workspace, {**SPEC, "blocks": [{"kind": "heading", "text": "x", "level": 9}]})
+    result = harness.call(render_document.TOOL, {"spec": "notes.docspec.json", "pdf": False})
+    assert result.is_error and "blocks.0.heading.level" in result.content
+    assert not (workspace / "notes.docx").exists()
+    assert _rendered(harness) == []
+
+
+def test_a_spec_image_that_is_a_secret_is_refused_without_a_byte(
+    harness: Harness, workspace: Path
+) -> None:
+    _spec(workspace, {**SPEC, "blocks": [{"kind": "image", "path": "chart.png"}]})
+    (workspace / "chart.png").write_text(f"TOKEN={SECRET}\n")
+    result = harness.call(
+        render_document.TOOL, {"spec": "notes.docspec.json", "images": ["chart.png"], "pdf": False}
+    )
+    assert result.is_error and "image-unsupported" in result.content
+    assert SECRET not in result.content + result.summary
+    assert not (workspace / "notes.docx").exists()
+
+
+def test_the_spec_must_be_a_docspec_file() -> None:
+    with pytest.raises(ValidationError, match=r"docspec\.json"):
+        render_document.TOOL.input_model.model_validate({"spec": "notes.json"})
+
+
+def test_without_chromium_the_pdf_half_is_toolchain_unavailable(
+    harness: Harness, workspace: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-chromium-bin"
+    empty.mkdir()
+    harness.environ = {"PATH": str(empty)}
+    _spec(workspace)
+    result = harness.call(
+        render_document.TOOL, {"spec": "notes.docspec.json", "images": ["img/chart.png"]}
+    )
+    assert not result.is_error, result.content
+    assert (workspace / "notes.docx").exists() and not (workspace / "notes.pdf").exists()
+    assert "toolchain-unavailable" in result.content and "'chromium'" in result.content
+    (event,) = _rendered(harness)
+    assert event["pdf"] == "unavailable" and "chromium" in event["pdfReason"]
+
+
+def _chromium_or_skip() -> None:
+    import os
+
+    from ax_exec import find_chromium
+
+    if find_chromium(os.environ) is None:
+        pytest.skip("no chromium on PATH (Debian's 'chromium' package): the PDF twin is untested")
+    pytest.importorskip("playwright", reason="playwright (the browser extra) is not installed")
+
+
+def test_the_pdf_twin_is_printed_and_validated(harness: Harness, workspace: Path) -> None:
+    _chromium_or_skip()
+    import os
+
+    harness.environ = {"PATH": os.environ.get("PATH", os.defpath)}
+    spec = {**SPEC, "blocks": [*SPEC["blocks"], {"kind": "pageBreak"},
+                               {"kind": "heading", "text": "Appendix", "level": 1}]}  # fmt: skip
+    _spec(workspace, spec)
+    result = harness.call(
+        render_document.TOOL, {"spec": "notes.docspec.json", "images": ["img/chart.png"]}
+    )
+    assert not result.is_error, result.content
+    (event,) = _rendered(harness)
+    assert event["pdf"] == "printed"
+    pdf_out = next(o for o in event["outputs"] if o["format"] == "pdf")
+    assert pdf_out["pages"] == 2 and pdf_out["deterministic"] is False
+    summary = readers.read((workspace / "notes.pdf").read_bytes())
+    assert summary.kind == "pdf" and summary.units == 2
+    assert "Appendix" in summary.text and "Page 2 of 2" in summary.text

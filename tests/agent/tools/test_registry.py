@@ -35,6 +35,7 @@ NAMES = [
     "report_finding",
     "triage_finding",
     "read_document",
+    "render_document",
 ]
 
 

@@ -54,3 +54,20 @@ class ToolchainUnavailable(Unsupported):
 
     def __init__(self, reason: str) -> None:
         super().__init__("toolchain-unavailable", reason)
+
+
+# Why a render did not produce its artifact.
+RenderCode = Literal[
+    "image-unsupported",  # a spec image that is not a PNG, JPEG or GIF by its bytes
+    "image-too-large",  # a spec image over IMAGE_MAX_BYTES
+    "toolchain-unavailable",  # python-docx, playwright or Chromium is missing
+    "print-failed",  # the browser could not print the page
+]
+IMAGE_MAX_BYTES = 10 * 1024 * 1024
+
+
+class RenderFailed(Exception):
+    def __init__(self, code: RenderCode, reason: str) -> None:
+        super().__init__(f"{code}: {reason}")
+        self.code: RenderCode = code
+        self.reason = reason

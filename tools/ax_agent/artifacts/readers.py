@@ -104,6 +104,8 @@ class DocxStructure:
 
     outline: list[Heading]
     tables: list[tuple[int, int]]
+    # Each table's cells per row: a row short of cells is a mismatch, not a narrower table.
+    row_widths: list[list[int]]
     images: int
     # Relationship ids the document names that lead to no part of the package.
     dangling: list[str]
@@ -185,6 +187,7 @@ def docx_structure(archive: Archive) -> DocxStructure:
     body = root.find(f"{W}body")
     outline: list[Heading] = []
     tables: list[tuple[int, int]] = []
+    row_widths: list[list[int]] = []
     lines: list[str] = []
     instances: list[str] = []
     for block in list(body) if body is not None else []:
@@ -201,8 +204,9 @@ def docx_structure(archive: Archive) -> DocxStructure:
                 instances.append(num.get(f"{W}val", ""))
         elif block.tag == f"{W}tbl":
             rows = block.findall(f"{W}tr")
-            width = max((len(row.findall(f"{W}tc")) for row in rows), default=0)
-            tables.append((len(rows), width))
+            widths = [len(row.findall(f"{W}tc")) for row in rows]
+            tables.append((len(rows), max(widths, default=0)))
+            row_widths.append(widths)
             for row in rows:
                 cells = (_paragraphs_text(cell) for cell in row.findall(f"{W}tc"))
                 lines.append(" | ".join(cells))
@@ -218,6 +222,7 @@ def docx_structure(archive: Archive) -> DocxStructure:
     return DocxStructure(
         outline=outline,
         tables=tables,
+        row_widths=row_widths,
         images=images,
         dangling=sorted(rid for rid in named if rid not in rels),
         headers=headers,

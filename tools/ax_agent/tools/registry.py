@@ -30,6 +30,7 @@ def _tools() -> tuple[ModelTool, ...]:
         read_document,
         read_file,
         recall_step,
+        render_document,
         report_finding,
         retrieve,
         run_check,
@@ -79,6 +80,7 @@ def _tools() -> tuple[ModelTool, ...]:
         triage_finding,
         # Documents (issue 25): DOCX, XLSX, PPTX and PDF read by their bytes.
         read_document,
+        render_document,
     )
     return tuple(module.TOOL for module in modules)
 

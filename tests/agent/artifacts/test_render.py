@@ -1,0 +1,173 @@
+"""DOCX rendering is byte-deterministic and validated against its spec, model-free."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ax_agent.artifacts import docspec, docx_render, validate
+from ax_agent.artifacts.container import FIXED_ZIP_TIME, write_archive
+from ax_agent.artifacts.docspec import load_spec
+
+TESTS = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TESTS))
+from agent.tools.test_view_image import png  # noqa: E402
+
+SPEC: dict[str, Any] = {
+    "title": "Quarterly report",
+    "properties": {"author": "ax", "created": "2026-12-01"},
+    "header": {"text": "Quarterly report, {date}"},
+    "footer": {"text": "Page {pageNumber} of {totalPages}"},
+    "blocks": [
+        {"kind": "heading", "text": "Summary", "level": 1},
+        {"kind": "paragraph", "text": "Revenue grew."},
+        {"kind": "list", "ordered": True, "items": ["one", "two"]},
+        {"kind": "list", "ordered": True, "items": ["again"]},
+        {"kind": "table", "header": ["Region", "Total"], "rows": [["EU", "10"], ["US", "12"]]},
+        {"kind": "pageBreak"},
+        {"kind": "heading", "text": "Details", "level": 2},
+        {"kind": "image", "path": "chart.png", "widthCm": 5, "caption": "Figure 1"},
+    ],
+}
+IMAGES = {"chart.png": png(4, 4)}
+
+
+def spec(**changes: Any) -> docspec.DocSpec:
+    return load_spec(json.dumps({**SPEC, **changes}).encode())
+
+
+def test_the_same_spec_renders_the_same_bytes() -> None:
+    first = docx_render.render_docx(spec(), IMAGES)
+    second = docx_render.render_docx(spec(), IMAGES)
+    assert hashlib.sha256(first).digest() == hashlib.sha256(second).digest()
+    with zipfile.ZipFile(io.BytesIO(first)) as archive:
+        infos = archive.infolist()
+    assert infos[0].filename == "[Content_Types].xml"
+    assert [i.filename for i in infos[1:]] == sorted(i.filename for i in infos[1:])
+    assert {i.date_time for i in infos} == {FIXED_ZIP_TIME}
+
+
+def test_the_same_spec_renders_the_same_bytes_in_another_process(tmp_path: Path) -> None:
+    """Another process, with another hash seed: nothing may depend on set or dict order."""
+    (tmp_path / "spec.json").write_text(json.dumps(SPEC))
+    program = (
+        "import hashlib, json, sys\n"
+        f"sys.path.insert(0, {str(TESTS)!r})\n"
+        "from agent.tools.test_view_image import png\n"
+        "from ax_agent.artifacts.docspec import load_spec\n"
+        "from ax_agent.artifacts.docx_render import render_docx\n"
+        "spec = load_spec(open(sys.argv[1], 'rb').read())\n"
+        "print(hashlib.sha256(render_docx(spec, {'chart.png': png(4, 4)})).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", program, str(tmp_path / "spec.json")],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("12345",)
+    }
+    here = hashlib.sha256(docx_render.render_docx(spec(), IMAGES)).hexdigest()
+    assert digests == {here}
+
+
+def test_core_properties_are_the_specs_not_the_clock() -> None:
+    data = docx_render.render_docx(spec(), IMAGES)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        core = archive.read("docProps/core.xml").decode()
+        names = archive.namelist()
+    assert "2026-12-01T00:00:00Z" in core
+    assert set(re.findall(r"\d{4}-\d\d-\d\dT[\d:]+Z", core)) == {"2026-12-01T00:00:00Z"}
+    # The template's thumbnail shows a blank page, not this document: it is dropped.
+    assert "docProps/thumbnail.jpeg" not in names
+    other = docx_render.render_docx(spec(properties={"created": "2025-01-02"}), IMAGES)
+    assert other != data
+
+
+def test_a_rendered_docx_validates_against_its_spec() -> None:
+    result = validate.validate_docx(spec(), docx_render.render_docx(spec(), IMAGES))
+    assert result.failures == [] and result.notes == []
+
+
+def test_each_list_block_gets_its_own_numbering_instance() -> None:
+    from ax_agent.artifacts import readers
+    from ax_agent.artifacts.container import Archive
+
+    found = readers.docx_structure(Archive(docx_render.render_docx(spec(), IMAGES)))
+    assert len(found.list_instances) == 3
+    assert len(set(found.list_instances)) == 2
+    assert {"PAGE", "NUMPAGES"} <= found.footers[0].fields
+    assert found.headers[0].fields == {"DATE"}
+
+
+def _edited(data: bytes, part: str, old: bytes, new: bytes) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    entries[part], count = re.subn(old, new, entries[part], count=1, flags=re.DOTALL)
+    assert count == 1
+    return write_archive(entries)
+
+
+@pytest.mark.parametrize(
+    ("part", "old", "new", "expected"),
+    [
+        ("word/document.xml", b">Details<", b">Detials<", "outline:"),
+        ("word/document.xml", rb"<w:tc>.*?</w:tc>", b"", "tables:"),
+        ("word/footer1.xml", b" NUMPAGES ", b" SECTIONPAGES ", "footer: no NUMPAGES field"),
+        ("word/_rels/document.xml.rels", rb'Target="media/image1\.png"', b'Target="x.png"',
+         "dangling references"),
+    ],
+)  # fmt: skip
+def test_a_structural_mismatch_fails(part: str, old: bytes, new: bytes, expected: str) -> None:
+    data = _edited(docx_render.render_docx(spec(), IMAGES), part, old, new)
+    failures = validate.validate_docx(spec(), data).failures
+    assert any(f.startswith(expected) for f in failures), failures
+
+
+def test_layout_heuristics_are_notes_that_never_fail() -> None:
+    wide = spec(
+        blocks=[
+            {"kind": "heading", "text": "Deep", "level": 3},
+            {"kind": "table", "rows": [[str(n) for n in range(9)]]},
+        ]
+    )
+    result = validate.validate_docx(wide, docx_render.render_docx(wide, {}))
+    assert result.passed
+    assert len(result.notes) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"blocks": [{"kind": "heading", "text": "A", "level": "1"}]}, "valid integer"),
+        ({"blocks": [{"kind": "heading", "text": "A", "level": 1, "style": "x"}]}, "Extra"),
+        ({"footer": {"text": "{page}"}}, "unknown field {page}"),
+        ({"blocks": [{"kind": "table", "rows": [["a", "b"], ["c"]]}]}, "every row must have 2"),
+        ({"properties": {"created": "yesterday"}}, "ISO date"),
+        ({"blocks": [{"kind": "video", "path": "x"}]}, "kind"),
+    ],
+)
+def test_the_spec_schema_is_strict(change: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        spec(**change)
+
+
+def test_an_image_is_identified_by_its_bytes_not_its_name() -> None:
+    from ax_agent.artifacts.errors import RenderFailed
+
+    with pytest.raises(RenderFailed) as raised:
+        docx_render.render_docx(spec(), {"chart.png": b"SECRET=hunter2\n"})
+    assert raised.value.code == "image-unsupported"
+    assert "hunter2" not in str(raised.value)
