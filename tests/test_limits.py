@@ -954,3 +954,18 @@ def test_documents_render_limits() -> None:
     assert validate.WIDE_TABLE_COLUMNS == 6
     assert validate.WIDE_IMAGE_CM == 16.0
     assert render_document.RENDER_MAX_IMAGES == 100
+
+
+def test_documents_inspect_limits() -> None:
+    from ax_agent.artifacts import raster
+    from ax_agent.tools import inspect_pages, view_image
+
+    assert raster.PAGE_IMAGE_MAX_BYTES == 1024 * 1024
+    # A page image must fit the image channel it rides.
+    assert raster.PAGE_IMAGE_MAX_BYTES <= view_image.VIEW_IMAGE_MAX_BYTES
+    assert raster.RASTER_START_SCALE == 1.5
+    assert raster.RASTER_MIN_SCALE == 0.25
+    assert raster.RASTER_SCALE_STEP == 0.7
+    assert raster.RASTER_MAX_SIDE_PX == 2_000
+    assert raster.PNG_LEVEL == 6
+    assert inspect_pages.INSPECT_MAX_PAGES == 6

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ from agent.tools.test_view_image import png
 from agent.tools.toolkit import SESSION, Harness
 from pydantic import ValidationError
 
-from ax_agent.artifacts import readers
-from ax_agent.tools import read_document, render_document
+from ax_agent.artifacts import raster, readers
+from ax_agent.tools import inspect_pages, read_document, render_document, view_image
+from ax_agent.tools.base import ToolContext, ToolResult
 from ax_log import read_events
 
 SECRET = "sk-live-hunter2-never-shown"
@@ -183,3 +185,93 @@ def test_the_pdf_twin_is_printed_and_validated(harness: Harness, workspace: Path
     summary = readers.read((workspace / "notes.pdf").read_bytes())
     assert summary.kind == "pdf" and summary.units == 2
     assert "Appendix" in summary.text and "Page 2 of 2" in summary.text
+
+
+# --- inspect_pages --------------------------------------------------------------
+
+
+def _inspect(harness: Harness, raw: dict[str, Any], model: str) -> ToolResult:
+    tool = inspect_pages.TOOL
+    tool_input = tool.input_model.model_validate(raw)
+    ctx = ToolContext(
+        layout=harness.layout,
+        session_id=SESSION,
+        call_id="call-i",
+        step=1,
+        seam=harness.seam,
+        decision=harness.decide(tool, tool_input),
+        abort=threading.Event(),
+        model=model,
+    )
+    return tool.run(tool_input, ctx)
+
+
+def test_pages_reach_a_model_that_takes_images_as_stored_objects(
+    harness: Harness, workspace: Path
+) -> None:
+    (workspace / "out.pdf").write_bytes(make.pdf([["one"], ["two"], ["three"]]))
+    result = _inspect(harness, {"path": "out.pdf", "first": 2, "count": 5}, "gpt-5")
+    assert not result.is_error, result.content
+    assert [image.source for image in result.images] == ["out.pdf page 2", "out.pdf page 3"]
+    for image in result.images:
+        assert image.data.startswith(b"\x89PNG\r\n\x1a\n")
+        assert len(image.data) <= raster.PAGE_IMAGE_MAX_BYTES
+        stored = harness.layout.objects_dir / image.sha256
+        assert stored.read_bytes() == image.data
+    (event,) = [
+        e
+        for e in read_events(harness.layout.session_log(SESSION), SESSION)
+        if e["type"] == "artifact.inspected"
+    ]
+    assert event["shown"] is True and event["pageCount"] == 3
+    assert [p["page"] for p in event["pages"]] == [2, 3]
+    # The stored page is this session's artifact: view_image can show it again.
+    artifact = view_image.TOOL.input_model.model_validate({"artifact": event["pages"][0]["sha256"]})
+    shown = view_image.run(
+        artifact,
+        ToolContext(
+            layout=harness.layout,
+            session_id=SESSION,
+            call_id="call-v",
+            step=2,
+            seam=harness.seam,
+            decision=harness.decide(view_image.TOOL, artifact),
+            model="gpt-5",
+        ),
+    )
+    assert shown.images and shown.images[0].data == result.images[0].data
+
+
+def test_a_model_without_images_gets_the_list_and_why_but_no_bytes(
+    harness: Harness, workspace: Path
+) -> None:
+    (workspace / "out.pdf").write_bytes(make.pdf([["one"]]))
+    result = _inspect(harness, {"path": "out.pdf"}, "qwen2.5-coder")
+    assert not result.is_error
+    assert result.images == ()
+    assert "takes no images" in result.content and "sha256" in result.content
+
+
+def test_inspect_pages_refuses_what_is_not_a_pdf_without_a_byte(
+    harness: Harness, workspace: Path
+) -> None:
+    (workspace / "out.pdf").write_text(f"KEY={SECRET}\n")
+    result = _inspect(harness, {"path": "out.pdf"}, "gpt-5")
+    assert result.is_error and "not-a-document" in result.content
+    assert SECRET not in result.content + result.summary
+    (workspace / "doc.pdf").write_bytes(make.docx([(1, "x")]))
+    result = _inspect(harness, {"path": "doc.pdf"}, "gpt-5")
+    assert result.is_error and "not a PDF" in result.content
+
+
+def test_a_page_over_the_ceiling_is_re_rendered_smaller(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = make.pdf([["A page with some text on it"]])
+    (full,) = raster.rasterise(data, [1])
+    assert full.png is not None and full.scale == raster.RASTER_START_SCALE
+    monkeypatch.setattr(raster, "PAGE_IMAGE_MAX_BYTES", len(full.png) - 1)
+    (smaller,) = raster.rasterise(data, [1])
+    assert smaller.png is not None and len(smaller.png) < len(full.png)
+    assert smaller.scale < full.scale and smaller.width < full.width
+    monkeypatch.setattr(raster, "PAGE_IMAGE_MAX_BYTES", 10)
+    (none,) = raster.rasterise(data, [1])
+    assert none.png is None

@@ -36,6 +36,7 @@ NAMES = [
     "triage_finding",
     "read_document",
     "render_document",
+    "inspect_pages",
 ]
 
 

@@ -23,6 +23,7 @@ def _tools() -> tuple[ModelTool, ...]:
         glob,
         grep,
         history_search,
+        inspect_pages,
         list_dir,
         plan_write,
         project_setup,
@@ -81,6 +82,7 @@ def _tools() -> tuple[ModelTool, ...]:
         # Documents (issue 25): DOCX, XLSX, PPTX and PDF read by their bytes.
         read_document,
         render_document,
+        inspect_pages,
     )
     return tuple(module.TOOL for module in modules)
 
