@@ -10,12 +10,13 @@ import re
 import subprocess
 import sys
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ax_agent.artifacts import docspec, docx_render, validate
+from ax_agent.artifacts import docspec, docx_render, pdf, validate
 from ax_agent.artifacts.container import FIXED_ZIP_TIME, write_archive
 from ax_agent.artifacts.docspec import load_spec
 
@@ -171,3 +172,62 @@ def test_an_image_is_identified_by_its_bytes_not_its_name() -> None:
         docx_render.render_docx(spec(), {"chart.png": b"SECRET=hunter2\n"})
     assert raised.value.code == "image-unsupported"
     assert "hunter2" not in str(raised.value)
+
+
+class _Loads(HTMLParser):
+    """Every tag and attribute in a page that could load or run something."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+        self.style = ""
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_style = tag == "style"
+        if tag in {"script", "link", "iframe", "object", "embed", "base", "meta"} and not (
+            tag == "meta" and attrs == [("charset", "utf-8")]
+        ):
+            self.found.append(tag)
+        for name, value in attrs:
+            if name.startswith("on") or name in {"href", "srcset", "action"}:
+                self.found.append(f"{tag} {name}")
+            if name == "src" and not (value or "").startswith("data:image/"):
+                self.found.append(f"{tag} src={value}")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.style += data
+
+
+def test_the_pdf_page_loads_nothing_and_escapes_the_spec() -> None:
+    hostile = spec(
+        title="<script>alert(1)</script>",
+        blocks=[
+            {"kind": "paragraph", "text": '<img src="https://evil.example/x.png">'},
+            {"kind": "image", "path": "chart.png", "caption": '" onerror="alert(1)'},
+            {"kind": "table", "header": ["<link rel=stylesheet href=//x>"], "rows": [["a"]]},
+        ],
+    )
+    page = pdf.build_html(hostile, IMAGES)
+    parser = _Loads()
+    parser.feed(page)
+    assert parser.found == []
+    assert "url(" not in parser.style and "@import" not in parser.style
+    assert page.count("data:image/png;base64,") == 1
+
+
+def test_pdf_validation_finds_headings_and_pages() -> None:
+    from agent.artifacts import docfixtures as make
+
+    printed = make.pdf([["Quarterly report", "Summary"], ["Details"]])
+    result, pages = validate.validate_pdf(spec(), printed)
+    assert (result.failures, pages) == ([], 2)
+    short = make.pdf([["Quarterly report", "Summary Details"]])
+    result, pages = validate.validate_pdf(spec(), short)
+    assert result.failures == ["1 page breaks, but only 1 pages"]
+    missing = make.pdf([["Quarterly report"], ["Details"]])
+    result, _ = validate.validate_pdf(spec(), missing)
+    assert result.failures == ["heading 'Summary' (level 1) is not in the PDF's text"]
+    result, pages = validate.validate_pdf(spec(), b"%PDF-garbage")
+    assert pages == 0 and result.failures[0].startswith("the PDF does not read back")
