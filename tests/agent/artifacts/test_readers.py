@@ -179,3 +179,15 @@ def test_xml_nesting_is_bounded() -> None:
 def test_a_document_part_too_deep_for_the_walk_is_unsupported_not_a_crash() -> None:
     body = "<w:p>" + "<w:r>" * 250 + "</w:r>" * 250 + "</w:p>"
     assert readers.read(docx_with_body(body)).coverage in {"full", "unsupported"}
+
+
+def test_a_readers_own_slip_is_an_unsupported_verdict_not_an_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def slip(*_args: object) -> None:
+        raise ValueError(f"cannot parse {SECRET}")
+
+    monkeypatch.setattr(readers, "_read_sheets_or_slides", slip)
+    summary = readers.read(make.xlsx([["a"]]))
+    assert summary.reasons == ["malformed: the document could not be read"]
+    assert SECRET not in repr(summary.to_json())

@@ -174,6 +174,10 @@ def read(data: bytes) -> Summary:
         summary = Summary("unsupported", [f"{failure.code}: {failure.reason}"])
     except RecursionError:
         summary = Summary("unsupported", ["malformed: the document nests too deeply"])
+    except Exception:
+        # A reader's own slip on odd input still answers, and its message (which could
+        # quote the input) is not kept.
+        summary = Summary("unsupported", ["malformed: the document could not be read"])
     summary.bytes = len(data)
     return summary
 
