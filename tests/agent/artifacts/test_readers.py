@@ -191,3 +191,26 @@ def test_a_readers_own_slip_is_an_unsupported_verdict_not_an_exception(
     summary = readers.read(make.xlsx([["a"]]))
     assert summary.reasons == ["malformed: the document could not be read"]
     assert SECRET not in repr(summary.to_json())
+
+
+def test_content_controls_are_read_and_unread_note_parts_make_it_partial() -> None:
+    body = (
+        "<w:sdt><w:sdtContent><w:p><w:r><w:t>inside a control</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt><w:p><w:r><w:t>after</w:t></w:r></w:p>"
+    )
+    summary = readers.read(docx_with_body(body))
+    assert summary.coverage == "full"
+    assert summary.text == "inside a control\nafter"
+    xml = f'<w:document xmlns:w="{W_NS}"><w:body>{body}</w:body></w:document>'
+    with_notes = make.ooxml(
+        {
+            "word/document.xml": (DOCX_MAIN, xml),
+            "word/footnotes.xml": (
+                make.OOXML + "wordprocessingml.footnotes+xml",
+                f'<w:footnotes xmlns:w="{W_NS}"/>',
+            ),
+        }
+    )
+    summary = readers.read(with_notes)
+    assert summary.coverage == "partial"
+    assert "footnotes not read" in summary.reasons[-1]

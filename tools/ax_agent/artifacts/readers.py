@@ -52,6 +52,12 @@ STYLES_TYPE = _OOXML + "wordprocessingml.styles+xml"
 SHEET_TYPE = _OOXML + "spreadsheetml.worksheet+xml"
 SHARED_STRINGS_TYPE = _OOXML + "spreadsheetml.sharedStrings+xml"
 SLIDE_TYPE = _OOXML + "presentationml.slide+xml"
+# Word parts beside the body that the DOCX reader does not read: their presence makes it partial.
+NOTE_TYPES = {
+    _OOXML + "wordprocessingml.footnotes+xml": "footnotes",
+    _OOXML + "wordprocessingml.endnotes+xml": "endnotes",
+    _OOXML + "wordprocessingml.comments+xml": "comments",
+}
 _HEADING_NAME = re.compile(r"heading ([1-9])")
 _FIELD_WORD = re.compile(r"[A-Z]+")
 
@@ -96,6 +102,7 @@ class Part:
 
     name: str
     fields: set[str]
+    text: str = ""
 
 
 @dataclass
@@ -166,7 +173,7 @@ def read(data: bytes) -> Summary:
         if kind == "pdf":
             summary = _read_pdf(data)
         elif kind == "docx" and archive is not None:
-            summary = _summary_of_docx(docx_structure(archive))
+            summary = _summary_of_docx(docx_structure(archive), _content_types(archive))
         elif archive is not None:
             summary = _read_sheets_or_slides(kind, archive)
         summary.kind = kind
@@ -194,7 +201,7 @@ def docx_structure(archive: Archive) -> DocxStructure:
     row_widths: list[list[int]] = []
     lines: list[str] = []
     instances: list[str] = []
-    for block in list(body) if body is not None else []:
+    for block in _blocks(body):
         if block.tag == f"{W}p":
             text = _paragraph_text(block)
             level = _heading_level(block, styles)
@@ -232,15 +239,36 @@ def docx_structure(archive: Archive) -> DocxStructure:
         headers=headers,
         footers=footers,
         list_instances=instances,
-        text="\n".join(lines),
+        text="\n".join(
+            [f"[header] {p.text}" for p in headers if p.text.strip()]
+            + lines
+            + [f"[footer] {p.text}" for p in footers if p.text.strip()]
+        ),
     )
 
 
-def _summary_of_docx(found: DocxStructure) -> Summary:
+def _blocks(container: ET.Element | None) -> list[ET.Element]:
+    """The body's paragraphs and tables in order, content controls and custom XML opened."""
+    found: list[ET.Element] = []
+    for child in list(container) if container is not None else []:
+        if child.tag == f"{W}sdt":
+            found += _blocks(child.find(f"{W}sdtContent"))
+        elif child.tag == f"{W}customXml":
+            found += _blocks(child)
+        else:
+            found.append(child)
+    return found
+
+
+def _summary_of_docx(found: DocxStructure, types: dict[str, str]) -> Summary:
     summary = Summary("full", outline=found.outline, tables=found.tables)
     _set_text(summary, found.text)
     if found.images:
         summary.reasons.append(f"{found.images} images are counted, not described")
+    unread = sorted({role for t in types.values() if (role := NOTE_TYPES.get(t))})
+    if unread:
+        summary.coverage = "partial" if summary.coverage == "full" else summary.coverage
+        summary.reasons.append(f"body, headers and footers read; {', '.join(unread)} not read")
     return summary
 
 
@@ -332,7 +360,7 @@ def _parts(
         instructions = [e.text or "" for e in part.iter(f"{W}instrText")]
         instructions += [e.get(f"{W}instr", "") for e in part.iter(f"{W}fldSimple")]
         words = {m.group(0) for text in instructions for m in [_FIELD_WORD.search(text)] if m}
-        found.append(Part(target, words))
+        found.append(Part(target, words, _paragraphs_text(part)))
     return found
 
 
