@@ -936,6 +936,7 @@ def test_documents_pack_limits() -> None:
     assert errors.XML_MAX_DEPTH == 256
     assert errors.SUMMARY_TEXT_MAX_CHARS == 100_000
     assert errors.PDF_MAX_PAGES == 2_000
+    assert errors.PDF_READ_BUDGET_S == 20.0
     assert container.FIXED_ZIP_TIME == (1980, 1, 1, 0, 0, 0)
     assert container.FIXED_ZIP_LEVEL == 6
 

@@ -214,3 +214,21 @@ def test_content_controls_are_read_and_unread_note_parts_make_it_partial() -> No
     summary = readers.read(with_notes)
     assert summary.coverage == "partial"
     assert "footnotes not read" in summary.reasons[-1]
+
+
+def test_pdf_text_extraction_stops_at_its_time_budget_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(readers, "PDF_READ_BUDGET_S", -1.0)
+    summary = readers.read(make.pdf([["one"], ["two"]]))
+    assert (summary.coverage, summary.units) == ("partial", 2)
+    assert summary.reasons == [
+        "only the first 0 of 2 pages were read (the -1 s budget for extracting text)"
+    ]
+
+
+def test_pdf_text_extraction_stops_at_the_text_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readers, "SUMMARY_TEXT_MAX_CHARS", 10)
+    summary = readers.read(make.pdf([["a long first page"], ["two"], ["three"]]))
+    assert summary.coverage == "partial"
+    assert any("only the first 1 of 3 pages" in reason for reason in summary.reasons)

@@ -231,3 +231,14 @@ def test_pdf_validation_finds_headings_and_pages() -> None:
     assert result.failures == ["heading 'Summary' (level 1) is not in the PDF's text"]
     result, pages = validate.validate_pdf(spec(), b"%PDF-garbage")
     assert pages == 0 and result.failures[0].startswith("the PDF does not read back")
+
+
+def test_a_heading_not_reached_within_the_budget_is_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent.artifacts import docfixtures as make
+
+    monkeypatch.setattr(validate, "PDF_READ_BUDGET_S", -1.0)
+    result, pages = validate.validate_pdf(spec(), make.pdf([["Quarterly report"], ["x"]]))
+    assert pages == 2 and result.failures == []
+    assert len(result.notes) == 3 and "not reached" in result.notes[0]

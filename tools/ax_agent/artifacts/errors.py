@@ -36,6 +36,9 @@ XML_MAX_DEPTH = 256
 SUMMARY_TEXT_MAX_CHARS = 100_000
 # PDF pages a reader looks at; past it the coverage is partial.
 PDF_MAX_PAGES = 2_000
+# Wall time for extracting a PDF's text (pypdf is pure Python: a printed page can take
+# half a second); past it the pages not reached are not read (partial) or not searched.
+PDF_READ_BUDGET_S = 20.0
 
 DOCS_EXTRA_CURE = "install the documents pack: pip install 'ax-tools[docs]'"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from .errors import (
     DOC_MAX_BYTES,
     DOCS_EXTRA_CURE,
     PDF_MAX_PAGES,
+    PDF_READ_BUDGET_S,
     SUMMARY_TEXT_MAX_CHARS,
     ToolchainUnavailable,
     Unsupported,
@@ -458,35 +460,49 @@ def pdf_reader(data: bytes) -> Any:
 def _read_pdf(data: bytes) -> Summary:
     reader = pdf_reader(data)
     total = len(reader.pages)
-    looked = min(total, PDF_MAX_PAGES)
+    deadline = time.monotonic() + PDF_READ_BUDGET_S
     texts: list[str] = []
-    failed = blank = 0
-    for index in range(looked):
-        try:
-            text = reader.pages[index].extract_text() or ""
-        except Exception:
-            failed += 1
-            text = ""
-        if not text.strip():
-            blank += 1
+    chars = failed = blank = looked = 0
+    stopped = ""
+    for index in range(min(total, PDF_MAX_PAGES)):
+        if chars > SUMMARY_TEXT_MAX_CHARS:
+            stopped = f"the text cap of {SUMMARY_TEXT_MAX_CHARS} characters"
+            break
+        if time.monotonic() > deadline:
+            stopped = f"the {PDF_READ_BUDGET_S:g} s budget for extracting text"
+            break
+        text, ok = page_text(reader, index)
+        looked += 1
+        failed += not ok
+        blank += not text.strip()
         texts.append(f"## Page {index + 1}\n{text}")
+        chars += len(texts[-1]) + 1
     summary = Summary("full", units=total, outline=_pdf_outline(reader))
     _set_text(summary, "\n".join(texts))
     if looked < total:
+        why = stopped or f"the cap of {PDF_MAX_PAGES} pages"
         summary.coverage = "partial"
-        summary.reasons.append(f"only the first {looked} of {total} pages were read")
+        summary.reasons.append(f"only the first {looked} of {total} pages were read ({why})")
     if failed:
         summary.coverage = "partial"
         summary.reasons.append(f"the text of {failed} pages could not be extracted")
-    if total and blank == looked:
+    if looked and blank == looked:
         summary.coverage = "structural"
         summary.reasons.append(
-            "no page has a text layer (scanned?): only the page count and outline were read"
+            "no page read has a text layer (scanned?): only the page count and outline were read"
         )
     elif blank > failed:
         summary.coverage = "partial"
         summary.reasons.append(f"{blank - failed} pages have no text layer")
     return summary
+
+
+def page_text(reader: Any, index: int) -> tuple[str, bool]:
+    """The text of page ``index`` and whether it could be extracted."""
+    try:
+        return reader.pages[index].extract_text() or "", True
+    except Exception:
+        return "", False
 
 
 def _pdf_outline(reader: Any) -> list[Heading]:
