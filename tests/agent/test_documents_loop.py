@@ -4,14 +4,17 @@ file.mutated, undo), and a product is never verification (report and gates)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from agenttest import call, events_of, first, of_type, open_session, real_tools, write_script
 
 from ax_agent.acceptance import acceptance_state
 from ax_agent.loop import run_turn
 from ax_agent.plans.model import Plan
 from ax_agent.session import Session
+from ax_exec import find_chromium
 from ax_log import undo
 from ax_report import build_report
 
@@ -102,3 +105,23 @@ def test_artifact_events_satisfy_no_gate() -> None:
     state = acceptance_state(plan, [approved, change, rendered, inspected, done])
     assert any(b.startswith("completion gate: test") for b in state.blockers)
     assert any(b.startswith("task p: test") for b in state.blockers)
+
+
+def test_the_pdf_twin_goes_through_the_mutation_path_too(workspace: Path, tmp_path: Path) -> None:
+    if find_chromium(os.environ) is None:
+        pytest.skip("no chromium on PATH (Debian's 'chromium' package): the PDF twin is untested")
+    pytest.importorskip("playwright", reason="playwright (the browser extra) is not installed")
+    (workspace / "notes.docspec.json").write_text(json.dumps(SPEC))
+    script = write_script(
+        tmp_path / "s.json",
+        [{"toolCalls": [call("render_document", id="r", spec="notes.docspec.json")]},
+         {"text": "done"}],
+    )  # fmt: skip
+    session = open_session(workspace, script, tools=real_tools())
+    assert run_turn(session, "render").stop_reason == "end_turn"
+    events = events_of(session)
+    assert first(events, "artifact.rendered")["pdf"] == "printed"
+    mutated = [e["path"] for e in of_type(events, "file.mutated") if e["callId"] == "r"]
+    assert sorted(mutated) == ["notes.docx", "notes.pdf"]
+    undo(session.layout, session.id, everything=False)
+    assert not (workspace / "notes.pdf").exists() and not (workspace / "notes.docx").exists()
