@@ -275,3 +275,25 @@ def test_a_page_over_the_ceiling_is_re_rendered_smaller(monkeypatch: pytest.Monk
     monkeypatch.setattr(raster, "PAGE_IMAGE_MAX_BYTES", 10)
     (none,) = raster.rasterise(data, [1])
     assert none.png is None
+
+
+def test_a_structural_mismatch_in_the_print_writes_nothing(
+    harness: Harness, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _chromium_or_skip()
+    import os
+
+    from ax_agent.artifacts import pdf
+
+    harness.environ = {"PATH": os.environ.get("PATH", os.defpath)}
+    # The browser prints, but a page that lost a heading comes back.
+    monkeypatch.setattr(pdf, "print_pdf", lambda *_args: make.pdf([["Field notes"]]))
+    _spec(workspace)
+    result = harness.call(
+        render_document.TOOL, {"spec": "notes.docspec.json", "images": ["img/chart.png"]}
+    )
+    assert result.is_error and "nothing was written" in result.content
+    assert "PDF heading 'Findings' (level 1) is not in the PDF's text" in result.content
+    assert not (workspace / "notes.docx").exists() and not (workspace / "notes.pdf").exists()
+    (event,) = _rendered(harness)
+    assert (event["status"], event["pdf"], event["outputs"]) == ("failed", "failed", [])

@@ -142,7 +142,6 @@ def validate_pdf(spec: DocSpec, data: bytes) -> tuple[Validation, int]:
             )
         else:
             result.failures.append(f"heading {heading!r} (level {level}) is not in the PDF's text")
-    result.notes += layout_notes(spec)
     return result, pages
 
 

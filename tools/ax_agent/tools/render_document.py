@@ -95,8 +95,9 @@ def run(request: RenderDocumentInput, ctx: ToolContext) -> ToolResult:
     notes = list(checked.notes)
     pdf_bytes, pages = None, None
     if request.pdf:
-        pdf_bytes, pages, pdf_failures = _print(spec, images, ctx, event)
-        failures += pdf_failures
+        pdf_bytes, pages, pdf_checked = _print(spec, images, ctx, event)
+        failures += [f"PDF {item}" for item in pdf_checked.failures]
+        notes += [f"PDF {item}" for item in pdf_checked.notes]
     event["notes"] = notes
     if failures:
         event.update(status="failed", failures=failures)
@@ -127,8 +128,8 @@ def run(request: RenderDocumentInput, ctx: ToolContext) -> ToolResult:
 
 def _print(
     spec: DocSpec, images: dict[str, bytes], ctx: ToolContext, event: dict[str, Any]
-) -> tuple[bytes | None, int | None, list[str]]:
-    """The PDF twin, its page count and its failures; unavailable is not a failure."""
+) -> tuple[bytes | None, int | None, validate.Validation]:
+    """The PDF twin, its page count and its validation; unavailable is not a failure."""
     from ax_exec import launched_chromium
     from libcommon.errors import Unsupported
 
@@ -139,16 +140,16 @@ def _print(
     except RenderFailed as failure:
         if failure.code == "toolchain-unavailable":
             event.update(pdf="unavailable", pdfReason=f"{failure.code}: {failure.reason}")
-            return None, None, []
+            return None, None, validate.Validation()
         event.update(pdf="failed", pdfReason=failure.reason)
-        return None, None, [f"PDF {failure.reason}"]
+        return None, None, validate.Validation(failures=[failure.reason])
     except Unsupported as exc:
         why = f"{exc.reason}: {exc.message} ({exc.hint})"
         event.update(pdf="unavailable", pdfReason=why)
-        return None, None, []
+        return None, None, validate.Validation()
     checked, pages = validate.validate_pdf(spec, data)
     event["pdf"] = "printed" if checked.passed else "failed"
-    return data, pages, [f"PDF {item}" for item in checked.failures]
+    return data, pages, checked
 
 
 def _read(path: Any, name: str, limit: int, ctx: ToolContext) -> bytes:
