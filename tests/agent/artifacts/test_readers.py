@@ -232,3 +232,34 @@ def test_pdf_text_extraction_stops_at_the_text_cap(monkeypatch: pytest.MonkeyPat
     summary = readers.read(make.pdf([["a long first page"], ["two"], ["three"]]))
     assert summary.coverage == "partial"
     assert any("only the first 1 of 3 pages" in reason for reason in summary.reasons)
+
+
+def test_sheets_come_in_the_workbooks_order_with_their_names() -> None:
+    ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    r_ns = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    rel_ns = "http://schemas.openxmlformats.org/package/2006/relationships"
+    sheet = make.OOXML + "spreadsheetml.worksheet+xml"
+
+    def cells(text: str) -> str:
+        row = f'<row><c t="inlineStr"><is><t>{text}</t></is></c></row>'
+        return f'<worksheet xmlns="{ns}"><sheetData>{row}</sheetData></worksheet>'
+
+    workbook = (
+        f'<workbook xmlns="{ns}" xmlns:r="{r_ns}"><sheets>'
+        '<sheet name="Totals" r:id="rId2"/><sheet name="Raw" r:id="rId1"/></sheets></workbook>'
+    )
+    rels = (
+        f'<Relationships xmlns="{rel_ns}">'
+        '<Relationship Id="rId1" Target="worksheets/sheet1.xml" Type="x"/>'
+        '<Relationship Id="rId2" Target="worksheets/sheet2.xml" Type="x"/></Relationships>'
+    )
+    data = make.ooxml(
+        {
+            "xl/workbook.xml": (make.OOXML + "spreadsheetml.sheet.main+xml", workbook),
+            "xl/_rels/workbook.xml.rels": (None, rels),
+            "xl/worksheets/sheet1.xml": (sheet, cells("raw data")),
+            "xl/worksheets/sheet2.xml": (sheet, cells("the total")),
+        }
+    )
+    summary = readers.read(data)
+    assert summary.text == "## Sheet 1: Totals\nthe total\n## Sheet 2: Raw\nraw data"

@@ -39,6 +39,7 @@ PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 CT = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _OOXML = "application/vnd.openxmlformats-officedocument."
 MAIN_TYPES: dict[str, Kind] = {
     _OOXML + "wordprocessingml.document.main+xml": "docx",
@@ -369,13 +370,13 @@ def _parts(
 def _read_sheets_or_slides(kind: Kind, archive: Archive) -> Summary:
     types = _content_types(archive)
     wanted = SHEET_TYPE if kind == "xlsx" else SLIDE_TYPE
-    parts = sorted((n for n, t in types.items() if t == wanted), key=_natural)
     shared = _shared_strings(archive, types) if kind == "xlsx" else []
     label = "Sheet" if kind == "xlsx" else "Slide"
     lines: list[str] = []
-    for number, name in enumerate(parts, 1):
+    parts = _in_order(archive, types, kind, wanted)
+    for number, (name, title) in enumerate(parts, 1):
         root = xmlsafe.parse(archive.read(name, f"{label.lower()} part"), f"{label.lower()} part")
-        lines.append(f"## {label} {number}")
+        lines.append(f"## {label} {number}" + (f": {title}" if title else ""))
         lines += _sheet_rows(root, shared) if kind == "xlsx" else _slide_lines(root)
     summary = Summary("full", units=len(parts))
     _set_text(summary, "\n".join(lines))
@@ -385,6 +386,25 @@ def _read_sheets_or_slides(kind: Kind, archive: Archive) -> Summary:
         summary.reasons.append("slide text only: pictures, charts and notes are not read")
         summary.coverage = "partial" if summary.coverage == "full" else summary.coverage
     return summary
+
+
+def _in_order(
+    archive: Archive, types: dict[str, str], kind: Kind, wanted: str
+) -> list[tuple[str, str]]:
+    """(part, sheet name) of each sheet or slide, in the order the workbook or deck lists
+    them; parts it does not list follow in the order of their names."""
+    main = next(name for name, t in types.items() if MAIN_TYPES.get(t) == kind)
+    rels = _relationships(archive, main)
+    root = xmlsafe.parse(archive.read(main, "main part"), "main part")
+    listed = root.iter(f"{S}sheet") if kind == "xlsx" else root.iter(f"{P}sldId")
+    ordered: list[tuple[str, str]] = []
+    for entry in listed:
+        target = rels.get(entry.get(f"{R}id", ""))
+        if target is not None and types.get(target) == wanted and target not in dict(ordered):
+            ordered.append((target, entry.get("name", "")))
+    seen = dict(ordered)
+    rest = sorted((n for n, t in types.items() if t == wanted and n not in seen), key=_natural)
+    return ordered + [(name, "") for name in rest]
 
 
 def _natural(name: str) -> tuple[int, str]:
