@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent.artifacts import docfixtures as make
+from agent.tools.test_view_image import png
 
 from ax_agent.artifacts import docspec, docx_render, pdf, validate
 from ax_agent.artifacts.container import FIXED_ZIP_TIME, write_archive
 from ax_agent.artifacts.docspec import load_spec
 
 TESTS = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(TESTS))
-from agent.tools.test_view_image import png  # noqa: E402
 
 SPEC: dict[str, Any] = {
     "title": "Quarterly report",
@@ -218,8 +218,6 @@ def test_the_pdf_page_loads_nothing_and_escapes_the_spec() -> None:
 
 
 def test_pdf_validation_finds_headings_and_pages() -> None:
-    from agent.artifacts import docfixtures as make
-
     printed = make.pdf([["Quarterly report", "Summary"], ["Details"]])
     result, pages = validate.validate_pdf(spec(), printed)
     assert (result.failures, pages) == ([], 2)
@@ -236,8 +234,6 @@ def test_pdf_validation_finds_headings_and_pages() -> None:
 def test_a_heading_not_reached_within_the_budget_is_a_note(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agent.artifacts import docfixtures as make
-
     monkeypatch.setattr(validate, "PDF_READ_BUDGET_S", -1.0)
     result, pages = validate.validate_pdf(spec(), make.pdf([["Quarterly report"], ["x"]]))
     assert pages == 2 and result.failures == []
