@@ -41,7 +41,7 @@ ALLOWED_TOOL_DEPS: dict[str, set[str]] = {
         "ax_mesh",
     },
 }
-HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2"}
+HEAVY = {"anthropic", "httpx", "rich", "mcp", "httpx2", "docx", "pypdf", "pypdfium2", "playwright"}
 # anthropic may be imported only by ax_agent's provider modules, and lazily.
 ANTHROPIC_HOMES = ("ax_agent.provider", "ax_agent.providers")
 # Capability packs (issue 25): pure modules with no kernel imports. Each may import

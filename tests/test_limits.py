@@ -992,3 +992,51 @@ def test_browser_flow_tool_limits() -> None:
     from ax_agent.tools import browser_flow
 
     assert browser_flow.BROWSER_FINDINGS_SHOWN == 20
+
+
+def test_documents_pack_limits() -> None:
+    from ax_agent.artifacts import container, errors
+
+    assert errors.DOC_MAX_BYTES == 64 * 1024 * 1024
+    assert errors.ZIP_MAX_ENTRIES == 4_096
+    assert errors.ZIP_ENTRY_MAX_BYTES == 32 * 1024 * 1024
+    assert errors.ZIP_TOTAL_MAX_BYTES == 128 * 1024 * 1024
+    assert errors.ZIP_NAME_MAX_CHARS == 512
+    assert errors.XML_MAX_BYTES == errors.ZIP_ENTRY_MAX_BYTES
+    assert errors.XML_MAX_DEPTH == 256
+    assert errors.SUMMARY_TEXT_MAX_CHARS == 100_000
+    assert errors.PDF_MAX_PAGES == 2_000
+    assert errors.PDF_READ_BUDGET_S == 20.0
+    assert container.FIXED_ZIP_TIME == (1980, 1, 1, 0, 0, 0)
+    assert container.FIXED_ZIP_LEVEL == 6
+
+
+def test_documents_render_limits() -> None:
+    from ax_agent.artifacts import docspec, docx_render, errors, pdf, validate
+    from ax_agent.tools import render_document
+
+    assert docspec.DOCSPEC_MAX_BYTES == 2 * 1024 * 1024
+    assert docspec.DOCSPEC_MAX_BLOCKS == 5_000
+    assert docspec.DOCSPEC_TEXT_MAX_CHARS == 20_000
+    assert docspec.TABLE_MAX_CELLS == 10_000
+    assert errors.IMAGE_MAX_BYTES == 10 * 1024 * 1024
+    assert docx_render.DEFAULT_IMAGE_WIDTH_CM == 15.0
+    assert pdf.PRINT_TIMEOUT_MS == 30_000
+    assert validate.WIDE_TABLE_COLUMNS == 6
+    assert validate.WIDE_IMAGE_CM == 16.0
+    assert render_document.RENDER_MAX_IMAGES == 100
+
+
+def test_documents_inspect_limits() -> None:
+    from ax_agent.artifacts import raster
+    from ax_agent.tools import inspect_pages, view_image
+
+    assert raster.PAGE_IMAGE_MAX_BYTES == 1024 * 1024
+    # A page image must fit the image channel it rides.
+    assert raster.PAGE_IMAGE_MAX_BYTES <= view_image.VIEW_IMAGE_MAX_BYTES
+    assert raster.RASTER_START_SCALE == 1.5
+    assert raster.RASTER_MIN_SCALE == 0.25
+    assert raster.RASTER_SCALE_STEP == 0.7
+    assert raster.RASTER_MAX_SIDE_PX == 2_000
+    assert raster.PNG_LEVEL == 6
+    assert inspect_pages.INSPECT_MAX_PAGES == 6

@@ -113,6 +113,33 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "documents": [{"doc": "journal", "path": "/s/JOURNAL.md", "bytes": 9, "sha256": "0" * 64}],
     },
     "map.built": {"status": "skipped"},
+    "artifact.rendered": {
+        "callId": "c1",
+        "spec": "report.docspec.json",
+        "specSha256": "0" * 64,
+        "status": "rendered",
+        "outputs": [
+            {
+                "format": "docx",
+                "path": "report.docx",
+                "sha256": "1" * 64,
+                "bytes": 9,
+                "pages": None,
+                "deterministic": True,
+            }
+        ],
+        "pdf": "not-asked",
+    },
+    "artifact.inspected": {
+        "callId": "c2",
+        "path": "report.pdf",
+        "sha256": "2" * 64,
+        "pages": [
+            {"page": 1, "sha256": "3" * 64, "bytes": 9, "width": 10, "height": 14, "scale": 1.0}
+        ],
+        "pageCount": 1,
+        "shown": False,
+    },
     "mcp.server": {"server": "docs", "state": "ready"},
     "mcp.call": {"server": "docs", "tool": "search", "durationMs": 12.5, "outcome": "ok"},
     "turn.completed": {"stopReason": "end_turn", "steps": 2},

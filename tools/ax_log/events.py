@@ -1172,6 +1172,68 @@ class HandoffContinued(EventBody):
     attempt_id: AttemptId
 
 
+# --- documents: products, never verification (ax-agent, issue 25) -------------
+
+
+class ArtifactOutput(Contract):
+    """One file a render wrote: its format, workspace path, sha256, size, and PDF pages.
+    ``deterministic``: the same spec and images give the same bytes (DOCX yes, PDF no)."""
+
+    format: Literal["docx", "pdf"]
+    path: str
+    sha256: Sha256
+    bytes: int = Field(ge=0)
+    pages: int | None = Field(default=None, ge=0)
+    deterministic: bool
+
+
+@register
+class ArtifactRendered(EventBody):
+    """render_document ran: ``spec`` (workspace path, ``specSha256``) was ``rendered``
+    into ``outputs``, or ``failed`` its model-free validation (``failures``, nothing
+    written). ``notes`` are layout heuristics, never a failure. ``pdf`` says what became
+    of the PDF twin (``printed``, ``unavailable`` with ``pdfReason``, ``not-asked``,
+    ``failed``). A product, never a verification: no report verdict or gate reads it."""
+
+    type: Literal["artifact.rendered"] = "artifact.rendered"
+    call_id: CallId
+    spec: str
+    spec_sha256: Sha256
+    status: Literal["rendered", "failed"]
+    outputs: list[ArtifactOutput]
+    failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    pdf: Literal["printed", "unavailable", "not-asked", "failed"]
+    pdf_reason: str | None = None
+
+
+class InspectedPage(Contract):
+    """One rasterised page: its number, the PNG's sha256 in the object store, size,
+    pixel dimensions and the scale it was rendered at."""
+
+    page: int = Field(ge=1)
+    sha256: Sha256
+    bytes: int = Field(ge=0)
+    width: int = Field(ge=1)
+    height: int = Field(ge=1)
+    scale: float = Field(gt=0)
+
+
+@register
+class ArtifactInspected(EventBody):
+    """inspect_pages rasterised pages of the PDF at ``path`` (``sha256``) into stored
+    PNG objects; ``shown``: they were attached for a model that takes images. Like
+    artifact.rendered, a product: it checks nothing."""
+
+    type: Literal["artifact.inspected"] = "artifact.inspected"
+    call_id: CallId
+    path: str
+    sha256: Sha256
+    pages: list[InspectedPage]
+    page_count: int = Field(ge=0)
+    shown: bool
+
+
 # --- parsing -----------------------------------------------------------------
 
 

@@ -36,6 +36,9 @@ NAMES = [
     "report_finding",
     "triage_finding",
     "web_search",
+    "read_document",
+    "render_document",
+    "inspect_pages",
 ]
 # Registered, and held only by a delegated role's registry (registry.CHILD_ONLY).
 CHILD_ONLY_NAMES = ["web_extract", "record_source"]
@@ -46,7 +49,8 @@ COUNT_WORDS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
     "nineteen", "twenty", "twenty-one", "twenty-two", "twenty-three", "twenty-four",
-    "twenty-five", "twenty-six", "twenty-seven", "twenty-eight",
+    "twenty-five", "twenty-six", "twenty-seven", "twenty-eight", "twenty-nine", "thirty",
+    "thirty-one", "thirty-two", "thirty-three", "thirty-four", "thirty-five",
 ]  # fmt: skip
 
 

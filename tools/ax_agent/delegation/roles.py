@@ -29,7 +29,9 @@ PARENT_ONLY_TOOLS = frozenset(
     {"delegate_task", "plan_write", "apply_task_changes", "triage_finding", "browser_flow"}
 )
 # Tools that change files or run commands: only a role the policy calls "mutating" has them.
-WRITING_TOOLS = frozenset({"write_file", "edit_file", "run_command", "run_check"})
+WRITING_TOOLS = frozenset(
+    {"write_file", "edit_file", "run_command", "run_check", "render_document"}
+)
 _READING = ("read_file", "list_dir", "glob", "grep", "git_status")
 
 Answering = Literal["decline", "forward"]

@@ -35,13 +35,16 @@ def _tools() -> tuple[ModelTool, ...]:
         glob,
         grep,
         history_search,
+        inspect_pages,
         list_dir,
         plan_write,
         project_setup,
         propose_lesson,
+        read_document,
         read_file,
         recall_step,
         record_source,
+        render_document,
         report_finding,
         retrieve,
         run_check,
@@ -98,6 +101,10 @@ def _tools() -> tuple[ModelTool, ...]:
         web_search,
         web_extract,
         record_source,
+        # Documents (issue 25): DOCX, XLSX, PPTX and PDF read by their bytes.
+        read_document,
+        render_document,
+        inspect_pages,
     )
     return tuple(module.TOOL for module in modules)
 

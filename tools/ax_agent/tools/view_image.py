@@ -67,15 +67,19 @@ def media_type(head: bytes) -> str | None:
     return None
 
 
+def why_no_images(model: str) -> str | None:
+    """Why ``model`` is shown no image (the catalog's word), or None when it takes them."""
+    if takes_images(model):
+        return None
+    if model_limits(model).known:
+        return f"the catalog says {model} takes no images"
+    return f"{model} is not in ax's catalog, so it is not assumed to take images"
+
+
 @guarded
 def run(request: ViewImageInput, ctx: ToolContext) -> ToolResult:
-    if not takes_images(ctx.model):
-        known = model_limits(ctx.model).known
-        why = (
-            f"the catalog says {ctx.model} takes no images"
-            if known
-            else f"{ctx.model} is not in ax's catalog, so it is not assumed to take images"
-        )
+    why = why_no_images(ctx.model)
+    if why is not None:
         raise Refused(
             f"cannot show an image to this model: {why}. The file is untouched; describe "
             "what you need from it, or ask the user to switch to a model that takes images"
