@@ -52,16 +52,15 @@ def test_a_clean_render_after_a_change_leaves_the_files_unchecked() -> None:
 
 
 def test_the_same_files_are_checked_by_a_real_passing_check() -> None:
+    run = {"kind": "test", "project": WS, "scope": ".", "recipeId": "r"}
+    started = {"type": "check.started", **run}
     check = {
         "type": "check.completed",
-        "kind": "test",
-        "project": WS,
-        "scope": ".",
-        "recipeId": "r",
+        **run,
         "verdict": "passed",
         "exitCode": 0,
         "termination": "exited",
         "reason": None,
     }
-    verdicts = _verdicts(_events(RENDERED, check))
+    verdicts = _verdicts(_events(RENDERED, started, check))
     assert verdicts == {"r.docspec.json": "CHECKED", "r.docx": "CHECKED"}

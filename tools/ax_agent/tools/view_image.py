@@ -153,6 +153,10 @@ def recorded_artifacts(events: Iterable[Mapping[str, Any]]) -> set[str]:
             for signal in event.get("signals") or []:
                 if isinstance(signal, Mapping) and signal.get("name") == SCREENSHOT_SIGNAL:
                     found.add(str(signal.get("detail")))
+        elif kind == "artifact.inspected":
+            for page in event.get("pages") or []:
+                if isinstance(page, Mapping):
+                    found.add(str(page.get("sha256")))
     found.discard("None")
     return found
 
