@@ -55,6 +55,7 @@ from .window.window import SYSTEM_NOTE, ContextWindow
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
 
+    from .delegation.threads import ThreadBoard
     from .mcp_servers.client import McpServers
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
@@ -96,6 +97,8 @@ class StartOptions:
     approval_note: str | None = None
     # Asks whether a workspace-declared MCP server may start (None: off a terminal, so no).
     mcp_ask: Callable[[str], bool] | None = None
+    # Orchestrator mode (issue 26): read, plan and delegate every change to worker threads.
+    orchestrator: bool = False
 
 
 @dataclass
@@ -149,6 +152,13 @@ class Session:
     on_task_status: Callable[[list[str]], None] | None = None
     # A delegated reviewer task's findings channel (the delegation engine sets it).
     review: ReviewChannel | None = None
+    # Orchestrator mode (issue 26): whether it is on, and its worker threads (kept when it
+    # is switched off, so switching it on again finds them).
+    orchestrating: bool = False
+    threads: ThreadBoard | None = None
+    # A worker thread's session: after a batch of tool results it is reminded, once per
+    # turn, to issue independent calls together.
+    remind_parallel: bool = False
 
     @property
     def workspace(self) -> Path:
@@ -211,11 +221,12 @@ class Session:
 
 
 def _all_tools() -> list[ModelTool]:
+    """Every tool but the orchestrator's own (issue 26: orchestrator mode adds those)."""
     import importlib
 
     registry = importlib.import_module(".tools.registry", __package__)
     tools: list[ModelTool] = registry.all_tools()
-    return tools
+    return [tool for tool in tools if tool.name not in registry.ORCHESTRATOR_ONLY]
 
 
 def start_session(options: StartOptions) -> Session:
@@ -287,7 +298,7 @@ def start_session(options: StartOptions) -> Session:
             on_output=options.on_output,
             resumed=history is not None,
             # A resumed session streams only what this life appends.
-            shown_offset=_complete_end(log) if history is not None else 0,
+            shown_offset=complete_end(log) if history is not None else 0,
             instructions=instructions,
             memory=memory,
             map=repo_map,
@@ -303,7 +314,7 @@ def start_session(options: StartOptions) -> Session:
             servers = open_servers(mcp_states, mcp_notes, layout, session_id, options.environ)
             session.mcp = servers
         session.seam.call("slate.start", SlateStartRequest())
-        session.trail_step = _last_trail_step(layout, session_id)
+        session.trail_step = last_trail_step(layout, session_id)
         # Bounded context (issue 13): requests send a bounded view of the history, the
         # archive keeps every message for recall, and a resume keeps what was elided.
         session.window = ContextWindow.resumed(session.seam, session.record, history or [])
@@ -312,6 +323,10 @@ def start_session(options: StartOptions) -> Session:
             from .resume import rebuild
 
             session.messages = rebuild(session.record, history)
+        if options.orchestrator:
+            from .orchestrator import set_orchestrator
+
+            set_orchestrator(session, True)
     except BaseException:
         if servers is not None:
             servers.close()
@@ -360,13 +375,13 @@ def _sweep_orphans(session: Session) -> None:
     session.record({"type": "worktrees.swept", **event})
 
 
-def _complete_end(log: Path) -> int:
+def complete_end(log: Path) -> int:
     """Where the log's complete lines end: a killed writer's fragment is moved aside later."""
     data = log.read_bytes()
     return data.rfind(b"\n") + 1
 
 
-def _last_trail_step(layout: StateLayout, session_id: str) -> int:
+def last_trail_step(layout: StateLayout, session_id: str) -> int:
     from ax_slate import read_trail
 
     newest = read_trail(layout, session_id, count=1)
@@ -441,6 +456,8 @@ def _first_records(
         {
             "type": "config.loaded",
             "sources": [source.to_json() for source in config.sources],
+            # Issue 26: what the loader ignored (a workspace naming workerExtensions).
+            **({"warnings": list(config.warnings)} if config.warnings else {}),
         },
         session.sandbox.event(),
         git.event(),

@@ -71,6 +71,9 @@ DELEGATE_ROLES = {
     "researcher": "read-only-external",
     # Writes, in a worktree of its own; its changes reach the workspace only when applied.
     "executor": "mutating",
+    # Orchestrator mode (issue 26): a worker thread, which changes files in the workspace;
+    # each of its own calls is decided and asked like any other.
+    "worker": "mutating",
 }
 
 FACT_KINDS = (

@@ -24,8 +24,17 @@ if TYPE_CHECKING:
 
 # The tools no child ever holds: delegating again, writing the plan, integrating.
 # (triage_finding: the parent judges the findings its reviewers reported.)
+# (thread, threads, episode: the orchestrator's own; no worker ever obtains them.)
 PARENT_ONLY_TOOLS = frozenset(
-    {"delegate_task", "plan_write", "apply_task_changes", "triage_finding"}
+    {
+        "delegate_task",
+        "plan_write",
+        "apply_task_changes",
+        "triage_finding",
+        "thread",
+        "threads",
+        "episode",
+    }
 )
 # Tools that change files or run commands: only a role the policy calls "mutating" has them.
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "run_command", "run_check"})
@@ -92,6 +101,27 @@ ROLES: dict[str, Role] = {
             "decline",
             "You are a researcher: gather what the parent needs to know and cite where each "
             "fact comes from. " + _READ_ONLY_NOTE,
+        ),
+        Role(
+            "worker",
+            "mutating",
+            (
+                *_READING,
+                "retrieve",
+                "write_file",
+                "edit_file",
+                "run_command",
+                "run_check",
+                "slate_note",
+                "recall_step",
+                "slate_trail",
+            ),
+            "forward",
+            "You are a worker thread of an orchestrating session: make the change you are "
+            "given, in the workspace itself, verify it, and answer with what you did and the "
+            "evidence (paths, checks run and their verdicts). The orchestrator may send you "
+            "follow-ups in this same conversation. Questions for approval go to the person, "
+            "naming your thread.",
         ),
         Role(
             "executor",

@@ -18,6 +18,7 @@ def _tools() -> tuple[ModelTool, ...]:
         apply_task_changes,
         delegate_task,
         edit_file,
+        episode,
         git_checkpoint,
         git_status,
         glob,
@@ -35,6 +36,8 @@ def _tools() -> tuple[ModelTool, ...]:
         run_command,
         slate_note,
         slate_trail,
+        thread,
+        threads,
         triage_finding,
         view_image,
         write_file,
@@ -76,6 +79,11 @@ def _tools() -> tuple[ModelTool, ...]:
         # The review ledger (issue 22): a reviewer's findings, and the parent's triage.
         report_finding,
         triage_finding,
+        # Orchestrator mode (issue 26): dispatch a worker thread, list and steer them,
+        # record what one delivered. Only an orchestrating session holds them.
+        thread,
+        threads,
+        episode,
     )
     return tuple(module.TOOL for module in modules)
 
@@ -84,7 +92,31 @@ def _tools() -> tuple[ModelTool, ...]:
 # project_setup: an executor's worktree is disposable, so an install there fills a folder
 # about to be deleted, and a migration there writes the real database from "isolation".
 # triage_finding: the parent's judgment of its reviewers' findings, never a child's.
-PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding"})
+# thread, threads, episode: no worker ever obtains the orchestrator's own tools.
+PARENT_ONLY: frozenset[str] = frozenset(
+    {"project_setup", "triage_finding", "thread", "threads", "episode"}
+)
+
+# Orchestrator mode (issue 26). The tools only an orchestrating session holds:
+ORCHESTRATOR_ONLY: frozenset[str] = frozenset({"thread", "threads", "episode"})
+# and the whole of what it holds: read-only tools, the plan and its own three. A list of
+# what it may keep, not of what it may not: a tool added later stays out until named here.
+ORCHESTRATOR_TOOLS: frozenset[str] = frozenset(
+    {
+        "read_file",
+        "view_image",
+        "list_dir",
+        "glob",
+        "grep",
+        "retrieve",
+        "recall_step",
+        "slate_trail",
+        "history_search",
+        "git_status",
+        "plan_write",
+        *ORCHESTRATOR_ONLY,
+    }
+)
 
 
 def get_tool(name: str) -> ModelTool | None:

@@ -1,0 +1,91 @@
+"""Orchestrator mode (issue 26): the session reads, plans and delegates every change.
+
+``ax-agent --orchestrator`` or ``/orchestrator on``: the session keeps only
+``registry.ORCHESTRATOR_TOOLS`` (read-only tools, ``plan_write``, and its own
+``thread``, ``threads`` and ``episode``); every change is a worker thread's
+(``delegation.threads``). It gains no MCP server's tools; its instructions name
+the servers ``workerExtensions`` whitelists for its workers, and their tools, so
+it knows what it can delegate. ``/orchestrator off`` gives the full set back;
+the threads stay, for when it is switched on again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .delegation.extensions import Whitelist
+    from .session import Session
+
+DOCTRINE = (
+    "You are the orchestrator of this session. You read, search and plan; you change "
+    "nothing yourself. Every change (an edit, a command, a check) is a worker thread's: "
+    "dispatch one with the thread tool (a label and a task it can do on its own: it sees "
+    "nothing of this conversation), steer one with threads (send a follow-up to the same "
+    "worker, list them, stop one), and when a worker has delivered, record it with "
+    "episode (its thread id, a summary and the evidence: paths, checks and their "
+    "verdicts). A worker's answer is its own account: check it before you rely on it."
+)
+
+
+def doctrine(whitelist: Whitelist | None) -> str:
+    """The orchestrator's instructions, naming each whitelisted server and its tools."""
+    lines = [DOCTRINE]
+    servers = whitelist.servers if whitelist is not None else []
+    if servers:
+        lines.append(
+            "Every worker also holds these MCP servers (you do not: delegate what needs them):"
+        )
+        lines += [f"- {entry.server}: {', '.join(entry.tools)}" for entry in servers]
+    return "\n\n".join([lines[0], "\n".join(lines[1:])]) if servers else lines[0]
+
+
+def set_orchestrator(session: Session, on: bool) -> None:
+    """Switch orchestrator mode (see the module docstring)."""
+    from .delegation.threads import ThreadBoard
+    from .mcp_servers.session import MCP_TOOL_PREFIX
+    from .tools.registry import ORCHESTRATOR_ONLY, ORCHESTRATOR_TOOLS, get_tool
+
+    board = session.threads
+    if board is None:
+        # The full set as it is now, without the servers' tools (sync_tools keeps those
+        # in step; a worker gets only the whitelisted ones) and the orchestrator's own.
+        full = {
+            name: tool
+            for name, tool in session.tools.items()
+            if not name.startswith(MCP_TOOL_PREFIX) and name not in ORCHESTRATOR_ONLY
+        }
+        board = ThreadBoard(full_tools=full, base_system=session.system)
+        session.threads = board
+    if on:
+        own = {name: get_tool(name) for name in sorted(ORCHESTRATOR_ONLY)}
+        kept = {n: t for n, t in board.full_tools.items() if n in ORCHESTRATOR_TOOLS}
+        session.tools = {**kept, **{n: t for n, t in own.items() if t is not None}}
+        session.system = board.base_system + "\n\n" + doctrine(board.whitelist)
+    else:
+        session.tools = dict(board.full_tools)
+        session.system = board.base_system
+    session.orchestrating = on
+
+
+def prepare_turn(session: Session) -> None:
+    """Before an orchestrator's turn: resolve ``workerExtensions`` once (the servers have
+    had their start-up wait) and name the whitelist in the instructions."""
+    board = session.threads
+    if board is None:
+        return
+    if board.whitelist is None:
+        board.whitelist = resolve_whitelist(session)
+        if board.whitelist.servers or board.whitelist.warnings:
+            session.record(board.whitelist.event())
+    session.system = board.base_system + "\n\n" + doctrine(board.whitelist)
+
+
+def resolve_whitelist(session: Session) -> Whitelist:
+    from .delegation.extensions import Whitelist, resolve
+
+    patterns = session.config.worker_extensions or []
+    if not patterns:
+        return Whitelist()
+    states = session.mcp.snapshot() if session.mcp is not None else []
+    return resolve(patterns, states)
