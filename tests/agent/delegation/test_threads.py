@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,27 @@ from ax_agent.mcp_servers import client as mcp_client
 from ax_agent.session import Session, StartOptions, start_session
 from ax_agent.tools.registry import ORCHESTRATOR_ONLY, PARENT_ONLY
 from ax_log import read_events
-from libcommon import jsonio
+from libcommon import clock, jsonio
 
 WRITERS = {"write_file", "edit_file", "run_command", "run_check", "project_setup"}
 MCP_TOOL = "mcp__axmcp__check_detect"
+
+
+@dataclass
+class PrefixIds:
+    """Deterministic ids, counted per prefix: the sessions are s-0001, s-0002, …"""
+
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def new_id(self, prefix: str) -> str:
+        self.counters[prefix] = self.counters.get(prefix, 0) + 1
+        return f"{prefix}-{self.counters[prefix]:04d}"
+
+
+@pytest.fixture(autouse=True)
+def known_ids() -> Iterator[None]:
+    with clock.use(ids=PrefixIds()):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -83,10 +102,11 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
         },
         {"text": "both dispatched"},
     ]
-    steered = [
-        {"tool_calls": [call("threads", action="send", thread="PLAIN", message="look again")]},
+    plain = "s-0003"  # the parent is s-0001, then one id per worker (PrefixIds)
+    turns += [
+        {"tool_calls": [call("threads", action="send", thread=plain, message="look again")]},
         {"tool_calls": [call("threads", action="list")]},
-        {"tool_calls": [call("episode", thread="PLAIN", summary="b read", evidence=["b.txt"])]},
+        {"tool_calls": [call("episode", thread=plain, summary="b read", evidence=["b.txt"])]},
         {"text": "steered"},
     ]
     tasks = {
@@ -104,7 +124,6 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
     }
     # Two dispatches asked (a worker changes files), the worker's MCP call forwarded.
     session = start(workspace, script(tmp_path / "p1.json", turns, tasks), ["once"] * 3)
-    provider: Any = session.provider
     try:
         # The orchestrator's registry: no writer, no server's tool, its own three.
         assert session.orchestrating
@@ -112,6 +131,7 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
         assert ORCHESTRATOR_ONLY <= set(session.tools)
         result = run_turn(session, "do the work")
         assert result.stop_reason == "end_turn", result.detail
+        assert result.text == "both dispatched"
         assert not any(name.startswith("mcp__") for name in session.tools)
         assert "axmcp: mcp__axmcp__" in session.system  # its instructions name the server
         parent = log_of(session)
@@ -120,7 +140,8 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
             ("with-mcp", ["axmcp"]),
             ("plain", []),
         ]
-        with_mcp, plain = (e["threadId"] for e in started)
+        with_mcp = started[0]["threadId"]
+        assert started[1]["threadId"] == plain
         answers = of_type(parent, "thread.message")
         assert [a["text"] for a in answers] == ["the checks: none resolve", "b says beta"]
 
@@ -139,13 +160,7 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
         assert [e["kind"] for e in of_type(first, "reminder.sent")] == ["parallel-calls"]
         assert len(of_type(second, "reminder.sent")) == 1
 
-        # Steer: a follow-up continues the same worker's conversation (the script's
-        # later turns name the thread id it now has).
-        more = json.loads(json.dumps(steered).replace("PLAIN", plain))
-        provider.script = type(provider.script).model_validate(
-            {**provider.script.model_dump(), "turns": [*turns, *more]}
-        )
-        provider._ids += [[f"steer{n}"] for n in range(len(more) - 1)] + [[]]
+        # Steer: a follow-up continues the same worker's conversation.
         result = run_turn(session, "ask plain again")
         assert result.stop_reason == "end_turn", result.detail
         parent = log_of(session)
@@ -271,21 +286,18 @@ def test_the_reminder_never_reaches_the_persons_screen(tmp_path: Path) -> None:
 def test_a_stopped_thread_takes_no_follow_up(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    turns = [{"tool_calls": [call("thread", label="w", task="wait")]}, {"text": "ok"}]
+    thread_id = "s-0002"
+    turns = [
+        {"tool_calls": [call("thread", label="w", task="wait")]},
+        {"text": "ok"},
+        {"tool_calls": [call("threads", action="stop", thread=thread_id)]},
+        {"tool_calls": [call("threads", action="send", thread=thread_id, message="more")]},
+        {"text": "done"},
+    ]
     session = start(workspace, script(tmp_path / "s.json", turns, {"w": [{"text": "hi"}]}), ["once"])
     try:
         run_turn(session, "go")
-        thread_id = of_type(log_of(session), "thread.started")[0]["threadId"]
-        provider: Any = session.provider
-        more = [
-            {"tool_calls": [call("threads", action="stop", thread=thread_id)]},
-            {"tool_calls": [call("threads", action="send", thread=thread_id, message="more")]},
-            {"text": "done"},
-        ]
-        provider.script = type(provider.script).model_validate(
-            {**provider.script.model_dump(), "turns": [*turns, *more]}
-        )
-        provider._ids += [["stop"], ["send"], []]
+        assert of_type(log_of(session), "thread.started")[0]["threadId"] == thread_id
         run_turn(session, "stop it")
         completed = of_type(log_of(session), "tool.completed")
         assert completed[-2]["content"].endswith("stopped")

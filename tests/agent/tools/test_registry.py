@@ -34,6 +34,9 @@ NAMES = [
     "apply_task_changes",
     "report_finding",
     "triage_finding",
+    "thread",
+    "threads",
+    "episode",
 ]
 
 
@@ -42,7 +45,7 @@ COUNT_WORDS = [
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
     "nineteen", "twenty", "twenty-one", "twenty-two", "twenty-three", "twenty-four",
-    "twenty-five",
+    "twenty-five", "twenty-six", "twenty-seven", "twenty-eight", "twenty-nine", "thirty",
 ]  # fmt: skip
 
 
