@@ -122,13 +122,14 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
             {"text": "still beta", "expect": "look again"},
         ],
     }
-    # Two dispatches asked (a worker changes files), the worker's MCP call forwarded.
-    session = start(workspace, script(tmp_path / "p1.json", turns, tasks), ["once"] * 3)
+    # Two dispatches and a follow-up asked (a worker changes files), and the worker's
+    # MCP call forwarded to the same person.
+    session = start(workspace, script(tmp_path / "p1.json", turns, tasks), ["once"] * 4)
     try:
         # The orchestrator's registry: no writer, no server's tool, its own three.
         assert session.orchestrating
         assert not WRITERS & set(session.tools)
-        assert ORCHESTRATOR_ONLY <= set(session.tools)
+        assert set(session.tools) >= ORCHESTRATOR_ONLY
         result = run_turn(session, "do the work")
         assert result.stop_reason == "end_turn", result.detail
         assert result.text == "both dispatched"
@@ -170,6 +171,10 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
         ]
         listed = [e for e in of_type(parent, "tool.completed") if "answer(s)" in e["content"]]
         assert f"{plain} plain: open, 2 answer(s); last: still beta" in listed[-1]["content"]
+        rules = [e["rule"] for e in of_type(parent, "policy.decision")]
+        # Each dispatch and the follow-up were a person's decision; the list and the
+        # episode asked nobody.
+        assert rules == ["delegate-mutating"] * 3 + ["delegate-none", "internal"]
         episode = of_type(parent, "episode.recorded")[0]
         assert (episode["threadId"], episode["evidence"]) == (plain, ["b.txt"])
         again = log_of(session, plain)
@@ -187,7 +192,8 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
     path2 = script(tmp_path / "p2.json", turns2, tasks2)
     run = subprocess.run(
         [tool_path("agent"), "-C", str(workspace), "--provider", "script", "--script",
-         str(path2), "--orchestrator", "--trust-this-workspace", "--output-format", "json",
+         str(path2), "--orchestrator", "--trust-this-workspace", "--dangerously-allow-all",
+         "--output-format", "json",
          "-p", "carry on"],
         capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False,
     )  # fmt: skip
@@ -197,6 +203,7 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
     parent2 = list(read_events(session.layout.session_log(summary["session"]), summary["session"]))
     resumed = of_type(parent2, "thread.started")[0]
     assert (resumed["threadId"], resumed["resumed"], resumed["extensions"]) == (plain, True, [])
+    assert (resumed["label"], resumed["task"]) == ("plain", "read b.txt")
     assert of_type(parent2, "thread.message")[-1]["text"] == "beta, a third time"
     worker = log_of(session, plain)
     # The whole conversation was sent again: the first task, both answers, the follow-ups.
@@ -207,21 +214,32 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
     ]
 
 
-def test_no_worker_ever_obtains_the_orchestrators_tools(tmp_path: Path) -> None:
-    from ax_agent.delegation.extensions import Whitelist, Whitelisted
+def test_no_worker_ever_obtains_the_orchestrators_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from ax_agent.delegation import roles
     from ax_agent.delegation.threads import worker_tools
+    from ax_policy import DELEGATE_ROLES
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
     session = start(workspace, script(tmp_path / "s.json", [], {}), [])
     try:
         assert session.threads is not None
-        # Even a whitelist naming the orchestrator's own tool names gives none of them.
-        session.threads.whitelist = Whitelist([Whitelisted("x", ("thread", "episode"), "x")])
+        # The parent's full set holds them (it orchestrates), and the role names them.
         session.threads.full_tools.update(session.tools)
-        tools = worker_tools(session, ["x"])
+        assert set(session.threads.full_tools) >= ORCHESTRATOR_ONLY
+        worker = roles.ROLES["worker"]
+        sneaky = replace(worker, tools=(*worker.tools, "thread", "threads", "episode"))
+        monkeypatch.setitem(roles.ROLES, "worker", sneaky)
+        tools = worker_tools(session, [])
         assert not set(tools) & PARENT_ONLY
         assert {"write_file", "run_command", "read_file"} <= set(tools)
+        # And a role table naming one of them refuses to load.
+        with pytest.raises(RuntimeError, match="worker holds parent-only tool"):
+            roles.check_table(DELEGATE_ROLES)
     finally:
         session.end("test")
 
@@ -294,13 +312,17 @@ def test_a_stopped_thread_takes_no_follow_up(tmp_path: Path) -> None:
         {"tool_calls": [call("threads", action="send", thread=thread_id, message="more")]},
         {"text": "done"},
     ]
-    session = start(workspace, script(tmp_path / "s.json", turns, {"w": [{"text": "hi"}]}), ["once"])
+    session = start(
+        workspace, script(tmp_path / "s.json", turns, {"w": [{"text": "hi"}]}), ["once"]
+    )
     try:
         run_turn(session, "go")
         assert of_type(log_of(session), "thread.started")[0]["threadId"] == thread_id
         run_turn(session, "stop it")
         completed = of_type(log_of(session), "tool.completed")
         assert completed[-2]["content"].endswith("stopped")
+        # Refused before anyone is asked (the approver had one answer, for the dispatch).
+        assert completed[-1]["outcome"] == "refused"
         assert "was stopped; no follow-up reaches it" in completed[-1]["content"]
         assert of_type(log_of(session, thread_id), "thread.ended")[0]["reason"] == "stopped"
     finally:
@@ -355,7 +377,5 @@ def test_a_user_pattern_that_is_no_regex_is_refused_naming_the_field(tmp_path: P
     (state / "config.json").write_text(json.dumps({"workerExtensions": ["(unclosed"]}))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    with pytest.raises(UsageError, match="workerExtensions.*not a regular expression"):
+    with pytest.raises(UsageError, match=r"workerExtensions.*not a regular expression"):
         load_config(state_layout(workspace, dict(os.environ)))
-
-

@@ -72,9 +72,9 @@ def start_child(
 
     from ..context import probe_git, system_prompt
     from ..instructions import load_instructions
+    from ..resume import rebuild
     from ..seam.compose import make_seam
     from ..seam.models import SlateStartRequest
-    from ..resume import rebuild
     from ..session import SESSION_ID_PREFIX, Session, complete_end, last_trail_step
     from ..window.window import SYSTEM_NOTE, ContextWindow
     from .roles import registry_for

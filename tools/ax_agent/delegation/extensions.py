@@ -162,8 +162,7 @@ def resolve(
     for pattern, hits in zip(patterns, matched, strict=True):
         if not hits:
             result.warnings.append(
-                f"workerExtensions pattern {pattern[:80]!r} matches no MCP server this "
-                "session runs"
+                f"workerExtensions pattern {pattern[:80]!r} matches no MCP server this session runs"
             )
         for hit in sorted(hits):
             chosen.setdefault(owners[hit], pattern)

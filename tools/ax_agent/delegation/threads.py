@@ -24,14 +24,15 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from libcommon.errors import OperationFailed, UsageError
 
 from . import child as child_module
 from .forward import ForwardingApprover, Question
+from .threadlog import ThreadView, fold_threads
 
 if TYPE_CHECKING:
     from ..loop import TurnResult
@@ -63,17 +64,6 @@ class ThreadBoard:
     whitelist: Whitelist | None = None
 
 
-@dataclass(frozen=True)
-class ThreadView:
-    thread_id: str
-    label: str
-    ended: bool
-    turns: int
-    last: str
-    # The whitelisted servers it was given when it started here.
-    extensions: tuple[str, ...] = ()
-
-
 @dataclass
 class TurnOutcome:
     thread_id: str
@@ -81,32 +71,6 @@ class TurnOutcome:
     stop_reason: str
     failed: bool
     detail: str | None = None
-
-
-def fold_threads(events: Iterable[Mapping[str, Any]]) -> dict[str, ThreadView]:
-    """The threads a parent's log knows, in the order first started."""
-    from ..loop import one_line
-
-    views: dict[str, ThreadView] = {}
-    for event in events:
-        kind = event.get("type")
-        thread_id = event.get("threadId")
-        if not isinstance(thread_id, str):
-            continue
-        old = views.get(thread_id)
-        if kind == "thread.started":
-            label = str(event.get("label", ""))
-            given = tuple(str(name) for name in event.get("extensions") or [])
-            turns = old.turns if old else 0
-            views[thread_id] = ThreadView(thread_id, label, False, turns, "", given)
-        elif old is None:
-            continue
-        elif kind == "thread.message" and event.get("sender") == "worker":
-            last = one_line(str(event.get("text", "")))
-            views[thread_id] = replace(old, turns=old.turns + 1, last=last)
-        elif kind == "thread.ended":
-            views[thread_id] = replace(old, ended=True)
-    return views
 
 
 def worker_tools(parent: Session, servers: Iterable[str]) -> dict[str, ModelTool]:
@@ -200,9 +164,10 @@ def run_thread_turn(
     if parent.threads is not None:
         parent.threads.providers[child.id] = provider
     if thread_id is None or resumed:
-        started = {"type": "thread.started", "threadId": child.id, "label": label, "task": text}
+        started: dict[str, Any] = {"type": "thread.started", "threadId": child.id}
+        started |= {"label": label, "task": text if thread_id is None else first_task(child)}
         if resumed:
-            started = {**started, "resumed": True, "task": "(resumed by id)"}
+            started["resumed"] = True
         parent.record({**started, "extensions": given})
     if thread_id is not None:
         parent.record(
@@ -225,6 +190,16 @@ def run_thread_turn(
     )
     why = detail or (result.detail if result is not None else None)
     return TurnOutcome(child.id, answer, stop, failed, one_line(why) if why else None)
+
+
+def first_task(worker: Session) -> str:
+    """The task a worker was dispatched with: the first message of its conversation."""
+    from ..providers import TextBlock
+
+    for message in worker.messages:
+        if message.role == "user":
+            return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+    return ""
 
 
 def _known_here(parent: Session, thread_id: str) -> ThreadView | None:

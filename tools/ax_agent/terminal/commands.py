@@ -564,7 +564,7 @@ def _repair(context: Context, args: list[str]) -> Action:
 
 
 def _orchestrator(context: Context, args: list[str]) -> Action:
-    from ..delegation.threads import fold_threads
+    from ..delegation.threadlog import fold_threads
     from ..orchestrator import set_orchestrator
 
     session = context.session

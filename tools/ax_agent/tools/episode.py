@@ -37,7 +37,7 @@ class EpisodeInput(ToolInput):
 def run(request: EpisodeInput, ctx: ToolContext) -> ToolResult:
     from ax_log import read_events
 
-    from ..delegation.threads import fold_threads
+    from ..delegation.threadlog import fold_threads
 
     session = ctx.session
     if session is None or not session.orchestrating:

@@ -10,7 +10,7 @@ calls is decided and asked as any other.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
@@ -19,6 +19,9 @@ from ax_policy import ToolFacts
 from .base import ModelTool, ToolContext, ToolResult
 from .common import ToolInput, error, guarded
 from .thread import THREAD_TASK_MAX_CHARS, outcome_text
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 class ThreadsInput(ToolInput):
@@ -47,7 +50,8 @@ class ThreadsInput(ToolInput):
 def run(request: ThreadsInput, ctx: ToolContext) -> ToolResult:
     from ax_log import read_events
 
-    from ..delegation.threads import fold_threads, run_thread_turn, stop_thread, worker_label
+    from ..delegation.threadlog import fold_threads
+    from ..delegation.threads import run_thread_turn, stop_thread, worker_label
 
     session = ctx.session
     if session is None or not session.orchestrating:
@@ -73,6 +77,21 @@ def run(request: ThreadsInput, ctx: ToolContext) -> ToolResult:
     return outcome_text(outcome)
 
 
+def precheck(request: ThreadsInput, session: Session) -> str | None:
+    """A thread that is no worker's, or a stopped one, is refused before anyone is asked."""
+    from ..delegation.threads import worker_label
+
+    if request.action != "list":
+        worker_label(session, request.thread)
+    return None
+
+
+def _starts(request: ThreadsInput) -> list[str]:
+    """The roles the call starts: a follow-up runs a turn of a worker (a person's
+    decision, as its dispatch was); a list or a stop starts nothing."""
+    return ["worker"] if request.action == "send" else []
+
+
 TOOL = ModelTool(
     name="threads",
     description=(
@@ -80,6 +99,7 @@ TOOL = ModelTool(
         "(it continues its own conversation and answers), or stop one for good."
     ),
     input_model=ThreadsInput,
-    facts=ToolFacts(name="threads", internal=True),
+    facts=ToolFacts(name="threads", delegates=_starts),
     run=run,
+    precheck=precheck,
 )
