@@ -115,7 +115,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "thread.started": {"threadId": "s-1", "label": "fix-a", "task": "fix a"},
     "thread.message": {"threadId": "s-1", "sender": "worker", "text": "done"},
     "thread.ended": {"threadId": "s-1", "reason": "stopped"},
-    "episode.recorded": {"threadId": "s-1", "summary": "a fixed", "evidence": ["a.py"]},
+    "episode.recorded": {"threadId": "s-1", "summary": "a fixed"},
     "reminder.sent": {"kind": "parallel-calls", "text": "issue independent calls together"},
     "mcp.server": {"server": "docs", "state": "ready"},
     "mcp.call": {"server": "docs", "tool": "search", "durationMs": 12.5, "outcome": "ok"},

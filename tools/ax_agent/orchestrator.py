@@ -1,7 +1,7 @@
 """Orchestrator mode (issue 26): the session reads, plans and delegates every change.
 
 ``ax-agent --orchestrator`` or ``/orchestrator on``: the session keeps only
-``registry.ORCHESTRATOR_TOOLS`` (read-only tools, ``plan_write``, and its own
+``ORCHESTRATOR_TOOLS`` (read-only tools, ``plan_write``, and its own
 ``thread``, ``threads`` and ``episode``); every change is a worker thread's
 (``delegation.threads``). It gains no MCP server's tools; its instructions name
 the servers ``workerExtensions`` whitelists for its workers, and their tools, so
@@ -11,11 +11,35 @@ the threads stay, for when it is switched on again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .delegation.extensions import Whitelist
+    from .providers import Provider
     from .session import Session
+    from .tools.base import ModelTool
+
+# The tools only an orchestrating session holds:
+ORCHESTRATOR_ONLY: frozenset[str] = frozenset({"thread", "threads", "episode"})
+# and the whole of what it holds: read-only tools, the plan and its own three. A list of
+# what it may keep, not of what it may not: a tool added later stays out until named here.
+ORCHESTRATOR_TOOLS: frozenset[str] = frozenset(
+    {
+        "read_file",
+        "view_image",
+        "list_dir",
+        "glob",
+        "grep",
+        "retrieve",
+        "recall_step",
+        "slate_trail",
+        "history_search",
+        "git_status",
+        "plan_write",
+        *ORCHESTRATOR_ONLY,
+    }
+)
 
 DOCTRINE = (
     "You are the orchestrator of this session. You read, search and plan; you change "
@@ -26,6 +50,23 @@ DOCTRINE = (
     "episode (its thread id, a summary and the evidence: paths, checks and their "
     "verdicts). A worker's answer is its own account: check it before you rely on it."
 )
+
+
+@dataclass
+class ThreadBoard:
+    """A session's orchestration state in this process."""
+
+    # The session's tools without the orchestrator's own: what it holds when the mode
+    # is off, and where a worker's tools come from (an orchestrator's set holds no writer).
+    full_tools: dict[str, ModelTool]
+    # The orchestrator's own three, as the session was given them.
+    own_tools: dict[str, ModelTool]
+    # The system prompt without the orchestrator's instructions.
+    base_system: str
+    # Each thread's provider, so a follow-up continues where the last turn left off
+    # (the script provider's turns); a thread first met here gets a new one.
+    providers: dict[str, Provider] = field(default_factory=dict)
+    whitelist: Whitelist | None = None
 
 
 def doctrine(whitelist: Whitelist | None) -> str:
@@ -41,26 +82,24 @@ def doctrine(whitelist: Whitelist | None) -> str:
 
 
 def set_orchestrator(session: Session, on: bool) -> None:
-    """Switch orchestrator mode (see the module docstring)."""
-    from .delegation.threads import ThreadBoard
+    """Switch orchestrator mode (see the module docstring). The session's start calls it
+    once either way, with every tool of the registry in ``session.tools``."""
     from .mcp_servers.session import MCP_TOOL_PREFIX
-    from .tools.registry import ORCHESTRATOR_ONLY, ORCHESTRATOR_TOOLS, get_tool
 
     board = session.threads
     if board is None:
-        # The full set as it is now, without the servers' tools (sync_tools keeps those
-        # in step; a worker gets only the whitelisted ones) and the orchestrator's own.
-        full = {
-            name: tool
-            for name, tool in session.tools.items()
-            if not name.startswith(MCP_TOOL_PREFIX) and name not in ORCHESTRATOR_ONLY
-        }
-        board = ThreadBoard(full_tools=full, base_system=session.system)
+        # The set as it is now, without the servers' tools (sync_tools keeps those in
+        # step; a worker gets only the whitelisted ones), the orchestrator's own aside.
+        tools = {n: t for n, t in session.tools.items() if not n.startswith(MCP_TOOL_PREFIX)}
+        board = ThreadBoard(
+            full_tools={n: t for n, t in tools.items() if n not in ORCHESTRATOR_ONLY},
+            own_tools={n: t for n, t in tools.items() if n in ORCHESTRATOR_ONLY},
+            base_system=session.system,
+        )
         session.threads = board
     if on:
-        own = {name: get_tool(name) for name in sorted(ORCHESTRATOR_ONLY)}
         kept = {n: t for n, t in board.full_tools.items() if n in ORCHESTRATOR_TOOLS}
-        session.tools = {**kept, **{n: t for n, t in own.items() if t is not None}}
+        session.tools = {**kept, **board.own_tools}
         session.system = board.base_system + "\n\n" + doctrine(board.whitelist)
     else:
         session.tools = dict(board.full_tools)

@@ -55,8 +55,8 @@ from .window.window import SYSTEM_NOTE, ContextWindow
 if TYPE_CHECKING:
     from ax_policy import PolicyConfig, SessionGrants
 
-    from .delegation.threads import ThreadBoard
     from .mcp_servers.client import McpServers
+    from .orchestrator import ThreadBoard
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
 
@@ -221,12 +221,11 @@ class Session:
 
 
 def _all_tools() -> list[ModelTool]:
-    """Every tool but the orchestrator's own (issue 26: orchestrator mode adds those)."""
     import importlib
 
     registry = importlib.import_module(".tools.registry", __package__)
     tools: list[ModelTool] = registry.all_tools()
-    return [tool for tool in tools if tool.name not in registry.ORCHESTRATOR_ONLY]
+    return tools
 
 
 def start_session(options: StartOptions) -> Session:
@@ -323,10 +322,11 @@ def start_session(options: StartOptions) -> Session:
             from .resume import rebuild
 
             session.messages = rebuild(session.record, history)
-        if options.orchestrator:
-            from .orchestrator import set_orchestrator
+        # Issue 26: the orchestrator's own tools only in orchestrator mode, which holds
+        # only its restricted set.
+        from .orchestrator import set_orchestrator
 
-            set_orchestrator(session, True)
+        set_orchestrator(session, options.orchestrator)
     except BaseException:
         if servers is not None:
             servers.close()

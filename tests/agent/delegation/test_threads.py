@@ -22,8 +22,9 @@ from axtest import tool_path
 
 from ax_agent.loop import PARALLEL_CALLS_REMINDER, run_turn
 from ax_agent.mcp_servers import client as mcp_client
+from ax_agent.orchestrator import ORCHESTRATOR_ONLY
 from ax_agent.session import Session, StartOptions, start_session
-from ax_agent.tools.registry import ORCHESTRATOR_ONLY, PARENT_ONLY
+from ax_agent.tools.registry import PARENT_ONLY
 from ax_log import read_events
 from libcommon import clock, jsonio
 
@@ -171,6 +172,14 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
         ]
         listed = [e for e in of_type(parent, "tool.completed") if "answer(s)" in e["content"]]
         assert f"{plain} plain: open, 2 answer(s); last: still beta" in listed[-1]["content"]
+        # The worker's own question went to the same person, naming its thread.
+        asked = session.approver.asked  # type: ignore[attr-defined]
+        assert [(r.tool, r.task) for r in asked] == [
+            ("thread", None),
+            (MCP_TOOL, "with-mcp"),
+            ("thread", None),
+            ("threads", None),
+        ]
         rules = [e["rule"] for e in of_type(parent, "policy.decision")]
         # Each dispatch and the follow-up were a person's decision; the list and the
         # episode asked nobody.
@@ -228,8 +237,8 @@ def test_no_worker_ever_obtains_the_orchestrators_tools(
     session = start(workspace, script(tmp_path / "s.json", [], {}), [])
     try:
         assert session.threads is not None
-        # The parent's full set holds them (it orchestrates), and the role names them.
-        session.threads.full_tools.update(session.tools)
+        # The parent's full set holds them, and the role names them.
+        session.threads.full_tools.update(session.threads.own_tools)
         assert set(session.threads.full_tools) >= ORCHESTRATOR_ONLY
         worker = roles.ROLES["worker"]
         sneaky = replace(worker, tools=(*worker.tools, "thread", "threads", "episode"))
@@ -342,6 +351,30 @@ def test_a_catastrophic_pattern_is_cut_off_at_its_bound(monkeypatch: pytest.Monk
     assert took < 0.5 + 3.0, took
     assert extensions.WORKER_PATTERN_TIMEOUT_S == 2.0
     del monkeypatch
+
+
+def test_only_a_ready_server_with_tools_is_whitelisted() -> None:
+    from ax_agent.delegation.extensions import resolve
+    from ax_agent.mcp_servers.client import ServerState
+    from ax_agent.mcp_servers.config import ServerSpec, StdioEntry
+    from ax_agent.mcp_servers.tools import McpTool
+
+    def server(name: str, state: Any, *tools: str) -> ServerState:
+        entry = StdioEntry(command=f"/opt/{name}-mcp")
+        spec = ServerSpec(name, "user", "/s/config.json", entry, "0" * 64)
+        listed = [McpTool(f"mcp__{name}__{t}", name, t, "", {"type": "object"}) for t in tools]
+        return ServerState(spec, state, tools=listed)
+
+    found = resolve(
+        ["-mcp$", "nowhere"],
+        [server("empty", "ready"), server("docs", "ready", "search"), server("slow", "starting")],
+    )
+    assert [(e.server, e.tools) for e in found.servers] == [("docs", ("mcp__docs__search",))]
+    assert found.warnings == [
+        "workerExtensions pattern 'nowhere' matches no MCP server this session runs",
+        "workerExtensions pattern '-mcp$' matches the MCP server 'empty', which registers no "
+        "tools: not whitelisted",
+    ]
 
 
 def test_patterns_match_unanchored_against_spec_command_and_tool_names() -> None:

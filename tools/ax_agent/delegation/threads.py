@@ -25,7 +25,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from libcommon.errors import OperationFailed, UsageError
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from ..providers import Provider
     from ..session import Session
     from ..tools.base import ModelTool
-    from .extensions import Whitelist
 
 WORKER_ROLE = "worker"
 # How much of a worker's answer a thread.message and the tool's result carry.
@@ -48,20 +47,6 @@ THREAD_TICK_SECONDS = 0.1
 # A worker's session ends each turn with this reason; a stopped one with the other.
 TURN_END_REASON = "thread-turn-ended"
 STOP_REASON = "stopped"
-
-
-@dataclass
-class ThreadBoard:
-    """An orchestrating session's thread state in this process."""
-
-    # The parent's tools before orchestrator mode restricted them: a worker's source.
-    full_tools: dict[str, ModelTool]
-    # The system prompt without the orchestrator's instructions.
-    base_system: str
-    # Each thread's provider, so a follow-up continues where the last turn left off
-    # (the script provider's turns); a thread first met here gets a new one.
-    providers: dict[str, Provider] = field(default_factory=dict)
-    whitelist: Whitelist | None = None
 
 
 @dataclass

@@ -97,27 +97,6 @@ PARENT_ONLY: frozenset[str] = frozenset(
     {"project_setup", "triage_finding", "thread", "threads", "episode"}
 )
 
-# Orchestrator mode (issue 26). The tools only an orchestrating session holds:
-ORCHESTRATOR_ONLY: frozenset[str] = frozenset({"thread", "threads", "episode"})
-# and the whole of what it holds: read-only tools, the plan and its own three. A list of
-# what it may keep, not of what it may not: a tool added later stays out until named here.
-ORCHESTRATOR_TOOLS: frozenset[str] = frozenset(
-    {
-        "read_file",
-        "view_image",
-        "list_dir",
-        "glob",
-        "grep",
-        "retrieve",
-        "recall_step",
-        "slate_trail",
-        "history_search",
-        "git_status",
-        "plan_write",
-        *ORCHESTRATOR_ONLY,
-    }
-)
-
 
 def get_tool(name: str) -> ModelTool | None:
     """The tool the model named, or None for a name no tool has."""

@@ -28,6 +28,8 @@ THREAD_TASK_MAX_CHARS = 20_000
 THREAD_LABEL_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 # A worker's answer is fenced by markers built from these words.
 ANSWER_MARKER_WORDS = "worker answer"
+# In ``extensions``: every whitelisted server.
+EVERY_EXTENSION = "*"
 
 
 class ThreadInput(ToolInput):
@@ -38,10 +40,10 @@ class ThreadInput(ToolInput):
         description="What the worker must do and report. It sees nothing of this conversation.",
     )
 
-    extensions: list[str] | None = Field(
-        default=None,
-        description="Which of the whitelisted MCP servers it gets (default: every one); "
-        "a name not whitelisted is ignored.",
+    extensions: list[str] = Field(
+        default=[EVERY_EXTENSION],
+        description='Which of the whitelisted MCP servers it gets: "*" every one (the '
+        "default), [] none, or names (a name not whitelisted is ignored).",
     )
 
     @field_validator("label")
@@ -86,7 +88,7 @@ def run(request: ThreadInput, ctx: ToolContext) -> ToolResult:
         label=request.label,
         text=request.task,
         abort=ctx.abort,
-        extensions=request.extensions,
+        extensions=None if EVERY_EXTENSION in request.extensions else request.extensions,
     )
     return outcome_text(outcome)
 
