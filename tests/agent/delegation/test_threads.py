@@ -412,3 +412,49 @@ def test_a_user_pattern_that_is_no_regex_is_refused_naming_the_field(tmp_path: P
     workspace.mkdir()
     with pytest.raises(UsageError, match=r"workerExtensions.*not a regular expression"):
         load_config(state_layout(workspace, dict(os.environ)))
+
+
+def test_the_orchestrator_command_switches_the_mode_and_lists_threads(tmp_path: Path) -> None:
+    import io
+
+    from agenttest import open_session, write_script
+
+    from ax_agent.terminal import commands
+    from ax_agent.terminal.screen import Screen
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = open_session(workspace, write_script(tmp_path / "s.json", []))
+    try:
+        assert not session.orchestrating and "write_file" in session.tools
+        assert not set(session.tools) & ORCHESTRATOR_ONLY
+
+        def run(line: str) -> str:
+            err = io.StringIO()
+            screen = Screen(io.StringIO(), err, out_tty=False, err_tty=False, environ={})
+            context = commands.Context(session, None, screen, None)  # type: ignore[arg-type]
+            assert commands.run_line(context, line) is None
+            return err.getvalue()
+
+        assert "orchestrator mode is on; 0 thread(s)" in run("/orchestrator on")
+        assert session.orchestrating and set(session.tools) >= ORCHESTRATOR_ONLY
+        assert "write_file" not in session.tools
+        assert "orchestrator mode is off" in run("/orchestrator off")
+        assert "write_file" in session.tools
+        assert "/orchestrator takes on, off or nothing" in run("/orchestrator maybe")
+    finally:
+        session.end("test")
+
+
+def test_a_workspace_naming_worker_extensions_is_warned_about_on_stderr(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".ax").mkdir(parents=True)
+    (workspace / ".ax" / "config.json").write_text(json.dumps({"workerExtensions": ["."]}))
+    path = script(tmp_path / "s.json", [{"text": "hi"}], {})
+    run = subprocess.run(
+        [tool_path("agent"), "-C", str(workspace), "--provider", "script", "--script",
+         str(path), "--trust-this-workspace", "-p", "hello"],
+        capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "warning: config" in run.stderr and "workerExtensions ignored" in run.stderr
