@@ -180,6 +180,7 @@ def test_an_orchestrated_session_with_two_workers_one_handed_a_whitelisted_serve
             ("thread", None),
             ("threads", None),
         ]
+        assert asked[1].task_kind == "a worker thread, in the workspace itself"
         rules = [e["rule"] for e in of_type(parent, "policy.decision")]
         # Each dispatch and the follow-up were a person's decision; the list and the
         # episode asked nobody.

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..tools.base import ModelTool
 
 WORKER_ROLE = "worker"
+WORKER_KIND = "a worker thread, in the workspace itself"
 # How much of a worker's answer a thread.message and the tool's result carry.
 THREAD_ANSWER_MAX_CHARS = 8000
 THREAD_TICK_SECONDS = 0.1
@@ -134,7 +135,10 @@ def run_thread_turn(
     role = ROLES[WORKER_ROLE]
     inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
     stopped = threading.Event()
-    approver = ForwardingApprover(label, lambda q: inbox.put(("question", q)), stopped)
+    # A worker writes the workspace itself, and its questions say so (not "its own copy").
+    approver = ForwardingApprover(
+        label, lambda q: inbox.put(("question", q)), stopped, kind=WORKER_KIND
+    )
     provider = _provider(parent, thread_id, label)
     known = _known_here(parent, thread_id) if thread_id is not None else None
     resumed = thread_id is not None and known is None
