@@ -61,7 +61,7 @@ class ThreadBoard:
     full_tools: dict[str, ModelTool]
     # The orchestrator's own three, as the session was given them.
     own_tools: dict[str, ModelTool]
-    # The system prompt without the orchestrator's instructions.
+    # The system prompt without the orchestrator's instructions (taken when it goes on).
     base_system: str
     # Each thread's provider, so a follow-up continues where the last turn left off
     # (the script provider's turns); a thread first met here gets a new one.
@@ -98,12 +98,18 @@ def set_orchestrator(session: Session, on: bool) -> None:
         )
         session.threads = board
     if on:
+        if not session.orchestrating:
+            # The prompt as it is now (not as it was at the start): what "off" gives back.
+            board.base_system = session.system
         kept = {n: t for n, t in board.full_tools.items() if n in ORCHESTRATOR_TOOLS}
         session.tools = {**kept, **board.own_tools}
         session.system = board.base_system + "\n\n" + doctrine(board.whitelist)
-    else:
+    elif session.orchestrating:
         session.tools = dict(board.full_tools)
         session.system = board.base_system
+    else:
+        # Already off (the start): only the orchestrator's own leave.
+        session.tools = {n: t for n, t in session.tools.items() if n not in ORCHESTRATOR_ONLY}
     session.orchestrating = on
 
 

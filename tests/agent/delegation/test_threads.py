@@ -268,6 +268,13 @@ def test_orchestrator_off_gives_the_full_set_back_and_on_again_restricts(tmp_pat
         set_orchestrator(session, True)
         assert not WRITERS & set(session.tools)
         assert "orchestrator of this session" in session.system
+        # A prompt changed while it was off is the one "off" gives back later.
+        set_orchestrator(session, False)
+        set_orchestrator(session, False)
+        session.system += "\nchanged while off"
+        set_orchestrator(session, True)
+        set_orchestrator(session, False)
+        assert session.system.endswith("\nchanged while off")
     finally:
         session.end("test")
 
