@@ -745,6 +745,23 @@ def test_agent_delegation_limits() -> None:
     assert forward.QUESTION_POLL_SECONDS == 0.05
 
 
+def test_agent_orchestrator_limits() -> None:
+    from ax_agent.delegation import extensions, threads
+    from ax_agent.tools import episode, thread
+    from ax_policy import models
+
+    assert extensions.WORKER_PATTERN_TIMEOUT_S == 2.0
+    assert extensions.WORKER_PATTERN_SUBJECT_MAX_CHARS == 4096
+    assert models.MAX_WORKER_EXTENSION_PATTERNS == 32
+    assert threads.THREAD_ANSWER_MAX_CHARS == 8000
+    assert threads.THREAD_TICK_SECONDS == 0.1
+    assert thread.THREAD_TASK_MAX_CHARS == 20_000
+    assert thread.THREAD_LABEL_PATTERN == r"^[a-z0-9][a-z0-9-]{0,63}$"
+    assert episode.EPISODE_SUMMARY_MAX_CHARS == 4000
+    assert episode.EPISODE_EVIDENCE_MAX == 32
+    assert episode.EPISODE_EVIDENCE_MAX_CHARS == 500
+
+
 def test_agent_executor_limits() -> None:
     from ax_agent import session
     from ax_agent.tasks import worktrees

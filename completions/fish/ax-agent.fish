@@ -18,6 +18,7 @@ complete -c ax-agent -l continue -d 'Continue the newest session of this workspa
 complete -c ax-agent -l resume -r -d 'Resume the session ID.'
 complete -c ax-agent -l trust-this-workspace -d 'Trust the workspace for this run only.'
 complete -c ax-agent -l dangerously-allow-all -d 'Answer every approval question yes (said on stderr and in the log).'
+complete -c ax-agent -l orchestrator -d 'Orchestrator mode: read, plan and delegate every change to worker threads.'
 complete -c ax-agent -l version -d 'Print the version and exit.'
 complete -c ax-agent -s h -l help -d 'Show help and exit.'
 complete -c ax-agent -n '__fish_seen_subcommand_from commit;' -s C -l workspace -r -d 'Workspace folder (default: the current directory).'

@@ -50,6 +50,7 @@ def test_envelope_and_gapless_seq(layout: StateLayout) -> None:
         "keyCheck": None,
         "parent": None,
         "task": None,
+        "role": None,
     }
     assert [r["seq"] for r in more] == [2, 3, 4]
     stored = lines(layout.session_log("s1"))

@@ -418,7 +418,9 @@ DELEGATE = ToolFacts("delegate", delegates=lambda i: i["roles"])
         (["inspector", "researcher"], "ask", "delegate-external"),
         (["researcher", "executor"], "ask", "delegate-mutating"),
         (["explorer", "hacker"], "deny", "delegate-unknown-role"),
-        ([], "deny", "fact-error"),
+        # Issue 26: a call that starts nothing (threads' list and stop).
+        ([], "allow", "delegate-none"),
+        ("explorer", "deny", "fact-error"),
     ],
 )
 def test_delegation(ctx: DecisionContext, roles: list[str], verdict: str, rule: str) -> None:

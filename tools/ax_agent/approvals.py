@@ -50,6 +50,8 @@ class ApprovalRequest:
     task: str | None = None
     # What the tool adds to the question (a research call's query, bounds and allowance).
     details: tuple[str, ...] = ()
+    # What that task is and where it works, as the question says it.
+    task_kind: str = "a delegated task, in its own copy"
 
     @property
     def summary(self) -> str:
@@ -133,7 +135,7 @@ class TerminalApprover:
         write = self.stderr.write
         write(f"\nax-agent: {request.tool} needs your approval (call {request.call_id})\n")
         if request.task is not None:
-            write(f"  task:     {redact(request.task)} (a delegated task, in its own copy)\n")
+            write(f"  task:     {redact(request.task)} ({request.task_kind})\n")
         write(f"  request:  {request.summary}\n")
         write(f"  reason:   {redact(request.decision.reason)}\n")
         write(f"  boundary: {request.boundary}\n")

@@ -81,6 +81,13 @@ def agent(
             help="Answer every approval question yes (said on stderr and in the log).",
         ),
     ] = False,
+    orchestrator: Annotated[
+        bool,
+        typer.Option(
+            "--orchestrator",
+            help="Orchestrator mode: read, plan and delegate every change to worker threads.",
+        ),
+    ] = False,
     version: VersionOption = False,
 ) -> int | None:
     """Run one turn of the coding agent on a prompt and print its answer.
@@ -133,6 +140,7 @@ def agent(
         mcp_ask=_ask_trust if interactive else None,
         approver=approver,
         approval_note=note,
+        orchestrator=orchestrator,
     )
     if terminal:  # issue 12: the same session options, read line by line
         from .terminal.repl import run_terminal

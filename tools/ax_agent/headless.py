@@ -147,6 +147,9 @@ def _chrome_listener(chrome: Callable[[str], None]) -> Callable[[dict[str, Any]]
                 f"ax-agent: MCP server {record.get('server') or '(workspace file)'} "
                 f"{record.get('state')}: {record.get('reason')}"
             )
+        elif kind == "config.loaded":
+            for warning in record.get("warnings") or []:
+                chrome(f"ax-agent: warning: {warning}")
         elif kind == "model.uncatalogued":
             chrome(f"ax-agent: model {record.get('model')}: {record.get('note')}")
         elif kind == "approval.resolved":

@@ -64,6 +64,12 @@ UNPARSEABLE_STOP_AT = 3
 SUMMARY_MAX_CHARS = 200
 # Stop reasons that mean the model finished its answer.
 FINISHED = frozenset({"end_turn", "stop_sequence"})
+# Issue 26: what a worker thread is told after its first batch of tool results in a turn.
+PARALLEL_CALLS_REMINDER = (
+    "[ax reminder] Tool calls that do not depend on each other's results go in one "
+    "answer together: issue independent reads, searches and checks at once, not one per "
+    "answer."
+)
 
 
 @dataclass
@@ -95,6 +101,8 @@ class _TurnState:
     stop: _Stop | None = None
     abort_phase: str | None = None
     usage: Usage = field(default_factory=Usage)
+    # Issue 26: the parallel-calls reminder was given this turn.
+    reminded: bool = False
 
 
 def block_json(block: ContentBlock) -> dict[str, Any]:
@@ -141,7 +149,14 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         from .mcp_servers.session import sync_tools
 
         session.mcp.wait_started()
-        sync_tools(session.tools, session.mcp)
+        if not session.orchestrating:
+            sync_tools(session.tools, session.mcp)
+    if session.orchestrating:
+        # Issue 26: the orchestrator gains no server's tools; its instructions name the
+        # whitelisted ones its workers hold.
+        from .orchestrator import prepare_turn
+
+        prepare_turn(session)
     session.record({"type": "user.message", "content": text})
     blocks: list[ContentBlock] = [TextBlock(text)]
     # The plan (issue 21): its per-turn note rides on the message, so it leaves with it.
@@ -208,7 +223,15 @@ def run_turn(session: Session, text: str, abort: threading.Event | None = None) 
         # Nothing happens between the answer and its first call's request, so the two
         # are one batch: both durable before that call is decided, in the same order.
         results = _answer_calls(session, uses, response.stop_reason, abort, state, answer)
-        session.messages.append(Message("user", list(results)))
+        answered: list[ContentBlock] = [*results]
+        if session.remind_parallel and not state.reminded and results:
+            # Issue 26: once per turn, in the worker's log, never on the person's screen.
+            state.reminded = True
+            session.record(
+                {"type": "reminder.sent", "kind": "parallel-calls", "text": PARALLEL_CALLS_REMINDER}
+            )
+            answered.append(TextBlock(PARALLEL_CALLS_REMINDER))
+        session.messages.append(Message("user", answered))
         if state.abort_phase is not None or abort.is_set():
             return _aborted(session, state, state.abort_phase or "tool", final_text)
         if state.stop is not None:

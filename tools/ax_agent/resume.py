@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .providers import Message, TextBlock, ToolResultBlock, ToolUseBlock, reasoning
+from .providers import ContentBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock, reasoning
 from .providers.base import AnswerBlock
 
 Record = dict[str, Any]
@@ -82,19 +82,24 @@ def rebuild(record: Recorder, events: list[Record]) -> list[Message]:
     pending: dict[str, _Call] = {}
     # The call a check belongs to: checks carry no call id, so the last call requested.
     current: _Call | None = None
+    # A reminder that rode on this round's results (issue 26), as the model was sent it.
+    reminder: str | None = None
 
     def close_round() -> None:
-        nonlocal pending, current
+        nonlocal pending, current, reminder
         if not pending:
             return
-        results = []
+        results: list[ContentBlock] = []
         for call in pending.values():
             if call.result is None:
                 call.result = _repair(record, call)
             results.append(call.result)
-        messages.append(Message("user", list(results)))
+        if reminder is not None:
+            results.append(TextBlock(reminder))
+        messages.append(Message("user", results))
         pending = {}
         current = None
+        reminder = None
 
     for event in events:
         kind = event.get("type")
@@ -129,6 +134,8 @@ def rebuild(record: Recorder, events: list[Record]) -> list[Message]:
             current.check_started = event
         elif kind == "check.completed" and current is not None:
             current.check_completed = event
+        elif kind == "reminder.sent" and pending and isinstance(event.get("text"), str):
+            reminder = event["text"]
     close_round()
     return messages
 

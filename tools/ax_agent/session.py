@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
     from .handoff.records import PauseReason
     from .mcp_servers.client import McpServers
+    from .orchestrator import ThreadBoard
     from .tools.base import ModelTool
     from .tools.report_finding import ReviewChannel
     from .webresearch import ResearchLedger, ResearchState
@@ -104,6 +105,8 @@ class StartOptions:
     approval_note: str | None = None
     # Asks whether a workspace-declared MCP server may start (None: off a terminal, so no).
     mcp_ask: Callable[[str], bool] | None = None
+    # Orchestrator mode (issue 26): read, plan and delegate every change to worker threads.
+    orchestrator: bool = False
 
 
 @dataclass
@@ -171,6 +174,13 @@ class Session:
     context_budget: int | None = None
     budget_floor: int = 0
     failover_attempt: str | None = None
+    # Orchestrator mode (issue 26): whether it is on, and its worker threads (kept when it
+    # is switched off, so switching it on again finds them).
+    orchestrating: bool = False
+    threads: ThreadBoard | None = None
+    # A worker thread's session: after a batch of tool results it is reminded, once per
+    # turn, to issue independent calls together.
+    remind_parallel: bool = False
 
     @property
     def workspace(self) -> Path:
@@ -311,7 +321,7 @@ def start_session(options: StartOptions) -> Session:
             resumed=history is not None
             and any(event.get("type") == "session.started" for event in history),
             # A resumed session streams only what this life appends.
-            shown_offset=_complete_end(log) if history is not None else 0,
+            shown_offset=complete_end(log) if history is not None else 0,
             instructions=instructions,
             memory=memory,
             map=repo_map,
@@ -329,7 +339,7 @@ def start_session(options: StartOptions) -> Session:
             servers = open_servers(mcp_states, mcp_notes, layout, session_id, options.environ)
             session.mcp = servers
         session.seam.call("slate.start", SlateStartRequest())
-        session.trail_step = _last_trail_step(layout, session_id)
+        session.trail_step = last_trail_step(layout, session_id)
         # Bounded context (issue 13): requests send a bounded view of the history, the
         # archive keeps every message for recall, and a resume keeps what was elided.
         session.window = ContextWindow.resumed(session.seam, session.record, history or [])
@@ -343,6 +353,11 @@ def start_session(options: StartOptions) -> Session:
             states = [event for event in history if event.get("type") == "handoff.state"]
             if states:
                 apply_state(session, states[-1])
+        # Issue 26: the orchestrator's own tools only in orchestrator mode, which holds
+        # only its restricted set.
+        from .orchestrator import set_orchestrator
+
+        set_orchestrator(session, options.orchestrator)
     except BaseException:
         if servers is not None:
             servers.close()
@@ -391,13 +406,13 @@ def _sweep_orphans(session: Session) -> None:
     session.record({"type": "worktrees.swept", **event})
 
 
-def _complete_end(log: Path) -> int:
+def complete_end(log: Path) -> int:
     """Where the log's complete lines end: a killed writer's fragment is moved aside later."""
     data = log.read_bytes()
     return data.rfind(b"\n") + 1
 
 
-def _last_trail_step(layout: StateLayout, session_id: str) -> int:
+def last_trail_step(layout: StateLayout, session_id: str) -> int:
     from ax_slate import read_trail
 
     newest = read_trail(layout, session_id, count=1)
@@ -472,6 +487,8 @@ def _first_records(
         {
             "type": "config.loaded",
             "sources": [source.to_json() for source in config.sources],
+            # Issue 26: what the loader ignored (a workspace naming workerExtensions).
+            **({"warnings": list(config.warnings)} if config.warnings else {}),
         },
         session.sandbox.event(),
         git.event(),

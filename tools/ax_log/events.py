@@ -75,6 +75,8 @@ class SessionStarted(EventBody):
     # plan id or label.
     parent: str | None = None
     task: str | None = None
+    # The delegated role (issue 26: a worker thread is resumed by id only as a worker).
+    role: str | None = None
 
 
 @register
@@ -100,6 +102,8 @@ class ConfigLoaded(EventBody):
 
     type: Literal["config.loaded"] = "config.loaded"
     sources: list[dict[str, Any]]
+    # What the loader ignored and why (issue 26: a workspace's workerExtensions).
+    warnings: list[str] = Field(default_factory=list)
 
 
 @register
@@ -1232,6 +1236,68 @@ class ArtifactInspected(EventBody):
     pages: list[InspectedPage]
     page_count: int = Field(ge=0)
     shown: bool
+
+
+# --- orchestrator mode and worker threads (ax-agent, issue 26) ----------------
+
+ThreadId = Annotated[str, Field(min_length=1)]
+
+
+@register
+class ThreadStarted(EventBody):
+    """A worker thread was dispatched (or, ``resumed``, taken up again by id in this
+    session). ``threadId`` is the worker's own session id; ``extensions`` the
+    whitelisted MCP servers it was given."""
+
+    type: Literal["thread.started"] = "thread.started"
+    thread_id: ThreadId
+    label: str
+    task: str
+    resumed: bool = False
+    extensions: list[str] = Field(default_factory=list)
+
+
+@register
+class ThreadMessage(EventBody):
+    """A message in a worker thread: ``sender`` ``parent`` (a follow-up sent to the
+    worker) or ``worker`` (its answer at the end of a turn, with its ``stopReason``)."""
+
+    type: Literal["thread.message"] = "thread.message"
+    thread_id: ThreadId
+    sender: Literal["parent", "worker"]
+    text: str
+    stop_reason: str | None = None
+
+
+@register
+class ThreadEnded(EventBody):
+    """A worker thread was stopped: no follow-up reaches it any more."""
+
+    type: Literal["thread.ended"] = "thread.ended"
+    thread_id: ThreadId
+    reason: str
+    detail: str | None = None
+
+
+@register
+class EpisodeRecorded(EventBody):
+    """What a worker delivered, as the orchestrator recorded it: a summary and the
+    references (paths, commits, log steps) that back it."""
+
+    type: Literal["episode.recorded"] = "episode.recorded"
+    thread_id: ThreadId
+    summary: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+@register
+class ReminderSent(EventBody):
+    """A harness reminder added to a worker's conversation (``parallel-calls``: issue
+    independent calls together), kept in its log and never shown on the screen."""
+
+    type: Literal["reminder.sent"] = "reminder.sent"
+    kind: Literal["parallel-calls"]
+    text: str
 
 
 # --- parsing -----------------------------------------------------------------

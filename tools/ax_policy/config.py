@@ -36,6 +36,9 @@ MAX_CONFIG_BYTES = 64 * 1024
 WORKSPACE_CONFIG = Path(".ax") / "config.json"
 
 LayerT = TypeVar("LayerT", bound="WorkspaceConfig")
+# User-only keys a workspace file is said to name in vain rather than refused for: a
+# repository copying a user's config must not stop the session, nor be obeyed.
+USER_ONLY_IGNORED = ("workerExtensions",)
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,11 @@ def load_config(layout: StateLayout) -> PolicyConfig:
     """The merged configuration for ``layout``'s workspace."""
     from .models import PolicyConfig, UserConfig, WorkspaceConfig
 
-    user, user_source = _read_layer(layout.config_file, UserConfig, "user", None)
+    user, user_source, _ = _read_layer(layout.config_file, UserConfig, "user", None)
     ws_path = workspace_config_path(layout.workspace)
-    workspace, ws_source = _read_layer(ws_path, WorkspaceConfig, "workspace", layout.workspace)
+    workspace, ws_source, warnings = _read_layer(
+        ws_path, WorkspaceConfig, "workspace", layout.workspace
+    )
     return PolicyConfig(
         provider=user.provider,
         model=user.model,
@@ -86,11 +91,13 @@ def load_config(layout: StateLayout) -> PolicyConfig:
         instruction_fallbacks=user.instruction_fallbacks,
         mcp_servers=user.mcp_servers,
         research=user.research,
+        worker_extensions=user.worker_extensions,
         protected_paths=_union(user.protected_paths, workspace.protected_paths),
         secret_patterns=_union(user.secret_patterns, workspace.secret_patterns),
         env_exclude_patterns=_union(user.env_exclude_patterns, workspace.env_exclude_patterns),
         blocked_hosts=_union(user.blocked_hosts, workspace.blocked_hosts),
         sources=[user_source, ws_source],
+        warnings=warnings,
     )
 
 
@@ -122,7 +129,8 @@ def _read_layer(
     model: type[LayerT],
     layer: Literal["user", "workspace"],
     confine_to: Path | None,
-) -> tuple[LayerT, ConfigSource]:
+) -> tuple[LayerT, ConfigSource, list[str]]:
+    """The layer, its source, and a warning for each user-only key a workspace named."""
     from pydantic import ValidationError
 
     from .models import ConfigSource
@@ -130,7 +138,7 @@ def _read_layer(
     hint = _hint(path)
     data = _read_layer_bytes(path, confine_to)
     if data is None:
-        return model(), ConfigSource(layer=layer, path=str(path), present=False)
+        return model(), ConfigSource(layer=layer, path=str(path), present=False), []
     source = ConfigSource(
         layer=layer, path=str(path), present=True, sha256=hashlib.sha256(data).hexdigest()
     )
@@ -140,7 +148,16 @@ def _read_layer(
         raise UsageError(f"config {path} is not valid JSON: {exc}", hint=hint) from None
     if not isinstance(document, dict):
         raise UsageError(f"config {path} must be a JSON object", hint=hint)
+    warnings: list[str] = []
+    if layer == "workspace":
+        for key in USER_ONLY_IGNORED:
+            if key in document:
+                del document[key]
+                warnings.append(
+                    f"config {path}: {key} ignored: only the user's config "
+                    "(<state>/config.json) may name it"
+                )
     try:
-        return model.model_validate(document), source
+        return model.model_validate(document), source, warnings
     except ValidationError as exc:
         raise UsageError(describe_validation_error(exc, f"config {path}"), hint=hint) from None

@@ -71,6 +71,9 @@ DELEGATE_ROLES = {
     "researcher": "read-only-external",
     # Writes, in a worktree of its own; its changes reach the workspace only when applied.
     "executor": "mutating",
+    # Orchestrator mode (issue 26): a worker thread, which changes files in the workspace;
+    # each of its own calls is decided and asked like any other.
+    "worker": "mutating",
 }
 
 FACT_KINDS = (
@@ -253,8 +256,10 @@ def _checked(kind: str, value: Any) -> Any:
             raise ValueError(f"it names more than {MAX_FACT_PATHS} paths")
         return paths
     if kind == "delegates":
-        if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
-            raise TypeError("expected a non-empty list of roles")
+        # An empty list is a call that starts nothing (threads listing or stopping
+        # workers); what it then does is decided as starting no session.
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+            raise TypeError("expected a list of roles")
         return [str(role) for role in value]
     models: dict[str, type[BaseModel]] = {
         "command": CommandFact,
@@ -287,6 +292,13 @@ def _deny(rule: str, reason: str, **extra: Any) -> Decision:
 
 
 def _delegation(name: str, roles: list[str]) -> Decision:
+    if not roles:
+        return Decision(
+            verdict="allow",
+            decision_class="observe",
+            rule="delegate-none",
+            reason=f"{name} starts no delegated session this call",
+        )
     unknown = [role for role in roles if role not in DELEGATE_ROLES]
     if unknown:
         return _deny(

@@ -28,6 +28,8 @@ MAX_INSTRUCTION_FALLBACKS = 8
 MAX_FILE_NAME_CHARS = 255
 # MCP servers one configuration may declare (ax-agent, issue 23).
 MAX_MCP_SERVERS = 32
+# Orchestrator mode (issue 26): the user's workerExtensions patterns, each a regex.
+MAX_WORKER_EXTENSION_PATTERNS = 32
 # Caps on a decision request's facts, so a request cannot make decide() walk forever.
 MAX_FACT_PATHS = 256
 MAX_FACT_TEXT_CHARS = 65_536
@@ -73,6 +75,14 @@ Pattern = Annotated[
 ]
 PatternList = Annotated[list[Pattern], Field(max_length=MAX_PATTERNS_PER_LIST)]
 ToolName = Annotated[str, StringConstraints(pattern=_TOOL_NAME)]
+
+
+def _compiles(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression ({exc})") from None
+    return value
 
 
 def _plain_file_name(value: str) -> str:
@@ -379,6 +389,16 @@ class UserConfig(WorkspaceConfig):
     # the allowance, checked where it is used (ax_agent.research.settings). User layer
     # only: a repository must never choose where its agent's queries go, nor how many.
     research: dict[str, Any] | None = None
+    # Orchestrator mode (issue 26): regular expressions naming the running MCP servers
+    # every worker thread is given. User layer only: a workspace naming it is ignored
+    # with a warning (config.load_config), never an error and never obeyed.
+    worker_extensions: (
+        Annotated[
+            list[Annotated[Pattern, AfterValidator(_compiles)]],
+            Field(max_length=MAX_WORKER_EXTENSION_PATTERNS),
+        ]
+        | None
+    ) = None
 
 
 class ConfigSource(_Model):
@@ -392,6 +412,8 @@ class PolicyConfig(UserConfig):
     """The merged configuration: preferences from the user layer, deny lists unioned."""
 
     sources: list[ConfigSource] = Field(default_factory=list)
+    # What the loader ignored and why (a workspace's workerExtensions): said, never obeyed.
+    warnings: list[str] = Field(default_factory=list)
 
 
 # --- Trust ----------------------------------------------------------------------------

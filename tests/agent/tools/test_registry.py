@@ -39,6 +39,9 @@ NAMES = [
     "read_document",
     "render_document",
     "inspect_pages",
+    "thread",
+    "threads",
+    "episode",
 ]
 # Registered, and held only by a delegated role's registry (registry.CHILD_ONLY).
 CHILD_ONLY_NAMES = ["web_extract", "record_source"]

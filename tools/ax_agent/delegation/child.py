@@ -56,15 +56,26 @@ def start_child(
     workspace: Path,
     approver: Approver,
     listener: Listener,
+    tools: dict[str, ModelTool] | None = None,
+    resume: str | None = None,
+    provider: Provider | None = None,
 ) -> Session:
-    """A child session for ``task``, its first records written (see the module docstring)."""
+    """A child session for ``task``, its first records written (see the module docstring).
+
+    ``tools`` replaces the role's registry (a worker thread's: its role's tools and the
+    whitelisted MCP servers'); ``resume`` opens that earlier child session again, its
+    conversation rebuilt from its log (a worker thread's follow-up); ``provider``
+    replaces ``child_provider``'s (a worker thread keeps its own across turns).
+    """
+    from ax_log import read_events
     from ax_policy import SessionGrants
 
     from ..context import probe_git, system_prompt
     from ..instructions import load_instructions
+    from ..resume import rebuild
     from ..seam.compose import make_seam
     from ..seam.models import SlateStartRequest
-    from ..session import SESSION_ID_PREFIX, Session
+    from ..session import SESSION_ID_PREFIX, Session, complete_end, last_trail_step
     from ..window.window import SYSTEM_NOTE, ContextWindow
     from .roles import registry_for
 
@@ -78,10 +89,13 @@ def start_child(
         user_folder=None,
         for_delegated_task=True,
     )
-    provider = child_provider(parent.provider, task)
-    child_id = clock.new_id(SESSION_ID_PREFIX)
+    provider = provider or child_provider(parent.provider, task)
+    child_id = resume if resume is not None else clock.new_id(SESSION_ID_PREFIX)
     lease = OwnerLease(layout.session_lease(child_id))
     lease.acquire()
+    history = None
+    if resume is not None:
+        history = list(read_events(layout.session_log(child_id), child_id))
     try:
         seam = make_seam(layout, child_id, parent.environ, parent.config)
         system = system_prompt(layout.workspace, parent.sandbox, git, instructions)
@@ -92,7 +106,9 @@ def start_child(
             environ=parent.environ,
             provider=provider,
             model=provider.model,
-            tools=registry_for(role, {**parent.tools, **_child_only_tools()}),
+            tools=tools
+            if tools is not None
+            else registry_for(role, {**parent.tools, **_child_only_tools()}),
             system=system,
             seam=seam,
             sandbox=parent.sandbox,
@@ -103,12 +119,19 @@ def start_child(
             lease=lease,
             listeners=[listener],
             instructions=instructions,
+            resumed=history is not None,
+            # A resumed child shows its listener only what this life appends.
+            shown_offset=complete_end(layout.session_log(child_id)) if history else 0,
         )
         child.research = _shared_research(parent, role)
-        child.record(*_first_records(child, parent, task, git.event()))
+        child.record(*_first_records(child, parent, task, role, git.event()))
         seam.call("slate.start", SlateStartRequest())
-        child.window = ContextWindow.resumed(seam, child.record, [])
+        if history is not None:
+            child.trail_step = last_trail_step(layout, child_id)
+        child.window = ContextWindow.resumed(seam, child.record, history or [])
         child.listeners.append(child.window.archive)
+        if history is not None:
+            child.messages = rebuild(child.record, history)
     except BaseException:
         lease.release()
         raise
@@ -150,7 +173,7 @@ def _shared_research(parent: Session, role: Role) -> Any:
 
 
 def _first_records(
-    child: Session, parent: Session, task: str, git_event: dict[str, Any]
+    child: Session, parent: Session, task: str, role: Role, git_event: dict[str, Any]
 ) -> list[dict[str, Any]]:
     assert child.instructions is not None
     workspace = str(child.workspace)
@@ -160,9 +183,10 @@ def _first_records(
             "workspace": workspace,
             "provider": child.provider.name,
             "model": child.model,
-            "resumed": False,
+            "resumed": child.resumed,
             "parent": parent.id,
             "task": task,
+            "role": role.name,
         },
         {"type": "trust.verified", "workspace": workspace, "basis": "derived"},
         {"type": "config.loaded", "sources": [s.to_json() for s in parent.config.sources]},

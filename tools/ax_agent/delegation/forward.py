@@ -45,11 +45,14 @@ class Question:
     stopped: threading.Event
     answered: threading.Event = field(default_factory=threading.Event)
     answer: ApprovalAnswer | None = None
+    # What the task is and where it works, as the question says it (None: an executor's).
+    kind: str | None = None
 
     def forwarded(self) -> ApprovalRequest:
         """The request as the parent's approver sees it: the task named, one-off answers
         only (a grant would belong to the child's session, which ends with the task)."""
-        return replace(self.request, task=self.task, offers=("no", "once"))
+        request = replace(self.request, task=self.task, offers=("no", "once"))
+        return request if self.kind is None else replace(request, task_kind=self.kind)
 
 
 @dataclass
@@ -60,9 +63,11 @@ class ForwardingApprover:
     post: Callable[[Question], None]
     stopped: threading.Event
     name: str = "parent"
+    # What the task is and where it works (None: an executor, in its own worktree).
+    kind: str | None = None
 
     def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        question = Question(self.task, request, self.stopped)
+        question = Question(self.task, request, self.stopped, kind=self.kind)
         self.post(question)
         while not question.answered.wait(QUESTION_POLL_SECONDS):
             if self.stopped.is_set():

@@ -87,7 +87,7 @@ class MenuApprover:
         screen.line(screen.style(title, "bold", "yellow"))
         if request.task is not None:
             # A delegated task's question (issue 21): whose it is comes first.
-            screen.line(f"  task:     {clean(request.task)} (a delegated task, in its own copy)")
+            screen.line(f"  task:     {clean(request.task)} ({request.task_kind})")
         screen.line(f"  request:  {clean(request.summary)}")
         screen.line(f"  reason:   {clean(redact(request.decision.reason))}")
         screen.line(f"  boundary: {request.boundary}")

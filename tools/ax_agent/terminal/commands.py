@@ -567,6 +567,26 @@ def _repair(context: Context, args: list[str]) -> Action:
     return None
 
 
+def _orchestrator(context: Context, args: list[str]) -> Action:
+    from ..delegation.threadlog import fold_threads
+    from ..orchestrator import set_orchestrator
+
+    session = context.session
+    if len(args) > 1 or (args and args[0] not in ("on", "off")):
+        raise UsageError("/orchestrator takes on, off or nothing", hint="/orchestrator on")
+    if args:
+        set_orchestrator(session, args[0] == "on")
+    from ax_log import read_events
+
+    state = "on" if session.orchestrating else "off"
+    views = fold_threads(read_events(session.layout.session_log(session.id), session.id))
+    _say(context, f"  orchestrator mode is {state}; {len(views)} thread(s) in this session")
+    for view in views.values():
+        status = "stopped" if view.ended else "open"
+        _say(context, f"    {view.thread_id} {view.label}: {status}, {view.turns} answer(s)")
+    return None
+
+
 def _init(context: Context, args: list[str]) -> Action:
     from .init import run_init
 
@@ -693,6 +713,12 @@ COMMANDS: tuple[Command, ...] = (
         "[dismiss N REASON]",
         "the repair ledger: each classified failure and its outcome; dismiss an open one",
         _repair,
+    ),
+    Command(
+        "orchestrator",
+        "[on|off]",
+        "orchestrator mode: read, plan, delegate every change to worker threads",
+        _orchestrator,
     ),
     Command("init", "", "write a starter AGENTS.md for the project (shown, then asked)", _init),
     Command(

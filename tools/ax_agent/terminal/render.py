@@ -150,6 +150,20 @@ class Renderer:
             f"model {clean(str(record.get('model')))}: {clean(str(record.get('note')))}", "yellow"
         )
 
+    def _config_loaded(self, record: dict[str, Any]) -> None:
+        for warning in record.get("warnings") or []:
+            self._result(f"warning: {clean(str(warning))}", "yellow")
+
+    # Issue 26: a worker thread's start and end are news; its reminders (reminder.sent,
+    # in the worker's own log) have no handler, so they never reach the screen.
+    def _thread_started(self, record: dict[str, Any]) -> None:
+        verb = "resumed" if record.get("resumed") else "started"
+        label = clean(str(record.get("label")))
+        self._result(f"thread {record.get('threadId')} ({label}) {verb}", "dim")
+
+    def _thread_ended(self, record: dict[str, Any]) -> None:
+        self._result(f"thread {record.get('threadId')} stopped", "dim")
+
     def _tool_requested(self, record: dict[str, Any]) -> None:
         tool = str(record.get("tool"))
         label = call_label(tool, record.get("input"), self.screen.glyphs.more)

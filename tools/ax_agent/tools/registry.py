@@ -30,6 +30,7 @@ def _tools() -> tuple[ModelTool, ...]:
         browser_flow,
         delegate_task,
         edit_file,
+        episode,
         git_checkpoint,
         git_status,
         glob,
@@ -51,6 +52,8 @@ def _tools() -> tuple[ModelTool, ...]:
         run_command,
         slate_note,
         slate_trail,
+        thread,
+        threads,
         triage_finding,
         view_image,
         web_extract,
@@ -105,6 +108,11 @@ def _tools() -> tuple[ModelTool, ...]:
         read_document,
         render_document,
         inspect_pages,
+        # Orchestrator mode (issue 26): dispatch a worker thread, list and steer them,
+        # record what one delivered. Only an orchestrating session holds them.
+        thread,
+        threads,
+        episode,
     )
     return tuple(module.TOOL for module in modules)
 
@@ -114,7 +122,10 @@ def _tools() -> tuple[ModelTool, ...]:
 # about to be deleted, and a migration there writes the real database from "isolation".
 # triage_finding: the parent's judgment of its reviewers' findings, never a child's.
 # browser_flow: the preview serves the parent's workspace, not an executor's worktree.
-PARENT_ONLY: frozenset[str] = frozenset({"project_setup", "triage_finding", "browser_flow"})
+# thread, threads, episode: no worker ever obtains the orchestrator's own tools.
+PARENT_ONLY: frozenset[str] = frozenset(
+    {"project_setup", "triage_finding", "browser_flow", "thread", "threads", "episode"}
+)
 # Tools the parent session never holds, only a delegated role whose registry names them:
 # web_extract returns whole web pages and record_source records findings, so the main
 # agent never receives a raw page by construction (issue 25).
