@@ -74,7 +74,7 @@ def one_group(layout: StateLayout, run: int, tasks: int) -> dict[str, float]:
             capture_task(base, task, lambda _event: None)
         captured = time.perf_counter()
     finally:
-        release_group(base)
+        release_group(base, lambda _event: None)
     released = time.perf_counter()
     return {
         "prepare": prepared - start,

@@ -80,7 +80,7 @@ def test_two_tasks_start_from_the_dirty_tree_outside_the_repository(
         assert kinds == [base.checkpoint_ref]
         assert "gitignore" in GITIGNORED_NOTE or "ignores" in GITIGNORED_NOTE
     finally:
-        release = release_group(base)
+        release = release_group(base, Recorder())
     assert release.failed == () and set(release.removed) == {"lexer", "parser"}
     assert not base.folder.exists()
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
@@ -108,7 +108,7 @@ def test_capture_holds_creates_edits_deletes_renames_and_binaries(
         recorder = Recorder()
         capture = capture_task(base, "t1", recorder)
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     by_path = {item.path: item for item in capture.files}
     assert {p: f.change for p, f in by_path.items()} == {
         "a.txt": "modified",
@@ -147,7 +147,7 @@ def test_the_caps_count_every_omission_and_keep_a_rename_whole(
             (tree / f"n{n}.txt").write_text(f"{n}\n")
         capture = capture_task(base, "t1", Recorder())
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     kept = {item.path for item in capture.files}
     assert len(kept) == 2
     reasons = dict(capture.omissions)
@@ -180,7 +180,7 @@ def test_capture_is_bounded_by_the_task_byte_cap(
             (tree / f"n{n}.txt").write_text(str(n) * 60)
         capture = capture_task(base, "t1", Recorder())
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert len(capture.files) == 2 and capture.omitted == 1
     assert "task cap" in capture.omissions[0][1]
 
@@ -266,31 +266,27 @@ def test_a_crashed_group_is_swept_by_identity_and_a_live_one_never(
     assert live.workspace("t1").exists() and not crashed.folder.exists()
     listed = git(repo, "worktree", "list", "--porcelain")
     assert listed.count("worktree ") == 2 and str(live.trees["t1"]) in listed
-    release_group(live)
+    release_group(live, Recorder())
 
 
 def test_a_failed_removal_is_recorded_and_not_raised(
     workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ax_log import read_events
-    from ax_log.writer import log_path
-
     _dirty_repo(workspace)
     layout = _layout(workspace, state_dir)
     base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
     monkeypatch.setattr(
         worktrees, "_remove_trees", lambda runner, trees: ["it would not go" for _ in trees]
     )
-    release = release_group(base)
+    recorder = Recorder()
+    release = release_group(base, recorder)
     assert release.failed == (("t1", "it would not go"),) and base.folder.exists()
-    removed = [
-        e for e in read_events(log_path(layout, "s1"), "s1") if e["type"] == "worktree.removed"
-    ]
+    removed = [e for e in recorder.events if e["type"] == "worktree.removed"]
     assert [(e["taskId"], e["ok"], e["reason"]) for e in removed] == [
         ("t1", False, "it would not go")
     ]
     monkeypatch.undo()
-    assert release_group(base).failed == ()
+    assert release_group(base, Recorder()).failed == ()
 
 
 def test_a_worktree_of_a_trusted_workspace_is_trusted_and_never_stored(
@@ -314,7 +310,7 @@ def test_a_worktree_of_a_trusted_workspace_is_trusted_and_never_stored(
         assert not is_trusted(state_dir, base.folder)
         assert not is_trusted(state_dir, base.trees["t1"] / "src")
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert not is_trusted(state_dir, base.workspace("t1"))
 
 
@@ -334,7 +330,7 @@ def test_a_workspace_below_the_top_works_at_its_own_place(workspace: Path, state
         grant_trust(layout)
         assert check_trust(StateLayout(root=state_dir, workspace=tree)).basis == "derived"
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert [f.path for f in capture.files] == ["a.txt"]
     assert capture.omissions == (("other.txt", "outside the workspace"),)
 
@@ -403,5 +399,5 @@ def test_worktree_entries_are_added_one_at_a_time_under_the_repository_lock(
 
     monkeypatch.setattr(GitRunner, "batch", watched)
     base = prepare_group(layout, "s1", "g1", ["t1", "t2", "t3"], ENV)
-    release_group(base)
+    release_group(base, Recorder())
     assert seen == [(1, True)] * 3

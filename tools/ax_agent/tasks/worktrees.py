@@ -36,11 +36,12 @@ The interface the delegation side calls (issue 21):
   every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
-- ``release_group(group_base) -> Release``: every worktree removed (``git worktree
-  remove --force``, then ``git worktree prune``, under the same lock), to be called in
-  a ``finally``. A
-  removal that fails is recorded (``worktree.removed {ok: false}``) and left for the
-  sweep, never raised.
+- ``release_group(group_base, record) -> Release``: every worktree removed (``git
+  worktree remove --force``, then ``git worktree prune``, under the same lock), to be
+  called in a ``finally``; ``record`` gets one ``worktree.removed`` event body per task
+  (the session's ``record``, so listeners see them as they happen). A removal that
+  fails is recorded (``worktree.removed {ok: false}``) and left for the sweep, never
+  raised.
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
   positive identity (no process with the owner's pid, or one with another start time:
   the pid was recycled). A live owner's group is never swept, however old; a folder
@@ -96,6 +97,9 @@ BINARY_SNIFF_BYTES = 8000
 LOCK_KEY_CHARS = 16
 # Blobs one ``git show`` reads back at a time.
 BLOBS_PER_READ = 200
+# Below a parent's session folder: the logs of the executors it ran, once their worktrees
+# are gone.
+CHILD_LOGS_DIR_NAME = "tasks"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 GITIGNORED_NOTE = (
@@ -603,27 +607,38 @@ def _read_blobs(
 # --- release and the sweep ---------------------------------------------------------
 
 
-def release_group(group_base: GroupBase) -> Release:
-    """Remove every worktree of the group; a failure is recorded, never raised."""
-    from ax_log import WorktreeRemoved, append_events
+def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]) -> Release:
+    """Remove every worktree of the group; a failure is recorded, never raised. ``record``
+    gets the ``worktree.removed`` event bodies, as ``capture_task``'s does: the session's
+    own path to its log, so its listeners see them when they happen."""
+    from ax_log import WorktreeRemoved
 
     try:
         runner: GitRunner | None = _runner(group_base.toplevel, group_base.environ)
     except Unsupported:
         runner = None
-    removed, failed = _remove_all(group_base, runner)
+    failed: list[tuple[str, str]] = []
+    for task in group_base.trees:
+        why = _retire_children(
+            group_base.layout, group_base.session_id, group_base.workspace(task), runner
+        )
+        if why is not None:
+            failed.append((task, why))
+    removed, gone = _remove_all(group_base, runner)
+    failed[:0] = gone
     events = [
         WorktreeRemoved(
             group=group_base.group_id,
             task_id=task,
             path=str(group_base.trees[task]),
             ok=task in removed,
-            reason=dict(failed).get(task),
-        )
+            reason="; ".join(why for who, why in failed if who == task) or None,
+        ).to_json()
         for task in group_base.trees
     ]
     try:
-        append_events(group_base.layout, group_base.session_id, events)
+        for event in events:
+            record(event)
     except Exception as exc:  # a release runs in a finally: it reports, never raises
         failed.append(("(log)", f"the worktree.removed events could not be appended: {exc}"))
     return Release(removed=tuple(removed), failed=tuple(failed))
@@ -667,6 +682,70 @@ def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str |
     if runner is not None:
         runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
     return out
+
+
+def _retire_children(
+    layout: StateLayout, session_id: str, tree_workspace: Path, runner: GitRunner | None
+) -> str | None:
+    """File the sessions an executor ran in ``tree_workspace`` beside their parent's, and
+    remove the worktree's own project folder; why not, when something is left.
+
+    A child session's state goes to the project folder of its workspace, the worktree:
+    one folder per task that no session would ever open again once the worktree is gone.
+    Its log and session folder are evidence and move to ``<parent's session folder>/
+    tasks/`` (not a session of the project: its workspace no longer exists, so nothing
+    lists, resumes or undoes it there); its checkpoint refs, which name the shared
+    repository's objects for a tree that is gone, are deleted (``checkpoint.pruned`` in
+    its log first); the rest (its objects, index, locks) goes with the folder. The
+    folder is the worktree path's own slug, so a sweep finds it from the owner file.
+    """
+    from ax_log import append_events
+    from libcommon.paths import SESSION_ID_PATTERN
+
+    worktrees = Path(os.path.realpath(layout.project_dir / WORKTREES_DIR_NAME))
+    real = Path(os.path.realpath(tree_workspace))
+    if ".." in tree_workspace.parts or real == worktrees or not is_within(real, worktrees):
+        # Only a worktree of this project's own group folders names a child's state.
+        return None
+    child = StateLayout(root=layout.root, workspace=tree_workspace)
+    if child.project_dir == layout.project_dir or not child.project_dir.is_dir():
+        return None
+    target = layout.session_dir(session_id) / CHILD_LOGS_DIR_NAME
+    problems: list[str] = []
+    logs = sorted(child.sessions_dir.glob("*.jsonl")) if child.sessions_dir.is_dir() else []
+    for log in logs:
+        child_id = log.stem
+        if not SESSION_ID_PATTERN.fullmatch(child_id):
+            continue
+        refs = _child_refs(runner, child_id)
+        if refs:
+            done = runner.batch([["update-ref", "-d", ref] for ref in refs]) if runner else []
+            deleted = [r for r, d in zip(refs, done, strict=True) if d is not None and d.ok]
+            try:
+                append_events(child, child_id, [{"type": "checkpoint.pruned", "refs": deleted}])
+            except Exception as exc:  # its log is evidence only: the move still happens
+                problems.append(f"the pruned refs of {child_id} were not logged: {exc}")
+        try:
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.replace(log, target / log.name)
+            if child.session_dir(child_id).is_dir():
+                os.replace(child.session_dir(child_id), target / child_id)
+        except OSError as exc:
+            problems.append(f"the log of {child_id} could not be filed: {exc.strerror}")
+    if problems:
+        return "; ".join(problems)
+    shutil.rmtree(child.project_dir, ignore_errors=True)
+    return None
+
+
+def _child_refs(runner: GitRunner | None, child_id: str) -> list[str]:
+    """A child's checkpoint refs: taken in its worktree, they land in the shared repository."""
+    from ax_log import CHECKPOINT_REF_ROOT
+
+    if runner is None:
+        return []
+    done = runner.run(["for-each-ref", "--format=%(refname)", f"{CHECKPOINT_REF_ROOT}/{child_id}/"])
+    return done.text().split() if done is not None and done.ok else []
 
 
 def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
@@ -718,12 +797,18 @@ def _sweep_group(
             runner = None
     named = [task for task in tasks if isinstance(task, str) and _NAME.fullmatch(task)]
     trees = [folder / task for task in named]
+    problems = []
+    session, prefix = owner.get("session"), owner.get("prefix")
+    if isinstance(session, str) and _NAME.fullmatch(session) and isinstance(prefix, str):
+        for task, tree in zip(named, trees, strict=True):
+            why = _retire_children(layout, session, tree / prefix if prefix else tree, runner)
+            if why is not None:
+                problems.append(f"{task}: {why}")
     if lock is not None:
         with flock_lock(lock, what="worktree lock"):
             answers = _remove_trees(runner, trees)
     else:
         answers = _remove_trees(None, trees)
-    problems = []
     for task, why in zip(named, answers, strict=True):
         if why is not None and runner is None:
             # The repository is gone or unusable: its worktree is plain files now.

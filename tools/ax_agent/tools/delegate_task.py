@@ -208,7 +208,7 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
         )
     finally:
         if base is not None:
-            worktrees.release_group(base)
+            worktrees.release_group(base, session.record)
     failed = [key for key, how in outcome.ended.items() if not how.startswith("completed")]
     summary = f"group {group_id}: {len(members) - len(failed)} of {len(members)} completed"
     return ToolResult(content=outcome.digest(), is_error=bool(failed), summary=summary)
