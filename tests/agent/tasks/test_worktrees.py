@@ -256,17 +256,30 @@ def test_a_crashed_group_is_swept_by_identity_and_a_live_one_never(
     recycled_file = recycled.folder / OWNER_FILE_NAME
     mine = json.loads(recycled_file.read_text())
     recycled_file.write_text(json.dumps({**mine, "startTime": mine["startTime"] - 1}))
+    # Until the sweep, a dead owner's worktree derives no trust: nobody's workspace.
+    from ax_policy.trust import grant_trust
+
+    grant_trust(layout)
+    assert is_trusted(state_dir, live.workspace("t1"))
+    assert not is_trusted(state_dir, crashed.workspace("t1"))
+    assert not is_trusted(state_dir, recycled.workspace("t1"))
     # Old as it may be, a live owner's group stays.
     os.utime(live.folder / OWNER_FILE_NAME, (0, 0))
     (layout.project_dir / "worktrees" / "stray").mkdir()
+    # An owner file that names no process proves no death: never swept.
+    nameless = prepare_group(layout, "s1", "nameless", ["t1"], ENV)
+    nameless_file = nameless.folder / OWNER_FILE_NAME
+    nameless_file.write_text(json.dumps({**mine, "pid": "1234", "tasks": ["t1"]}))
     swept = sweep_orphans(layout, ENV)
     assert sorted(swept.removed) == ["s1.crashed", "s1.recycled"]
     kept = dict(swept.kept)
     assert "alive" in kept["s1.live"] and "owner file" in kept["stray"]
+    assert "no pid" in kept["s1.nameless"] and nameless.workspace("t1").exists()
     assert live.workspace("t1").exists() and not crashed.folder.exists()
     listed = git(repo, "worktree", "list", "--porcelain")
-    assert listed.count("worktree ") == 2 and str(live.trees["t1"]) in listed
+    assert listed.count("worktree ") == 3 and str(live.trees["t1"]) in listed
     release_group(live, Recorder())
+    release_group(nameless, Recorder())
 
 
 def test_a_failed_removal_is_recorded_and_not_raised(

@@ -764,7 +764,12 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
             kept.append((folder.name, "no readable owner file: not removed"))
             continue
         pid, start = owner.get("pid"), owner.get("startTime")
-        info = read_proc(pid) if isinstance(pid, int) and pid > 0 else None
+        valid_pid = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+        if not valid_pid or not isinstance(start, int | None):
+            # Death is proved of a named process only: a malformed owner proves nothing.
+            kept.append((folder.name, "its owner file names no pid and start time: not removed"))
+            continue
+        info = read_proc(pid)
         if info is not None and info.alive and (start is None or info.start_time == start):
             kept.append((folder.name, f"its owner (pid {pid}) is alive"))
             continue
