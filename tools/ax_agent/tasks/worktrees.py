@@ -764,8 +764,9 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
             kept.append((folder.name, "no readable owner file: not removed"))
             continue
         pid, start = owner.get("pid"), owner.get("startTime")
-        valid_pid = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
-        if not valid_pid or not isinstance(start, int | None):
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            pid = None
+        if pid is None or not isinstance(start, int | None):
             # Death is proved of a named process only: a malformed owner proves nothing.
             kept.append((folder.name, "its owner file names no pid and start time: not removed"))
             continue
