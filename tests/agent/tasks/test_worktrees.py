@@ -414,3 +414,62 @@ def test_worktree_entries_are_added_one_at_a_time_under_the_repository_lock(
     base = prepare_group(layout, "s1", "g1", ["t1", "t2", "t3"], ENV)
     release_group(base, Recorder())
     assert seen == [(1, True)] * 3
+
+
+def test_an_executors_commands_read_git_but_never_write_the_shared_repository(
+    workspace: Path, state_dir: Path
+) -> None:
+    """The decision (docs/security.md): the repository a worktree shares (objects, refs,
+    config, the worktree's own admin folder and index) is outside the worktree, so the
+    sandbox keeps it read-only. git reads work; every git write fails and leaves the
+    user's repository as it was; the capture, taken by the parent, still holds the work."""
+    from ax_exec import ExecSpec, probe_sandbox, run_managed
+
+    if not any(
+        s.profile == "workspace-write" and s.enforced
+        for backend in probe_sandbox().backends
+        for s in backend.profiles
+    ):
+        pytest.skip("the workspace-write sandbox is not enforced here")
+    repo = _dirty_repo(workspace)
+    layout = _layout(workspace, state_dir)
+    environ = {**ENV, "AX_STATE_DIR": str(state_dir)}
+    base = prepare_group(layout, "s1", "g1", ["t1"], environ)
+    tree = base.workspace("t1")
+    common = repo / ".git"
+    admin = common / "worktrees" / "t1"
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = files(common)
+    try:
+        (tree / "src" / "b.txt").write_text("b, by the executor\n")
+
+        def run(command: str) -> tuple[int | None, str]:
+            spec = ExecSpec(
+                argv=["git", *command.split()],
+                sandbox="workspace-write",
+                cwd=str(tree),
+                workspace=str(tree),
+            )
+            done = run_managed(spec, environ=environ)
+            return done.exit_code, done.stdout.head + done.stderr.head
+
+        assert run("status --porcelain")[1].count("src/b.txt") == 1
+        assert run("diff --stat")[0] == 0
+        for write in (
+            "add src/b.txt",
+            "commit -qam x",
+            "checkout -b mine",
+            "config user.name mine",
+            "update-ref refs/heads/mine HEAD",
+        ):
+            code, said = run(write)
+            assert code != 0 and "Read-only file system" in said, (write, said)
+        assert files(common) == before and admin.is_dir()
+        capture = capture_task(base, "t1", Recorder())
+        assert "src/b.txt" in [f.path for f in capture.files]
+    finally:
+        release_group(base, Recorder())
+    assert "git writes (add, commit" in GITIGNORED_NOTE

@@ -108,7 +108,9 @@ GITIGNORED_NOTE = (
     "output, local settings, .env files, installed dependencies such as node_modules or "
     ".venv) and untracked files bigger than the checkpoint keeps are NOT here: install or "
     "generate what you need, and do not expect local configuration. Only your changes to "
-    "files git tracks or would track are captured and offered to the parent."
+    "files git tracks or would track are captured and offered to the parent. The "
+    "repository itself is read-only to you: git reads (status, diff, log, show) work, git "
+    "writes (add, commit, stash, branch, config) fail; leave your work as changed files."
 )
 
 
