@@ -65,6 +65,8 @@ REPORT_NOTE = (
 )
 
 StatusHook = Callable[[list[str]], None]
+# Takes a task's capture and returns its ``task.captured`` event, for the parent to record.
+Capturer = Callable[[str], dict[str, Any]]
 
 
 @dataclass
@@ -103,6 +105,10 @@ class Member:
     stalled: bool = False
     # Why the parent stopped it: (event type, reason, detail).
     stop: tuple[str, str, str] | None = None
+    # An executor's capture, taken in its own thread when its session ended (the event
+    # the parent records), or why it could not be.
+    captured: dict[str, Any] | None = None
+    capture_error: str | None = None
 
 
 @dataclass
@@ -125,7 +131,7 @@ class _Group:
         abort: threading.Event,
         budget: Budget,
         on_status: StatusHook | None,
-        capture: Callable[[str], None] | None,
+        capture: Capturer | None,
     ) -> None:
         self.parent = parent
         self.group_id = group_id
@@ -219,6 +225,15 @@ class _Group:
                 session.end("task-ended")
             except Exception as exc:
                 result = result if result is not None else f"the session did not end: {exc}"
+            if member.role.kind == "mutating" and self.capture is not None:
+                # Partial work is evidence: the capture happens whatever the end, here in
+                # the task's thread so a group's captures run side by side; the parent's
+                # thread records it. One that fails leaves the task without a capture (the
+                # fold makes it failed), and the parent says so.
+                try:
+                    member.captured = self.capture(member.key)
+                except Exception as exc:
+                    member.capture_error = str(exc)
             self.inbox.put(("done", member, result))
 
     # --- the parent's loop ---------------------------------------------------------------
@@ -369,13 +384,12 @@ class _Group:
             member.result = result
         else:
             member.crash = str(result)
-        if member.role.kind == "mutating" and self.capture is not None:
-            # Partial work is evidence: the capture happens whatever the end. One that
-            # fails leaves the task without a capture (the fold makes it failed) and says so.
-            try:
-                self.capture(member.key)
-            except Exception as exc:
-                self._observe(member, "capture", f"its changes could not be captured: {exc}")
+        if member.captured is not None:
+            self.parent.record(member.captured)
+        elif member.capture_error is not None:
+            self._observe(
+                member, "capture", f"its changes could not be captured: {member.capture_error}"
+            )
         if member.stop is not None:
             kind, reason, detail = member.stop
             end = self._task_event(member, kind, reason=reason, detail=detail)
@@ -452,7 +466,7 @@ def run_group(
     *,
     budget: Budget | None = None,
     on_status: StatusHook | None = None,
-    capture: Callable[[str], None] | None = None,
+    capture: Capturer | None = None,
 ) -> GroupOutcome:
     """Run the group's tasks to their ends (see the module docstring)."""
     group = _Group(parent, group_id, members, abort, budget or Budget(), on_status, capture)
