@@ -82,6 +82,11 @@ def test_two_tasks_start_from_the_dirty_tree_outside_the_repository(
     finally:
         release = release_group(base, Recorder())
     assert release.failed == () and set(release.removed) == {"lexer", "parser"}
+    # The worktrees are gone at once (git's entries pruned, the paths free); their files
+    # are deleted in the background, the group folder last.
+    assert not any(tree.exists() for tree in base.trees.values())
+    assert release.deleting is not None
+    release.deleting.join(30)
     assert not base.folder.exists()
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     # The user's index, HEAD, branches and status are as they were.
@@ -473,3 +478,31 @@ def test_an_executors_commands_read_git_but_never_write_the_shared_repository(
     finally:
         release_group(base, Recorder())
     assert "git writes (add, commit" in GITIGNORED_NOTE
+
+
+def test_a_release_whose_background_deletion_never_ran_is_swept_by_identity(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Release prunes git's entries and sets each worktree aside at once; the files go in
+    the background. A process that dies first leaves the group folder, which the sweep
+    removes by the owner's identity as any other orphan, and never while it lives."""
+    repo = _dirty_repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1", "t2"], ENV)
+    monkeypatch.setattr(worktrees, "_delete", lambda folders: None)
+    release = release_group(base, Recorder())
+    assert release.removed == ("t1", "t2") and release.failed == ()
+    assert release.deleting is not None
+    release.deleting.join(30)
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert sorted(p.name for p in base.folder.iterdir()) == [
+        ".removed-t1",
+        ".removed-t2",
+        OWNER_FILE_NAME,
+    ]
+    assert json.loads((base.folder / OWNER_FILE_NAME).read_text())["tasks"] == []
+    assert sweep_orphans(layout, ENV).removed == ()  # its owner (this process) lives
+    owner_file = base.folder / OWNER_FILE_NAME
+    pid, _start = _dead_pid()
+    owner_file.write_text(json.dumps({**json.loads(owner_file.read_text()), "pid": pid}))
+    assert sweep_orphans(layout, ENV).removed == ("s1.g1",) and not base.folder.exists()

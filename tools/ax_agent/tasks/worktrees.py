@@ -36,12 +36,16 @@ The interface the delegation side calls (issue 21):
   every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
-- ``release_group(group_base, record) -> Release``: every worktree removed (``git
-  worktree remove --force``, then ``git worktree prune``, under the same lock), to be
-  called in a ``finally``; ``record`` gets one ``worktree.removed`` event body per task
-  (the session's ``record``, so listeners see them as they happen). A removal that
-  fails is recorded (``worktree.removed {ok: false}``) and left for the sweep, never
-  raised.
+- ``release_group(group_base, record) -> Release``: every worktree removed, to be
+  called in a ``finally``: renamed aside inside its group folder (instant), then ``git
+  worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
+  remove --force``); the owner file then names only the tasks whose worktree is left, and
+  the set-aside files and the group folder are deleted in a background thread
+  (``Release.deleting``); a process that exits first leaves the folder to the sweep.
+  ``record`` gets one ``worktree.removed`` event body per task (the session's
+  ``record``, so listeners see them as they happen). A removal that fails is recorded
+  (``worktree.removed {ok: false}``) and left for the sweep, never raised. Each task's
+  child sessions are filed beside the parent's first (``_retire_children``).
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
   positive identity (no process with the owner's pid, or one with another start time:
   the pid was recycled). A live owner's group is never swept, however old; a folder
@@ -60,6 +64,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +102,9 @@ BINARY_SNIFF_BYTES = 8000
 LOCK_KEY_CHARS = 16
 # Blobs one ``git show`` reads back at a time.
 BLOBS_PER_READ = 200
+# A removed worktree's folder is renamed to this prefix plus its task's name, inside its
+# group folder, while its files are deleted in the background.
+ASIDE_PREFIX = ".removed-"
 # Below a parent's session folder: the logs of the executors it ran, once their worktrees
 # are gone.
 CHILD_LOGS_DIR_NAME = "tasks"
@@ -188,6 +196,9 @@ class Capture:
 class Release:
     removed: tuple[str, ...]
     failed: tuple[tuple[str, str], ...]
+    # Deleting the removed worktrees' files, set aside in the group folder, and then the
+    # folder (None: nothing was left to delete). Join it to wait for the disk.
+    deleting: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
@@ -626,7 +637,7 @@ def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]
         )
         if why is not None:
             failed.append((task, why))
-    removed, gone = _remove_all(group_base, runner)
+    removed, gone, deleting = _remove_all(group_base, runner, later=True)
     failed[:0] = gone
     events = [
         WorktreeRemoved(
@@ -643,15 +654,33 @@ def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]
             record(event)
     except Exception as exc:  # a release runs in a finally: it reports, never raises
         failed.append(("(log)", f"the worktree.removed events could not be appended: {exc}"))
-    return Release(removed=tuple(removed), failed=tuple(failed))
+    return Release(removed=tuple(removed), failed=tuple(failed), deleting=deleting)
 
 
 def _remove_all(
-    base: GroupBase, runner: GitRunner | None
-) -> tuple[list[str], list[tuple[str, str]]]:
+    base: GroupBase, runner: GitRunner | None, *, later: bool = False
+) -> tuple[list[str], list[tuple[str, str]], threading.Thread | None]:
+    """Remove the group's worktrees: (removed, failed with why, the deletion left running).
+
+    ``later``: each worktree is first renamed aside inside the group folder, which is
+    instant, so git's entry is pruned at once and the task's path is gone (nothing
+    derives from it: ``derived_parent`` knows only the task names); deleting its files
+    (thousands of files, seconds on a slow disk) then runs in a thread, and the group
+    folder goes last. A process that exits first leaves the group folder with its owner
+    file, which the orphan sweep removes by the owner's identity, as any other. A tree
+    that cannot be renamed is removed in place by git, as without ``later``.
+    """
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
     tasks = list(base.trees)
+    aside: list[Path] = []
+    for tree in base.trees.values() if later else ():
+        target = base.folder / f"{ASIDE_PREFIX}{tree.name}"
+        try:
+            os.rename(tree, target)
+        except OSError:
+            continue
+        aside.append(target)
     try:
         with flock_lock(base.lock, what="worktree lock"):
             answers = _remove_trees(runner, list(base.trees.values()))
@@ -662,9 +691,33 @@ def _remove_all(
             removed.append(task)
         else:
             failed.append((task, why))
-    if not failed:
-        shutil.rmtree(base.folder, ignore_errors=True)
-    return removed, failed
+    doomed = [*aside, *([base.folder] if not failed else [])]
+    if not aside:
+        for folder in doomed:
+            shutil.rmtree(folder, ignore_errors=True)
+        return removed, failed, None
+    # The owner file outlives the trees by the deletion's time: it names only the tasks
+    # whose worktree is still there, so a removed task's path derives nothing.
+    _forget_tasks(base.folder, [task for task, _why in failed])
+    deleting = threading.Thread(
+        target=_delete, args=(doomed,), name="ax-worktree-delete", daemon=True
+    )
+    deleting.start()
+    return removed, failed, deleting
+
+
+def _forget_tasks(folder: Path, tasks: Sequence[str]) -> None:
+    from libcommon.atomic import atomic_write_bytes
+
+    owner = _owner(folder)
+    if owner is not None:
+        owner["tasks"] = list(tasks)
+        atomic_write_bytes(folder / OWNER_FILE_NAME, json.dumps(owner, indent=1).encode())
+
+
+def _delete(folders: Sequence[Path]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str | None]:
