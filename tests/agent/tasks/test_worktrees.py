@@ -506,3 +506,21 @@ def test_a_release_whose_background_deletion_never_ran_is_swept_by_identity(
     pid, _start = _dead_pid()
     owner_file.write_text(json.dumps({**json.loads(owner_file.read_text()), "pid": pid}))
     assert sweep_orphans(layout, ENV).removed == ("s1.g1",) and not base.folder.exists()
+
+
+def test_a_worktree_left_clean_is_captured_empty_without_staging(
+    workspace: Path, state_dir: Path
+) -> None:
+    _dirty_repo(workspace)
+    base = prepare_group(_layout(workspace, state_dir), "s1", "g1", ["t1"], ENV)
+    try:
+        index = Path(git(base.trees["t1"], "rev-parse", "--git-path", "index").strip())
+        index = index if index.is_absolute() else base.trees["t1"] / index
+        before = index.read_bytes()
+        recorder = Recorder()
+        capture = capture_task(base, "t1", recorder)
+        assert capture.files == () and capture.omitted == 0
+        assert [e["files"] for e in recorder.events] == [[]]
+        assert index.read_bytes() == before  # nothing was staged
+    finally:
+        release_group(base, Recorder())

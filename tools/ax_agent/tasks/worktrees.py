@@ -455,11 +455,17 @@ def capture_task(
     before = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
     if before is None or not before.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
-    big = [item.path for item in parse_status_z(before.stdout) if _over_cap(tree / item.path)]
+    changed = parse_status_z(before.stdout)
+    big = [item.path for item in changed if _over_cap(tree / item.path)]
     excluded = [f":(top,literal,exclude){path}" for path in big[:CAPTURE_EXCLUDED_MAX]]
-    staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
-    listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
-    if staged is None or not staged.ok or listed is None or not listed.ok:
+    # Staging is only for rename pairs and the index column: a clean worktree has none.
+    listed: GitOutput | None = before
+    if changed:
+        staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
+        listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
+        if staged is None or not staged.ok:
+            listed = None
+    if listed is None or not listed.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
     entries: list[tuple[str, str, str | None]] = []
     omissions: list[tuple[str, str]] = []
