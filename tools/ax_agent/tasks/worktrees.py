@@ -73,6 +73,7 @@ from typing import Any
 from libcommon.errors import AxError, OperationFailed, Unsupported, UsageError
 from libcommon.git import (
     GIT_WRITE_TIMEOUT_S,
+    MAX_BATCH_COMMANDS,
     GitOutput,
     GitRunner,
     git_problem,
@@ -96,6 +97,9 @@ CAPTURE_EXCLUDED_MAX = 1000
 OMISSIONS_SHOWN = 20
 # Files an end-of-line refusal names (the count covers the rest).
 EOL_DRIFT_SHOWN = 10
+# Paths one ``git hash-object`` call of the end-of-line check hashes (its argv stays far
+# below the system's limit; the calls run side by side).
+EOL_PATHS_PER_HASH = 1000
 # A file is binary (no merge offered) when this many leading bytes hold a NUL, as git judges.
 BINARY_SNIFF_BYTES = 8000
 # Hex characters of the common git folder's sha256 naming its worktree lock.
@@ -371,13 +375,20 @@ def _check_eol(runner: GitRunner, base: GroupBase) -> None:
     tree = _tree(runner, base.commit, base.prefix)
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
     first = base.workspace(next(iter(base.trees)))
+    files = sorted(path for path, (mode, _oid, _size) in tree.items() if mode in _FILE_MODES)
+    sides = [first, base.layout.workspace]
+    hashed = _hash_files(runner, [(side, files) for side in sides])
+
+    def blob(side: int, path: str) -> str | None:
+        known = hashed[side]
+        return known[path] if path in known else _blob_id(sides[side] / path, algorithm)
+
     drift: list[tuple[str, str]] = []
-    for path, (mode, oid, _size) in sorted(tree.items()):
-        if mode not in ("100644", "100755"):
-            continue
-        if _blob_id(first / path, algorithm) != oid:
+    for path in files:
+        oid = tree[path][1]
+        if blob(0, path) != oid:
             drift.append((path, "the worktree's checkout"))
-        elif _blob_id(base.layout.workspace / path, algorithm) not in (oid, None):
+        elif blob(1, path) not in (oid, None):
             drift.append((path, "the workspace's file"))
     if not drift:
         return
@@ -423,6 +434,47 @@ def _tree(
         if wanted is None or relative in wanted:
             known = size[0] if size and size[0].isdigit() else "0"
             found[relative] = (mode, oid, int(known))
+    return found
+
+
+_FILE_MODES = ("100644", "100755")
+
+
+def _hash_files(
+    runner: GitRunner, sides: Sequence[tuple[Path, Sequence[str]]]
+) -> list[dict[str, str | None]]:
+    """Per (folder, paths): each regular file's blob id as its bytes are, unconverted
+    (``hash-object --no-filters``, many paths a call, every call of every side at once);
+    not a regular file: None. A path missing from an answer (a call that failed: a file
+    went away) is left to the caller's own hashing."""
+    commands: list[list[str]] = []
+    owners: list[tuple[int, list[str]]] = []
+    found: list[dict[str, str | None]] = []
+    for index, (folder, paths) in enumerate(sides):
+        regular: list[str] = []
+        known: dict[str, str | None] = {}
+        for path in paths:
+            try:
+                is_file = stat.S_ISREG(os.lstat(folder / path).st_mode)
+            except OSError:
+                is_file = False
+            if is_file:
+                regular.append(path)
+            else:
+                known[path] = None
+        found.append(known)
+        for start in range(0, len(regular), EOL_PATHS_PER_HASH):
+            chunk = regular[start : start + EOL_PATHS_PER_HASH]
+            commands.append(["-C", str(folder), "hash-object", "--no-filters", "--", *chunk])
+            owners.append((index, chunk))
+    for start in range(0, len(commands), MAX_BATCH_COMMANDS):
+        answers = runner.batch(
+            commands[start : start + MAX_BATCH_COMMANDS], timeout_s=GIT_WRITE_TIMEOUT_S
+        )
+        for (index, chunk), done in zip(owners[start:], answers, strict=False):
+            lines = done.text().split() if done is not None and done.ok else []
+            if len(lines) == len(chunk):
+                found[index].update(zip(chunk, lines, strict=True))
     return found
 
 
