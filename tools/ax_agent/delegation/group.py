@@ -1,7 +1,9 @@
 """One delegate call's group: its tasks run side by side, supervised from the parent's thread.
 
-Each task's child session runs its one turn in a thread of the parent's
-process (``run_turn``, as the parent's own turns). Threads rather than
+Each task's child session starts and runs its one turn in a thread of the
+parent's process (``run_turn``, as the parent's own turns), so a group's
+sessions start side by side; the parent's thread records each ``task.started``
+when its thread reports the start. Threads rather than
 processes: a child shares the parent's loaded configuration, probed sandbox
 and provider client (thread-safe), its questions reach the parent's approver
 without a second channel, and Ctrl+C reaches it as the abort event every
@@ -162,40 +164,33 @@ class _Group:
     # --- the children --------------------------------------------------------------------
 
     def start(self) -> None:
+        """Each task's thread starts its session and runs it: the sessions start side by
+        side. The parent's thread records each start when the thread reports it."""
         for member in self.members:
             member.started_at = member.last_progress = time.monotonic()
-            started = self._task_event(member, "task.started", role=member.role.name)
-            if member.definition is not None:
-                started["definitionSha256"] = member.definition
-            if member.base is not None:
-                started["base"] = member.base
-            try:
-                member.session = child_module.start_child(
-                    self.parent,
-                    role=member.role,
-                    task=member.key,
-                    workspace=member.workspace,
-                    approver=self._approver(member),
-                    listener=self._listener(member),
-                )
-            except Exception as exc:
-                member.done = True
-                member.crash = f"the task's session could not start: {exc}"
-                self.parent.record(
-                    started,
-                    self._task_event(member, "task.failed", reason="start", detail=member.crash),
-                )
-                continue
-            member.session.max_steps = self.budget.steps
-            if member.role.name in REVIEW_ROLES:
-                member.session.review = ReviewChannel(self.group_id, member.key, member.role.name)
-            self.parent.record({**started, "child": member.session.id})
-        for member in self.members:
-            if member.session is not None:
-                member.thread = threading.Thread(
-                    target=self._run, args=(member,), name=f"ax-task-{member.key}", daemon=True
-                )
-                member.thread.start()
+            member.thread = threading.Thread(
+                target=self._run, args=(member,), name=f"ax-task-{member.key}", daemon=True
+            )
+            member.thread.start()
+
+    def _started(self, member: Member, payload: Any) -> None:
+        started = self._task_event(member, "task.started", role=member.role.name)
+        if member.definition is not None:
+            started["definitionSha256"] = member.definition
+        if member.base is not None:
+            started["base"] = member.base
+        if isinstance(payload, BaseException):
+            if member.thread is not None:
+                member.thread.join()
+            member.done = True
+            member.crash = f"the task's session could not start: {payload}"
+            self.parent.record(
+                started,
+                self._task_event(member, "task.failed", reason="start", detail=member.crash),
+            )
+            self._status()
+            return
+        self.parent.record({**started, "child": payload.id})
 
     def _listener(self, member: Member) -> Callable[[dict[str, Any]], None]:
         def heard(record: dict[str, Any]) -> None:
@@ -213,8 +208,23 @@ class _Group:
     def _run(self, member: Member) -> None:
         from ..loop import run_turn
 
-        session = member.session
-        assert session is not None
+        try:
+            session = child_module.start_child(
+                self.parent,
+                role=member.role,
+                task=member.key,
+                workspace=member.workspace,
+                approver=self._approver(member),
+                listener=self._listener(member),
+            )
+        except Exception as exc:
+            self.inbox.put(("started", member, exc))
+            return
+        session.max_steps = self.budget.steps
+        if member.role.name in REVIEW_ROLES:
+            session.review = ReviewChannel(self.group_id, member.key, member.role.name)
+        member.session = session
+        self.inbox.put(("started", member, session))
         result: Any = None
         try:
             result = run_turn(session, member.prompt, member.stopped)
@@ -248,7 +258,9 @@ class _Group:
             except queue.Empty:
                 self._tick()
                 continue
-            if kind == "event":
+            if kind == "started":
+                self._started(member, payload)
+            elif kind == "event":
                 self._progress(member, payload)
             elif kind == "question":
                 self._question(member, payload)
@@ -416,14 +428,9 @@ class _Group:
         self._status()
 
     def _never_ran(self, member: Member) -> None:
-        """A task whose session started but whose thread never did: it ends here."""
+        """A task whose thread never started (the group failed first): it ends here, with
+        no session and nothing to record."""
         member.done = True
-        if member.session is not None:
-            member.session.end("task-cancelled")
-            detail = "the group stopped before the task ran"
-            self.parent.record(
-                self._task_event(member, "task.cancelled", reason="group", detail=detail)
-            )
 
     def outcome(self) -> GroupOutcome:
         ended: dict[str, str] = {}
