@@ -18,9 +18,10 @@ sessions driven by the script provider, the real loop and the real tools:
   three scripted tasks (``sleep 1`` each) itself, one after the other, in the workspace.
   Each is timed from its first ``tool.requested`` to its last ``tool.completed``.
 
-Both ways run the same scripted tasks through the same loop, tools, policy and sandbox;
-each ``run_command`` takes its pre-command checkpoint, of the workspace in sequence and
-of its worktree in the group.
+Each run's state root is warmed first by a session that only answers (its repository
+map is built then). Both ways run the same scripted tasks through the same loop, tools,
+policy and sandbox; each ``run_command`` takes its pre-command checkpoint, of the
+workspace in sequence and of its worktree in the group.
 
 Prints the load average first and last, each figure's median and max over ``--runs``,
 the splits (the parallel group's prepare apart from the rest too), the CPU time each
@@ -212,6 +213,9 @@ def main() -> int:
         for run in range(options.runs):
             state = root / f"state{run}"
             state.mkdir()
+            # The first session of a state root builds the repository map: a warm-up pays
+            # for it, so no scenario's CPU time carries it.
+            _run_session(repo, state, {"turns": [{"text": "warm"}]})
             for part, seconds in overhead(repo, state).items():
                 figures.setdefault(part, []).append(seconds)
             figures.setdefault("overhead, deletion after", []).append(LATER[-1])
