@@ -605,3 +605,41 @@ def test_the_tasks_sessions_start_side_by_side(
     assert {e["taskId"] for e in of_type(events, "task.completed")} == {"one", "two"}
     assert not of_type(events, "task.failed")
     parent.end("done")
+
+
+def test_a_task_runs_nothing_before_its_parents_log_names_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Its session starts in its own thread, but its turn waits for the parent's
+    task.started: whatever a task spends belongs to a task the parent's log names (a
+    resume rebuilds the spend from the children task.started names)."""
+    import time
+    from datetime import datetime
+
+    (workspace / "a.txt").write_text("alpha\n")
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate({"role": "explorer", "label": "one", "prompt": "look"})]},
+            {"text": "ran"},
+        ],
+        "tasks": {"one": [{"text": "one done"}]},
+    }
+    parent = _parent(workspace, tmp_path, script)
+    record = parent.record
+
+    def slow_start(*events: dict[str, Any]) -> list[dict[str, Any]]:
+        if any(e.get("type") == "task.started" for e in events):
+            time.sleep(0.5)
+        return record(*events)
+
+    parent.record = slow_start  # type: ignore[method-assign]
+    assert run_turn(parent, "go").text == "ran"
+    [started] = of_type(events_of(parent), "task.started")
+    child = _child_events(parent, started["child"])
+
+    def at(event: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
+
+    [asked] = of_type(child, "user.message")
+    assert at(asked) >= at(started)
+    parent.end("done")

@@ -90,6 +90,9 @@ class Member:
     definition: str | None = None
     base: str | None = None
     stopped: threading.Event = field(default_factory=threading.Event)
+    # Set once the parent's log holds the task's task.started: the task runs nothing
+    # before, so every step it takes belongs to a task its parent's log names.
+    announced: threading.Event = field(default_factory=threading.Event)
     session: Session | None = None
     thread: threading.Thread | None = None
     result: TurnResult | None = None
@@ -191,6 +194,7 @@ class _Group:
             self._status()
             return
         self.parent.record({**started, "child": payload.id})
+        member.announced.set()
 
     def _listener(self, member: Member) -> Callable[[dict[str, Any]], None]:
         def heard(record: dict[str, Any]) -> None:
@@ -225,6 +229,8 @@ class _Group:
             session.review = ReviewChannel(self.group_id, member.key, member.role.name)
         member.session = session
         self.inbox.put(("started", member, session))
+        while not member.announced.wait(SUPERVISE_TICK_SECONDS) and not member.stopped.is_set():
+            pass
         result: Any = None
         try:
             result = run_turn(session, member.prompt, member.stopped)
