@@ -16,7 +16,9 @@ owner file names the parent workspace, and the worktree is trusted exactly when 
 workspace is. The derivation is never written to the store; it holds only for a
 folder the owner file names (its project's slug, one of its tasks, the parent's
 place below the repository's top), so no other folder under the state root derives
-anything.
+anything, and only while the process that made it lives (its pid and start time): an
+orphan a dead parent left is nobody's workspace, neither trusted nor writable, until
+the sweep removes it.
 """
 
 from __future__ import annotations
@@ -88,12 +90,25 @@ def derived_parent(state_root: Path, workspace: Path) -> Path | None:
     parent, prefix, tasks = owner.get("workspace"), owner.get("prefix"), owner.get("tasks")
     if not isinstance(parent, str) or not isinstance(prefix, str) or not isinstance(tasks, list):
         return None
-    if task not in tasks or project_slug(Path(parent)) != slug:
+    if task not in tasks or project_slug(Path(parent)) != slug or not owner_alive(owner):
         return None
     expected = projects / slug / WORKTREES_DIR_NAME / group_dir / task
     if prefix:
         expected = expected / prefix
     return Path(parent) if real == expected else None
+
+
+def owner_alive(owner: dict[str, Any]) -> bool:
+    """Is the process the owner file names (pid and start time) alive? Only a positive
+    identity counts: a missing or malformed field, a gone pid, a zombie or a recycled pid
+    (another start time) is not the owner."""
+    from libcommon.procfs import read_proc
+
+    pid, start = owner.get("pid"), owner.get("startTime")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or not isinstance(start, int):
+        return False
+    info = read_proc(pid)
+    return info is not None and info.alive and info.start_time == start
 
 
 def read_owner(path: Path) -> dict[str, Any] | None:

@@ -775,6 +775,7 @@ def test_agent_executor_limits() -> None:
     assert worktrees.OMISSIONS_SHOWN == 20
     assert worktrees.CAPTURE_EXCLUDED_MAX == 1000
     assert worktrees.EOL_DRIFT_SHOWN == 10
+    assert worktrees.EOL_PATHS_PER_HASH == 1000
     assert worktrees.BINARY_SNIFF_BYTES == 8000
     assert worktrees.BLOBS_PER_READ == 200
     assert worktrees.LOCK_KEY_CHARS == 16

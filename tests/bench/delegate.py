@@ -1,7 +1,7 @@
 """delegate_task's cost, children included: a group's overhead, and three executors side by
 side against the same three scripted tasks run in sequence in the workspace.
 
-    .venv/bin/python tests/bench/delegate.py [--files N] [--runs N]
+    .venv/bin/python tests/bench/delegate.py [--files N] [--runs N] [--dir FOLDER]
 
 A committed git repository of ``--files`` files (2,500 by default) in folders of 50,
 with an uncommitted change (the group's base is the dirty tree). Each run is parent
@@ -18,10 +18,20 @@ sessions driven by the script provider, the real loop and the real tools:
   three scripted tasks (``sleep 1`` each) itself, one after the other, in the workspace.
   Each is timed from its first ``tool.requested`` to its last ``tool.completed``.
 
+Each run's state root is warmed first by a session that only answers (its repository
+map is built then). Both ways run the same scripted tasks through the same loop, tools,
+policy and sandbox; each ``run_command`` takes its pre-command checkpoint, of the
+workspace in sequence and of its worktree in the group.
+
 Prints the load average first and last, each figure's median and max over ``--runs``,
-the splits (the parallel group's prepare apart from the rest too), and the goals of
+the splits (the parallel group's prepare apart from the rest too), the CPU time each
+scenario cost (this process and every child it waited for, user plus system, the
+background deletion of the released worktrees included: the next scenario starts once
+it is done, and the wall time it took after the call is shown too), and the goals of
 issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), met or
-NOT MET. Wall time on a shared machine: compare several runs.
+NOT MET. Wall time on a shared machine: compare several runs. ``--dir`` puts the
+repository and the state root in another folder (a tmpfs, say, to tell the disk's
+part of the checkout cost from ax's).
 """
 
 from __future__ import annotations
@@ -29,10 +39,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -72,7 +85,39 @@ def make_repo(root: Path, files: int) -> Path:
     return repo
 
 
-def _session_events(workspace: Path, state: Path, script: dict[str, Any]) -> list[dict[str, Any]]:
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+def _deletions_done() -> float:
+    """Wait for the released worktrees' background deletion; the seconds it still took."""
+    began = time.perf_counter()
+    for thread in threading.enumerate():
+        if thread.name == "ax-worktree-delete":
+            thread.join()
+    return time.perf_counter() - began
+
+
+CPU: dict[str, list[float]] = {}
+
+
+def _session_events(
+    name: str, workspace: Path, state: Path, script: dict[str, Any]
+) -> list[dict[str, Any]]:
+    began = _cpu()
+    try:
+        return _run_session(workspace, state, script)
+    finally:
+        LATER.append(_deletions_done())
+        CPU.setdefault(name, []).append(_cpu() - began)
+
+
+LATER: list[float] = []
+
+
+def _run_session(workspace: Path, state: Path, script: dict[str, Any]) -> list[dict[str, Any]]:
     path = state / "script.json"
     path.write_text(json.dumps(script))
     environ = {**os.environ, "AX_STATE_DIR": str(state)}
@@ -115,7 +160,8 @@ def _group_call(tasks: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 def overhead(workspace: Path, state: Path) -> dict[str, float]:
-    events = _session_events(workspace, state, _group_call({x: [{"text": "done"}] for x in TASKS}))
+    script = _group_call({x: [{"text": "done"}] for x in TASKS})
+    events = _session_events("overhead", workspace, state, script)
     assert [e["ok"] for e in events if e["type"] == "worktree.removed"] == [True] * len(TASKS)
     requested = _first(events, "tool.requested")
     started = _first(events, "task.started")
@@ -134,9 +180,8 @@ SLEEP = {"toolCalls": [{"name": "run_command", "input": {"command": "sleep 1"}}]
 
 def parallel(workspace: Path, state: Path) -> tuple[float, float]:
     """The group's wall time, and its prepare's (to the first ``task.started``)."""
-    events = _session_events(
-        workspace, state, _group_call({x: [SLEEP, {"text": "slept"}] for x in TASKS})
-    )
+    script = _group_call({x: [SLEEP, {"text": "slept"}] for x in TASKS})
+    events = _session_events("parallel", workspace, state, script)
     assert len([e for e in events if e["type"] == "task.completed"]) == len(TASKS), "a task failed"
     requested = _first(events, "tool.requested")
     return _last(events, "tool.completed") - requested, _first(events, "task.started") - requested
@@ -144,7 +189,7 @@ def parallel(workspace: Path, state: Path) -> tuple[float, float]:
 
 def sequential(workspace: Path, state: Path) -> float:
     script = {"turns": [SLEEP for _ in TASKS] + [{"text": "done"}]}
-    events = _session_events(workspace, state, script)
+    events = _session_events("sequential", workspace, state, script)
     ended = [e for e in events if e["type"] == "command.ended"]
     assert [e.get("exitCode") for e in ended] == [0] * len(TASKS), "a command failed"
     return _last(events, "tool.completed") - _first(events, "tool.requested")
@@ -158,17 +203,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=2500)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", default=None, help="where the repository and state go")
     options = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()}")
+    print(f"load average at start: {os.getloadavg()} on {os.cpu_count()} CPUs")
     figures: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="ax-bench-delegate-") as folder:
+    with tempfile.TemporaryDirectory(prefix="ax-bench-delegate-", dir=options.dir) as folder:
         root = Path(folder)
         repo = make_repo(root, options.files)
         for run in range(options.runs):
             state = root / f"state{run}"
             state.mkdir()
+            # The first session of a state root builds the repository map: a warm-up pays
+            # for it, so no scenario's CPU time carries it.
+            _run_session(repo, state, {"turns": [{"text": "warm"}]})
             for part, seconds in overhead(repo, state).items():
                 figures.setdefault(part, []).append(seconds)
+            figures.setdefault("overhead, deletion after", []).append(LATER[-1])
             together, prepare = parallel(repo, state)
             figures.setdefault("parallel", []).append(together)
             figures.setdefault("parallel, prepare", []).append(prepare)
@@ -179,10 +229,14 @@ def main() -> int:
     _show("  prepare (to task.started)", figures["prepare"])
     _show("  children and captures", figures["children"])
     _show("  release", figures["release"])
+    _show("  deletion after the call", figures["overhead, deletion after"])
     _show("parallel: one group, sleep 1", figures["parallel"])
     _show("  its prepare", figures["parallel, prepare"])
     _show("  after it (children, release)", figures["parallel, after prepare"])
     _show("sequential: in the workspace", figures["sequential"])
+    print("CPU time, user + system, this process and its children (median / max, seconds):")
+    for name in ("overhead", "parallel", "sequential"):
+        _show(f"  {name} session", CPU[name])
     group = statistics.median(figures["group"])
     sequential_s = statistics.median(figures["sequential"])
     ratio = statistics.median(figures["parallel"]) / sequential_s

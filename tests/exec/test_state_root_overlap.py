@@ -121,7 +121,17 @@ def test_an_executors_registered_worktree_is_its_commands_workspace(
     group = state_dir / "projects" / project_slug(parent) / WORKTREES_DIR_NAME / "s1.g1"
     tree = group / "t1"
     tree.mkdir(parents=True)
-    owner = {"pid": 1, "workspace": str(parent), "prefix": "", "tasks": ["t1"]}
+    from libcommon.procfs import read_proc
+
+    me = read_proc(os.getpid())
+    assert me is not None
+    owner = {
+        "pid": os.getpid(),
+        "startTime": me.start_time,
+        "workspace": str(parent),
+        "prefix": "",
+        "tasks": ["t1"],
+    }
     (group / OWNER_FILE_NAME).write_text(json.dumps(owner))
     trust = state_dir / "trust.json"
     trust.write_text("{}")
@@ -141,3 +151,7 @@ def test_an_executors_registered_worktree_is_its_commands_workspace(
     # A folder beside it the owner file does not name is refused as before.
     (group / "t2").mkdir()
     assert run(group / "t2" / "x", group / "t2") == "spawn-error"
+    # Once its owner is gone the worktree is an orphan: nobody's workspace any more.
+    (group / OWNER_FILE_NAME).write_text(json.dumps({**owner, "startTime": me.start_time - 1}))
+    assert run(tree / "late.txt", tree) == "spawn-error"
+    assert not (tree / "late.txt").exists()

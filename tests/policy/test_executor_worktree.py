@@ -17,6 +17,7 @@ import pytest
 
 from ax_policy import validate_path
 from libcommon.paths import project_slug
+from libcommon.procfs import read_proc
 from libcommon.trust import OWNER_FILE_NAME, WORKTREES_DIR_NAME
 
 
@@ -33,7 +34,15 @@ def _group(state_dir: Path, parent: Path, tasks: list[str]) -> Path:
     for task in [*tasks, "unregistered"]:
         (group / task).mkdir(parents=True)
         (group / task / "a.txt").write_text("a\n")
-    owner = {"pid": 1, "workspace": str(parent), "prefix": "", "tasks": tasks}
+    me = read_proc(os.getpid())
+    assert me is not None
+    owner = {
+        "pid": os.getpid(),
+        "startTime": me.start_time,
+        "workspace": str(parent),
+        "prefix": "",
+        "tasks": tasks,
+    }
     (group / OWNER_FILE_NAME).write_text(json.dumps(owner))
     return group
 
@@ -96,3 +105,26 @@ def test_the_parent_session_still_writes_nothing_in_the_state_root(
     group = _group(state_dir, parent, ["t1"])
     for raw in [group / "t1" / "a.txt", group / OWNER_FILE_NAME, state_dir / "trust.json"]:
         assert _protected(raw, parent, state_dir), raw
+
+
+def test_an_orphans_worktree_is_nobodys_once_its_owner_is_gone(
+    parent: Path, state_dir: Path
+) -> None:
+    """A dead parent's group (not yet swept) registers nothing: only the live owner's pid
+    with its start time does, so no later session may write there."""
+    import subprocess
+    import sys
+
+    group = _group(state_dir, parent, ["t1"])
+    assert not _protected("a.txt", group / "t1", state_dir)
+    owner = json.loads((group / OWNER_FILE_NAME).read_text())
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for changed in (
+        {"pid": gone.pid},  # no such process any more
+        {"startTime": owner["startTime"] - 1},  # a recycled pid: another start time
+        {"startTime": None},  # no identity at all
+        {"pid": "1"},
+    ):
+        (group / OWNER_FILE_NAME).write_text(json.dumps({**owner, **changed}))
+        assert _protected("a.txt", group / "t1", state_dir), changed

@@ -14,6 +14,7 @@ from libcommon.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ax_log.checkpoints import (
+        CHECKPOINT_REF_ROOT,
         Checkpoint,
         CreateResult,
         PruneResult,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "ax_log.checkpoints": [
+        "CHECKPOINT_REF_ROOT",
         "Checkpoint",
         "CreateResult",
         "PruneResult",
@@ -187,6 +189,7 @@ _EXPORTS = {
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
+    "CHECKPOINT_REF_ROOT",
     "REGISTRY",
     "SCHEMA_VERSION",
     "ApprovalResolved",

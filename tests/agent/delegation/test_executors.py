@@ -120,7 +120,7 @@ def test_two_executors_in_their_own_worktrees_are_captured_and_applied_one_undo_
     for event in started:
         child = list(
             read_events(
-                next(state_dir.glob(f"projects/*/sessions/{event['child']}.jsonl")),
+                parent.layout.session_dir(parent.id) / "tasks" / f"{event['child']}.jsonl",
                 event["child"],
             )
         )
@@ -266,4 +266,67 @@ def test_a_capture_that_fails_is_observed_and_the_task_fails_in_the_fold(
     assert {a.task_id: a.state for a in attempts(events)} == {"edit": "failed"}
     # The worktree is released all the same.
     assert [e["ok"] for e in of_type(events, "worktree.removed")] == [True]
+    parent.end("done")
+
+
+def test_an_executors_session_is_filed_beside_its_parent_and_its_worktree_state_removed(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    """A child's state goes to its workspace's project folder, the worktree's: its log is
+    kept beside the parent's session, the folder and the child's checkpoint refs go."""
+    from ax_log.locate import latest_session
+
+    repo = make_repo(workspace)
+    delegate = call(
+        "delegate_task", tasks=[{"role": "executor", "label": "edit", "prompt": "edit"}]
+    )
+    script = {
+        "turns": [{"tool_calls": [delegate]}, {"text": "done"}],
+        "tasks": {
+            "edit": [
+                {"tool_calls": [call("run_command", command="echo made > made.txt")]},
+                {"text": "made"},
+            ]
+        },
+    }
+    parent = _parent(workspace, tmp_path, script)
+    assert run_turn(parent, "go").text == "done"
+    events = events_of(parent)
+    [started] = of_type(events, "task.started")
+    child = started["child"]
+    assert [e["files"] for e in of_type(events, "task.captured")] == [["made.txt"]]
+    filed = parent.layout.session_dir(parent.id) / "tasks" / f"{child}.jsonl"
+    kept = list(read_events(filed, child))
+    assert of_type(kept, "command.ended") and of_type(kept, "checkpoint.pruned")
+    assert (filed.parent / child).is_dir()  # its session folder (trail, archive) too
+    assert [p.name for p in (state_dir / "projects").iterdir()] == [parent.layout.slug]
+    refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/ax/checkpoints")
+    assert child not in refs and parent.id in refs
+    assert latest_session(parent.layout) == parent.id
+    parent.end("done")
+
+
+def test_worktree_removed_reaches_the_listeners_when_it_is_recorded(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """release_group records through the session, not beside it: a listener hears each
+    worktree.removed when it is appended, before the call's tool.completed exists."""
+    make_repo(workspace)
+    delegate = call(
+        "delegate_task", tasks=[{"role": "executor", "label": "edit", "prompt": "edit"}]
+    )
+    script = {
+        "turns": [{"tool_calls": [delegate]}, {"text": "done"}],
+        "tasks": {"edit": [{"text": "nothing to do"}]},
+    }
+    parent = _parent(workspace, tmp_path, script)
+    heard: list[list[str]] = []
+
+    def listener(record: dict[str, Any]) -> None:
+        if record["type"] == "worktree.removed":
+            heard.append([e["type"] for e in events_of(parent)])
+
+    parent.listeners.append(listener)
+    assert run_turn(parent, "go").text == "done"
+    assert len(heard) == 1 and "tool.completed" not in heard[0]
     parent.end("done")

@@ -99,7 +99,8 @@ def test_two_read_only_tasks_run_side_by_side_in_sessions_of_their_own(
     assert result.text == "both found"
     events = events_of(parent)
     started = of_type(events, "task.started")
-    assert [(e["taskId"], e["role"]) for e in started] == [
+    # The sessions start side by side: the log has each start in the order it came.
+    assert sorted((e["taskId"], e["role"]) for e in started) == [
         ("find-a", "explorer"),
         ("find-b", "inspector"),
     ]
@@ -565,4 +566,80 @@ def test_a_reviewers_findings_reach_the_parents_log_before_its_end_and_can_be_tr
     # The parent triages what its reviewer reported; a child can never triage.
     assert "triage_finding" not in ROLES["reviewer"].tools
     assert "report_finding" in ROLES["reviewer"].tools
+    parent.end("done")
+
+
+def test_the_tasks_sessions_start_side_by_side(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each task's thread starts its own session: two starts that wait for each other
+    both get through (started one after the other, the first would time out)."""
+    from ax_agent.delegation import child as child_module
+
+    (workspace / "a.txt").write_text("alpha\n")
+    meeting = threading.Barrier(2, timeout=5)
+    real = child_module.start_child
+
+    def start_child(*args: Any, **kwargs: Any) -> Any:
+        meeting.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(child_module, "start_child", start_child)
+    script = {
+        "turns": [
+            {
+                "tool_calls": [
+                    _delegate(
+                        {"role": "explorer", "label": "one", "prompt": "look"},
+                        {"role": "explorer", "label": "two", "prompt": "look"},
+                    )
+                ]
+            },
+            {"text": "both ran"},
+        ],
+        "tasks": {"one": [{"text": "one done"}], "two": [{"text": "two done"}]},
+    }
+    parent = _parent(workspace, tmp_path, script)
+    assert run_turn(parent, "go").text == "both ran"
+    events = events_of(parent)
+    assert {e["taskId"] for e in of_type(events, "task.completed")} == {"one", "two"}
+    assert not of_type(events, "task.failed")
+    parent.end("done")
+
+
+def test_a_task_runs_nothing_before_its_parents_log_names_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Its session starts in its own thread, but its turn waits for the parent's
+    task.started: whatever a task spends belongs to a task the parent's log names (a
+    resume rebuilds the spend from the children task.started names)."""
+    import time
+    from datetime import datetime
+
+    (workspace / "a.txt").write_text("alpha\n")
+    script = {
+        "turns": [
+            {"tool_calls": [_delegate({"role": "explorer", "label": "one", "prompt": "look"})]},
+            {"text": "ran"},
+        ],
+        "tasks": {"one": [{"text": "one done"}]},
+    }
+    parent = _parent(workspace, tmp_path, script)
+    record = parent.record
+
+    def slow_start(*events: dict[str, Any]) -> list[dict[str, Any]]:
+        if any(e.get("type") == "task.started" for e in events):
+            time.sleep(0.5)
+        return record(*events)
+
+    parent.record = slow_start  # type: ignore[method-assign]
+    assert run_turn(parent, "go").text == "ran"
+    [started] = of_type(events_of(parent), "task.started")
+    child = _child_events(parent, started["child"])
+
+    def at(event: dict[str, Any]) -> datetime:
+        return datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
+
+    [asked] = of_type(child, "user.message")
+    assert at(asked) >= at(started)
     parent.end("done")

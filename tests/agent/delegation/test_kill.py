@@ -92,7 +92,10 @@ def test_ctrl_c_cancels_the_group_and_ends_a_childs_command(
     events = list(read_events(log, session))
     cancelled = [e for e in events if e["type"] == "task.cancelled"]
     assert [(e["taskId"], e["reason"]) for e in cancelled] == [("slow", "person")]
-    ended = [e for e in read_events(child_log, child) if e["type"] == "command.ended"]
+    # Once the group ended, the child's log is filed beside its parent's session.
+    filed = state_layout(workspace).session_dir(session) / "tasks" / f"{child}.jsonl"
+    assert not child_log.exists()
+    ended = [e for e in read_events(filed, child) if e["type"] == "command.ended"]
     assert [e["termination"] for e in ended] == ["aborted"]
 
 
@@ -175,3 +178,9 @@ def test_sigkill_mid_group_then_resume_leaves_the_tasks_interrupted_and_nothing_
     assert not folder.exists()
     listed = git(workspace, "worktree", "list", "--porcelain")
     assert listed.count("worktree ") == 1
+    # The killed executor's session is filed beside its parent's; its worktree's project
+    # folder is gone with the worktree.
+    layout = state_layout(workspace)
+    filed = layout.session_dir(session) / "tasks" / f"{edit}.jsonl"
+    assert next(e["type"] for e in read_events(filed, edit)) == "session.started"
+    assert [p.name for p in (state_dir / "projects").iterdir()] == [layout.slug]

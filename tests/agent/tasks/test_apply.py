@@ -39,7 +39,7 @@ def _run_task(session: Session, task: str, work: Any) -> GroupBase:
         capture_task(base, task, lambda event: session.record(event))
         session.record({"type": "task.completed", "group": group, "taskId": task})
     finally:
-        release_group(base)
+        release_group(base, lambda event: session.record(event))
     return base
 
 

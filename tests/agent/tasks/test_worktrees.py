@@ -80,8 +80,13 @@ def test_two_tasks_start_from_the_dirty_tree_outside_the_repository(
         assert kinds == [base.checkpoint_ref]
         assert "gitignore" in GITIGNORED_NOTE or "ignores" in GITIGNORED_NOTE
     finally:
-        release = release_group(base)
+        release = release_group(base, Recorder())
     assert release.failed == () and set(release.removed) == {"lexer", "parser"}
+    # The worktrees are gone at once (git's entries pruned, the paths free); their files
+    # are deleted in the background, the group folder last.
+    assert not any(tree.exists() for tree in base.trees.values())
+    assert release.deleting is not None
+    release.deleting.join(30)
     assert not base.folder.exists()
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     # The user's index, HEAD, branches and status are as they were.
@@ -108,7 +113,7 @@ def test_capture_holds_creates_edits_deletes_renames_and_binaries(
         recorder = Recorder()
         capture = capture_task(base, "t1", recorder)
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     by_path = {item.path: item for item in capture.files}
     assert {p: f.change for p, f in by_path.items()} == {
         "a.txt": "modified",
@@ -147,7 +152,7 @@ def test_the_caps_count_every_omission_and_keep_a_rename_whole(
             (tree / f"n{n}.txt").write_text(f"{n}\n")
         capture = capture_task(base, "t1", Recorder())
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     kept = {item.path for item in capture.files}
     assert len(kept) == 2
     reasons = dict(capture.omissions)
@@ -180,14 +185,18 @@ def test_capture_is_bounded_by_the_task_byte_cap(
             (tree / f"n{n}.txt").write_text(str(n) * 60)
         capture = capture_task(base, "t1", Recorder())
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert len(capture.files) == 2 and capture.omitted == 1
     assert "task cap" in capture.omissions[0][1]
 
 
+@pytest.mark.parametrize("hashing", ["git", "python"])
 def test_checkout_normalisation_refuses_the_group_and_leaves_nothing(
-    workspace: Path, state_dir: Path
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch, hashing: str
 ) -> None:
+    if hashing == "python":
+        # hash-object's answers missing (a call failed): every file is hashed here instead.
+        monkeypatch.setattr(worktrees, "_hash_files", lambda runner, sides: [{} for _ in sides])
     repo = make_repo(workspace, {"a.txt": "one\ntwo\n", "b.txt": "x\n"})
     git(repo, "config", "core.autocrlf", "true")
     layout = _layout(workspace, state_dir)
@@ -256,41 +265,50 @@ def test_a_crashed_group_is_swept_by_identity_and_a_live_one_never(
     recycled_file = recycled.folder / OWNER_FILE_NAME
     mine = json.loads(recycled_file.read_text())
     recycled_file.write_text(json.dumps({**mine, "startTime": mine["startTime"] - 1}))
+    # Until the sweep, a dead owner's worktree derives no trust: nobody's workspace.
+    from ax_policy.trust import grant_trust
+
+    grant_trust(layout)
+    assert is_trusted(state_dir, live.workspace("t1"))
+    assert not is_trusted(state_dir, crashed.workspace("t1"))
+    assert not is_trusted(state_dir, recycled.workspace("t1"))
     # Old as it may be, a live owner's group stays.
     os.utime(live.folder / OWNER_FILE_NAME, (0, 0))
     (layout.project_dir / "worktrees" / "stray").mkdir()
+    # An owner file that names no process proves no death: never swept.
+    nameless = prepare_group(layout, "s1", "nameless", ["t1"], ENV)
+    nameless_file = nameless.folder / OWNER_FILE_NAME
+    nameless_file.write_text(json.dumps({**mine, "pid": "1234", "tasks": ["t1"]}))
     swept = sweep_orphans(layout, ENV)
     assert sorted(swept.removed) == ["s1.crashed", "s1.recycled"]
     kept = dict(swept.kept)
     assert "alive" in kept["s1.live"] and "owner file" in kept["stray"]
+    assert "no pid" in kept["s1.nameless"] and nameless.workspace("t1").exists()
     assert live.workspace("t1").exists() and not crashed.folder.exists()
     listed = git(repo, "worktree", "list", "--porcelain")
-    assert listed.count("worktree ") == 2 and str(live.trees["t1"]) in listed
-    release_group(live)
+    assert listed.count("worktree ") == 3 and str(live.trees["t1"]) in listed
+    release_group(live, Recorder())
+    release_group(nameless, Recorder())
 
 
 def test_a_failed_removal_is_recorded_and_not_raised(
     workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ax_log import read_events
-    from ax_log.writer import log_path
-
     _dirty_repo(workspace)
     layout = _layout(workspace, state_dir)
     base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
     monkeypatch.setattr(
         worktrees, "_remove_trees", lambda runner, trees: ["it would not go" for _ in trees]
     )
-    release = release_group(base)
+    recorder = Recorder()
+    release = release_group(base, recorder)
     assert release.failed == (("t1", "it would not go"),) and base.folder.exists()
-    removed = [
-        e for e in read_events(log_path(layout, "s1"), "s1") if e["type"] == "worktree.removed"
-    ]
+    removed = [e for e in recorder.events if e["type"] == "worktree.removed"]
     assert [(e["taskId"], e["ok"], e["reason"]) for e in removed] == [
         ("t1", False, "it would not go")
     ]
     monkeypatch.undo()
-    assert release_group(base).failed == ()
+    assert release_group(base, Recorder()).failed == ()
 
 
 def test_a_worktree_of_a_trusted_workspace_is_trusted_and_never_stored(
@@ -314,7 +332,7 @@ def test_a_worktree_of_a_trusted_workspace_is_trusted_and_never_stored(
         assert not is_trusted(state_dir, base.folder)
         assert not is_trusted(state_dir, base.trees["t1"] / "src")
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert not is_trusted(state_dir, base.workspace("t1"))
 
 
@@ -334,7 +352,7 @@ def test_a_workspace_below_the_top_works_at_its_own_place(workspace: Path, state
         grant_trust(layout)
         assert check_trust(StateLayout(root=state_dir, workspace=tree)).basis == "derived"
     finally:
-        release_group(base)
+        release_group(base, Recorder())
     assert [f.path for f in capture.files] == ["a.txt"]
     assert capture.omissions == (("other.txt", "outside the workspace"),)
 
@@ -403,5 +421,110 @@ def test_worktree_entries_are_added_one_at_a_time_under_the_repository_lock(
 
     monkeypatch.setattr(GitRunner, "batch", watched)
     base = prepare_group(layout, "s1", "g1", ["t1", "t2", "t3"], ENV)
-    release_group(base)
+    release_group(base, Recorder())
     assert seen == [(1, True)] * 3
+
+
+def test_an_executors_commands_read_git_but_never_write_the_shared_repository(
+    workspace: Path, state_dir: Path
+) -> None:
+    """The decision (docs/security.md): the repository a worktree shares (objects, refs,
+    config, the worktree's own admin folder and index) is outside the worktree, so the
+    sandbox keeps it read-only. git reads work; every git write fails and leaves the
+    user's repository as it was; the capture, taken by the parent, still holds the work."""
+    from ax_exec import ExecSpec, probe_sandbox, run_managed
+
+    if not any(
+        s.profile == "workspace-write" and s.enforced
+        for backend in probe_sandbox().backends
+        for s in backend.profiles
+    ):
+        pytest.skip("the workspace-write sandbox is not enforced here")
+    repo = _dirty_repo(workspace)
+    layout = _layout(workspace, state_dir)
+    environ = {**ENV, "AX_STATE_DIR": str(state_dir)}
+    base = prepare_group(layout, "s1", "g1", ["t1"], environ)
+    tree = base.workspace("t1")
+    common = repo / ".git"
+    admin = common / "worktrees" / "t1"
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = files(common)
+    try:
+        (tree / "src" / "b.txt").write_text("b, by the executor\n")
+
+        def run(command: str) -> tuple[int | None, str]:
+            spec = ExecSpec(
+                argv=["git", *command.split()],
+                sandbox="workspace-write",
+                cwd=str(tree),
+                workspace=str(tree),
+            )
+            done = run_managed(spec, environ=environ)
+            return done.exit_code, done.stdout.head + done.stderr.head
+
+        assert run("status --porcelain")[1].count("src/b.txt") == 1
+        assert run("diff --stat")[0] == 0
+        for write in (
+            "add src/b.txt",
+            "commit -qam x",
+            "checkout -b mine",
+            "config user.name mine",
+            "update-ref refs/heads/mine HEAD",
+        ):
+            code, said = run(write)
+            assert code != 0 and "Read-only file system" in said, (write, said)
+        assert files(common) == before and admin.is_dir()
+        capture = capture_task(base, "t1", Recorder())
+        assert "src/b.txt" in [f.path for f in capture.files]
+    finally:
+        release_group(base, Recorder())
+    assert "git writes (add, commit" in GITIGNORED_NOTE
+
+
+def test_a_release_whose_background_deletion_never_ran_is_swept_by_identity(
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Release prunes git's entries and sets each worktree aside at once; the files go in
+    the background. A process that dies first leaves the group folder, which the sweep
+    removes by the owner's identity as any other orphan, and never while it lives."""
+    repo = _dirty_repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1", "t2"], ENV)
+    monkeypatch.setattr(worktrees, "_delete", lambda folders: None)
+    release = release_group(base, Recorder())
+    assert release.removed == ("t1", "t2") and release.failed == ()
+    assert release.deleting is not None
+    release.deleting.join(30)
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert sorted(p.name for p in base.folder.iterdir()) == [
+        ".removed-t1",
+        ".removed-t2",
+        OWNER_FILE_NAME,
+    ]
+    assert json.loads((base.folder / OWNER_FILE_NAME).read_text())["tasks"] == []
+    assert sweep_orphans(layout, ENV).removed == ()  # its owner (this process) lives
+    owner_file = base.folder / OWNER_FILE_NAME
+    pid, _start = _dead_pid()
+    owner_file.write_text(json.dumps({**json.loads(owner_file.read_text()), "pid": pid}))
+    assert sweep_orphans(layout, ENV).removed == ("s1.g1",) and not base.folder.exists()
+
+
+def test_a_worktree_left_clean_is_captured_empty_without_staging(
+    workspace: Path, state_dir: Path
+) -> None:
+    _dirty_repo(workspace)
+    base = prepare_group(_layout(workspace, state_dir), "s1", "g1", ["t1"], ENV)
+    try:
+        index = Path(git(base.trees["t1"], "rev-parse", "--git-path", "index").strip())
+        index = index if index.is_absolute() else base.trees["t1"] / index
+        before = index.read_bytes()
+        recorder = Recorder()
+        capture = capture_task(base, "t1", recorder)
+        assert capture.files == () and capture.omitted == 0
+        assert [e["files"] for e in recorder.events] == [[]]
+        assert index.read_bytes() == before  # nothing was staged
+    finally:
+        release_group(base, Recorder())

@@ -1,7 +1,9 @@
 """One delegate call's group: its tasks run side by side, supervised from the parent's thread.
 
-Each task's child session runs its one turn in a thread of the parent's
-process (``run_turn``, as the parent's own turns). Threads rather than
+Each task's child session starts and runs its one turn in a thread of the
+parent's process (``run_turn``, as the parent's own turns), so a group's
+sessions start side by side; the parent's thread records each ``task.started``
+when its thread reports the start. Threads rather than
 processes: a child shares the parent's loaded configuration, probed sandbox
 and provider client (thread-safe), its questions reach the parent's approver
 without a second channel, and Ctrl+C reaches it as the abort event every
@@ -65,6 +67,8 @@ REPORT_NOTE = (
 )
 
 StatusHook = Callable[[list[str]], None]
+# Takes a task's capture and returns its ``task.captured`` event, for the parent to record.
+Capturer = Callable[[str], dict[str, Any]]
 
 
 @dataclass
@@ -86,6 +90,9 @@ class Member:
     definition: str | None = None
     base: str | None = None
     stopped: threading.Event = field(default_factory=threading.Event)
+    # Set once the parent's log holds the task's task.started: the task runs nothing
+    # before, so every step it takes belongs to a task its parent's log names.
+    announced: threading.Event = field(default_factory=threading.Event)
     session: Session | None = None
     thread: threading.Thread | None = None
     result: TurnResult | None = None
@@ -103,6 +110,10 @@ class Member:
     stalled: bool = False
     # Why the parent stopped it: (event type, reason, detail).
     stop: tuple[str, str, str] | None = None
+    # An executor's capture, taken in its own thread when its session ended (the event
+    # the parent records), or why it could not be.
+    captured: dict[str, Any] | None = None
+    capture_error: str | None = None
 
 
 @dataclass
@@ -127,7 +138,7 @@ class _Group:
         abort: threading.Event,
         budget: Budget,
         on_status: StatusHook | None,
-        capture: Callable[[str], None] | None,
+        capture: Capturer | None,
     ) -> None:
         self.parent = parent
         self.group_id = group_id
@@ -158,40 +169,34 @@ class _Group:
     # --- the children --------------------------------------------------------------------
 
     def start(self) -> None:
+        """Each task's thread starts its session and runs it: the sessions start side by
+        side. The parent's thread records each start when the thread reports it."""
         for member in self.members:
             member.started_at = member.last_progress = time.monotonic()
-            started = self._task_event(member, "task.started", role=member.role.name)
-            if member.definition is not None:
-                started["definitionSha256"] = member.definition
-            if member.base is not None:
-                started["base"] = member.base
-            try:
-                member.session = child_module.start_child(
-                    self.parent,
-                    role=member.role,
-                    task=member.key,
-                    workspace=member.workspace,
-                    approver=self._approver(member),
-                    listener=self._listener(member),
-                )
-            except Exception as exc:
-                member.done = True
-                member.crash = f"the task's session could not start: {exc}"
-                self.parent.record(
-                    started,
-                    self._task_event(member, "task.failed", reason="start", detail=member.crash),
-                )
-                continue
-            member.session.max_steps = self.budget.steps
-            if member.role.name in REVIEW_ROLES:
-                member.session.review = ReviewChannel(self.group_id, member.key, member.role.name)
-            self.parent.record({**started, "child": member.session.id})
-        for member in self.members:
-            if member.session is not None:
-                member.thread = threading.Thread(
-                    target=self._run, args=(member,), name=f"ax-task-{member.key}", daemon=True
-                )
-                member.thread.start()
+            member.thread = threading.Thread(
+                target=self._run, args=(member,), name=f"ax-task-{member.key}", daemon=True
+            )
+            member.thread.start()
+
+    def _started(self, member: Member, payload: Any) -> None:
+        started = self._task_event(member, "task.started", role=member.role.name)
+        if member.definition is not None:
+            started["definitionSha256"] = member.definition
+        if member.base is not None:
+            started["base"] = member.base
+        if isinstance(payload, BaseException):
+            if member.thread is not None:
+                member.thread.join()
+            member.done = True
+            member.crash = f"the task's session could not start: {payload}"
+            self.parent.record(
+                started,
+                self._task_event(member, "task.failed", reason="start", detail=member.crash),
+            )
+            self._status()
+            return
+        self.parent.record({**started, "child": payload.id})
+        member.announced.set()
 
     def _listener(self, member: Member) -> Callable[[dict[str, Any]], None]:
         def heard(record: dict[str, Any]) -> None:
@@ -209,8 +214,25 @@ class _Group:
     def _run(self, member: Member) -> None:
         from ..loop import run_turn
 
-        session = member.session
-        assert session is not None
+        try:
+            session = child_module.start_child(
+                self.parent,
+                role=member.role,
+                task=member.key,
+                workspace=member.workspace,
+                approver=self._approver(member),
+                listener=self._listener(member),
+            )
+        except Exception as exc:
+            self.inbox.put(("started", member, exc))
+            return
+        session.max_steps = self.budget.steps
+        if member.role.name in REVIEW_ROLES:
+            session.review = ReviewChannel(self.group_id, member.key, member.role.name)
+        member.session = session
+        self.inbox.put(("started", member, session))
+        while not member.announced.wait(SUPERVISE_TICK_SECONDS) and not member.stopped.is_set():
+            pass
         result: Any = None
         try:
             result = run_turn(session, member.prompt, member.stopped)
@@ -221,6 +243,15 @@ class _Group:
                 session.end("task-ended")
             except Exception as exc:
                 result = result if result is not None else f"the session did not end: {exc}"
+            if member.role.kind == "mutating" and self.capture is not None:
+                # Partial work is evidence: the capture happens whatever the end, here in
+                # the task's thread so a group's captures run side by side; the parent's
+                # thread records it. One that fails leaves the task without a capture (the
+                # fold makes it failed), and the parent says so.
+                try:
+                    member.captured = self.capture(member.key)
+                except Exception as exc:
+                    member.capture_error = str(exc)
             self.inbox.put(("done", member, result))
 
     # --- the parent's loop ---------------------------------------------------------------
@@ -235,7 +266,9 @@ class _Group:
             except queue.Empty:
                 self._tick()
                 continue
-            if kind == "event":
+            if kind == "started":
+                self._started(member, payload)
+            elif kind == "event":
                 self._progress(member, payload)
             elif kind == "question":
                 self._question(member, payload)
@@ -371,13 +404,12 @@ class _Group:
             member.result = result
         else:
             member.crash = str(result)
-        if member.role.kind == "mutating" and self.capture is not None:
-            # Partial work is evidence: the capture happens whatever the end. One that
-            # fails leaves the task without a capture (the fold makes it failed) and says so.
-            try:
-                self.capture(member.key)
-            except Exception as exc:
-                self._observe(member, "capture", f"its changes could not be captured: {exc}")
+        if member.captured is not None:
+            self.parent.record(member.captured)
+        elif member.capture_error is not None:
+            self._observe(
+                member, "capture", f"its changes could not be captured: {member.capture_error}"
+            )
         if member.stop is not None:
             kind, reason, detail = member.stop
             end = self._task_event(member, kind, reason=reason, detail=detail)
@@ -411,14 +443,9 @@ class _Group:
         self._status()
 
     def _never_ran(self, member: Member) -> None:
-        """A task whose session started but whose thread never did: it ends here."""
+        """A task whose thread never started (the group failed first): it ends here, with
+        no session and nothing to record."""
         member.done = True
-        if member.session is not None:
-            member.session.end("task-cancelled")
-            detail = "the group stopped before the task ran"
-            self.parent.record(
-                self._task_event(member, "task.cancelled", reason="group", detail=detail)
-            )
 
     def outcome(self) -> GroupOutcome:
         ended: dict[str, str] = {}
@@ -478,7 +505,7 @@ def run_group(
     *,
     budget: Budget | None = None,
     on_status: StatusHook | None = None,
-    capture: Callable[[str], None] | None = None,
+    capture: Capturer | None = None,
 ) -> GroupOutcome:
     """Run the group's tasks to their ends (see the module docstring)."""
     group = _Group(parent, group_id, members, abort, budget or Budget(), on_status, capture)

@@ -36,11 +36,16 @@ The interface the delegation side calls (issue 21):
   every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
-- ``release_group(group_base) -> Release``: every worktree removed (``git worktree
-  remove --force``, then ``git worktree prune``, under the same lock), to be called in
-  a ``finally``. A
-  removal that fails is recorded (``worktree.removed {ok: false}``) and left for the
-  sweep, never raised.
+- ``release_group(group_base, record) -> Release``: every worktree removed, to be
+  called in a ``finally``: renamed aside inside its group folder (instant), then ``git
+  worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
+  remove --force``); the owner file then names only the tasks whose worktree is left, and
+  the set-aside files and the group folder are deleted in a background thread
+  (``Release.deleting``); a process that exits first leaves the folder to the sweep.
+  ``record`` gets one ``worktree.removed`` event body per task (the session's
+  ``record``, so listeners see them as they happen). A removal that fails is recorded
+  (``worktree.removed {ok: false}``) and left for the sweep, never raised. Each task's
+  child sessions are filed beside the parent's first (``_retire_children``).
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
   positive identity (no process with the owner's pid, or one with another start time:
   the pid was recycled). A live owner's group is never swept, however old; a folder
@@ -59,6 +64,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +73,7 @@ from typing import Any
 from libcommon.errors import AxError, OperationFailed, Unsupported, UsageError
 from libcommon.git import (
     GIT_WRITE_TIMEOUT_S,
+    MAX_BATCH_COMMANDS,
     GitOutput,
     GitRunner,
     git_problem,
@@ -90,12 +97,21 @@ CAPTURE_EXCLUDED_MAX = 1000
 OMISSIONS_SHOWN = 20
 # Files an end-of-line refusal names (the count covers the rest).
 EOL_DRIFT_SHOWN = 10
+# Paths one ``git hash-object`` call of the end-of-line check hashes (its argv stays far
+# below the system's limit; the calls run side by side).
+EOL_PATHS_PER_HASH = 1000
 # A file is binary (no merge offered) when this many leading bytes hold a NUL, as git judges.
 BINARY_SNIFF_BYTES = 8000
 # Hex characters of the common git folder's sha256 naming its worktree lock.
 LOCK_KEY_CHARS = 16
 # Blobs one ``git show`` reads back at a time.
 BLOBS_PER_READ = 200
+# A removed worktree's folder is renamed to this prefix plus its task's name, inside its
+# group folder, while its files are deleted in the background.
+ASIDE_PREFIX = ".removed-"
+# Below a parent's session folder: the logs of the executors it ran, once their worktrees
+# are gone.
+CHILD_LOGS_DIR_NAME = "tasks"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 GITIGNORED_NOTE = (
@@ -104,7 +120,9 @@ GITIGNORED_NOTE = (
     "output, local settings, .env files, installed dependencies such as node_modules or "
     ".venv) and untracked files bigger than the checkpoint keeps are NOT here: install or "
     "generate what you need, and do not expect local configuration. Only your changes to "
-    "files git tracks or would track are captured and offered to the parent."
+    "files git tracks or would track are captured and offered to the parent. The "
+    "repository itself is read-only to you: git reads (status, diff, log, show) work, git "
+    "writes (add, commit, stash, branch, config) fail; leave your work as changed files."
 )
 
 
@@ -182,6 +200,9 @@ class Capture:
 class Release:
     removed: tuple[str, ...]
     failed: tuple[tuple[str, str], ...]
+    # Deleting the removed worktrees' files, set aside in the group folder, and then the
+    # folder (None: nothing was left to delete). Join it to wait for the disk.
+    deleting: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
@@ -354,13 +375,20 @@ def _check_eol(runner: GitRunner, base: GroupBase) -> None:
     tree = _tree(runner, base.commit, base.prefix)
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
     first = base.workspace(next(iter(base.trees)))
+    files = sorted(path for path, (mode, _oid, _size) in tree.items() if mode in _FILE_MODES)
+    sides = [first, base.layout.workspace]
+    hashed = _hash_files(runner, [(side, files) for side in sides])
+
+    def blob(side: int, path: str) -> str | None:
+        known = hashed[side]
+        return known[path] if path in known else _blob_id(sides[side] / path, algorithm)
+
     drift: list[tuple[str, str]] = []
-    for path, (mode, oid, _size) in sorted(tree.items()):
-        if mode not in ("100644", "100755"):
-            continue
-        if _blob_id(first / path, algorithm) != oid:
+    for path in files:
+        oid = tree[path][1]
+        if blob(0, path) != oid:
             drift.append((path, "the worktree's checkout"))
-        elif _blob_id(base.layout.workspace / path, algorithm) not in (oid, None):
+        elif blob(1, path) not in (oid, None):
             drift.append((path, "the workspace's file"))
     if not drift:
         return
@@ -409,6 +437,47 @@ def _tree(
     return found
 
 
+_FILE_MODES = ("100644", "100755")
+
+
+def _hash_files(
+    runner: GitRunner, sides: Sequence[tuple[Path, Sequence[str]]]
+) -> list[dict[str, str | None]]:
+    """Per (folder, paths): each regular file's blob id as its bytes are, unconverted
+    (``hash-object --no-filters``, many paths a call, every call of every side at once);
+    not a regular file: None. A path missing from an answer (a call that failed: a file
+    went away) is left to the caller's own hashing."""
+    commands: list[list[str]] = []
+    owners: list[tuple[int, list[str]]] = []
+    found: list[dict[str, str | None]] = []
+    for index, (folder, paths) in enumerate(sides):
+        regular: list[str] = []
+        known: dict[str, str | None] = {}
+        for path in paths:
+            try:
+                is_file = stat.S_ISREG(os.lstat(folder / path).st_mode)
+            except OSError:
+                is_file = False
+            if is_file:
+                regular.append(path)
+            else:
+                known[path] = None
+        found.append(known)
+        for start in range(0, len(regular), EOL_PATHS_PER_HASH):
+            chunk = regular[start : start + EOL_PATHS_PER_HASH]
+            commands.append(["-C", str(folder), "hash-object", "--no-filters", "--", *chunk])
+            owners.append((index, chunk))
+    for start in range(0, len(commands), MAX_BATCH_COMMANDS):
+        answers = runner.batch(
+            commands[start : start + MAX_BATCH_COMMANDS], timeout_s=GIT_WRITE_TIMEOUT_S
+        )
+        for (index, chunk), done in zip(owners[start:], answers, strict=False):
+            lines = done.text().split() if done is not None and done.ok else []
+            if len(lines) == len(chunk):
+                found[index].update(zip(chunk, lines, strict=True))
+    return found
+
+
 def _blob_id(path: Path, algorithm: str) -> str | None:
     """The blob id git would give the bytes of the regular file at ``path``, unconverted."""
     try:
@@ -438,11 +507,17 @@ def capture_task(
     before = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
     if before is None or not before.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
-    big = [item.path for item in parse_status_z(before.stdout) if _over_cap(tree / item.path)]
+    changed = parse_status_z(before.stdout)
+    big = [item.path for item in changed if _over_cap(tree / item.path)]
     excluded = [f":(top,literal,exclude){path}" for path in big[:CAPTURE_EXCLUDED_MAX]]
-    staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
-    listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
-    if staged is None or not staged.ok or listed is None or not listed.ok:
+    # Staging is only for rename pairs and the index column: a clean worktree has none.
+    listed: GitOutput | None = before
+    if changed:
+        staged = runner.run(["add", "-A", "--", ":/", *excluded], timeout_s=GIT_WRITE_TIMEOUT_S)
+        listed = runner.run(_STATUS, timeout_s=GIT_WRITE_TIMEOUT_S)
+        if staged is None or not staged.ok:
+            listed = None
+    if listed is None or not listed.ok:
         raise OperationFailed(f"git could not read the changes of task {task_id} in {tree}")
     entries: list[tuple[str, str, str | None]] = []
     omissions: list[tuple[str, str]] = []
@@ -603,38 +678,67 @@ def _read_blobs(
 # --- release and the sweep ---------------------------------------------------------
 
 
-def release_group(group_base: GroupBase) -> Release:
-    """Remove every worktree of the group; a failure is recorded, never raised."""
-    from ax_log import WorktreeRemoved, append_events
+def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]) -> Release:
+    """Remove every worktree of the group; a failure is recorded, never raised. ``record``
+    gets the ``worktree.removed`` event bodies, as ``capture_task``'s does: the session's
+    own path to its log, so its listeners see them when they happen."""
+    from ax_log import WorktreeRemoved
 
     try:
         runner: GitRunner | None = _runner(group_base.toplevel, group_base.environ)
     except Unsupported:
         runner = None
-    removed, failed = _remove_all(group_base, runner)
+    failed: list[tuple[str, str]] = []
+    for task in group_base.trees:
+        why = _retire_children(
+            group_base.layout, group_base.session_id, group_base.workspace(task), runner
+        )
+        if why is not None:
+            failed.append((task, why))
+    removed, gone, deleting = _remove_all(group_base, runner, later=True)
+    failed[:0] = gone
     events = [
         WorktreeRemoved(
             group=group_base.group_id,
             task_id=task,
             path=str(group_base.trees[task]),
             ok=task in removed,
-            reason=dict(failed).get(task),
-        )
+            reason="; ".join(why for who, why in failed if who == task) or None,
+        ).to_json()
         for task in group_base.trees
     ]
     try:
-        append_events(group_base.layout, group_base.session_id, events)
+        for event in events:
+            record(event)
     except Exception as exc:  # a release runs in a finally: it reports, never raises
         failed.append(("(log)", f"the worktree.removed events could not be appended: {exc}"))
-    return Release(removed=tuple(removed), failed=tuple(failed))
+    return Release(removed=tuple(removed), failed=tuple(failed), deleting=deleting)
 
 
 def _remove_all(
-    base: GroupBase, runner: GitRunner | None
-) -> tuple[list[str], list[tuple[str, str]]]:
+    base: GroupBase, runner: GitRunner | None, *, later: bool = False
+) -> tuple[list[str], list[tuple[str, str]], threading.Thread | None]:
+    """Remove the group's worktrees: (removed, failed with why, the deletion left running).
+
+    ``later``: each worktree is first renamed aside inside the group folder, which is
+    instant, so git's entry is pruned at once and the task's path is gone (nothing
+    derives from it: ``derived_parent`` knows only the task names); deleting its files
+    (thousands of files, seconds on a slow disk) then runs in a thread, and the group
+    folder goes last. A process that exits first leaves the group folder with its owner
+    file, which the orphan sweep removes by the owner's identity, as any other. A tree
+    that cannot be renamed is removed in place by git, as without ``later``.
+    """
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
     tasks = list(base.trees)
+    aside: list[Path] = []
+    for tree in base.trees.values() if later else ():
+        target = base.folder / f"{ASIDE_PREFIX}{tree.name}"
+        try:
+            os.rename(tree, target)
+        except OSError:
+            continue
+        aside.append(target)
     try:
         with flock_lock(base.lock, what="worktree lock"):
             answers = _remove_trees(runner, list(base.trees.values()))
@@ -645,9 +749,33 @@ def _remove_all(
             removed.append(task)
         else:
             failed.append((task, why))
-    if not failed:
-        shutil.rmtree(base.folder, ignore_errors=True)
-    return removed, failed
+    doomed = [*aside, *([base.folder] if not failed else [])]
+    if not aside:
+        for folder in doomed:
+            shutil.rmtree(folder, ignore_errors=True)
+        return removed, failed, None
+    # The owner file outlives the trees by the deletion's time: it names only the tasks
+    # whose worktree is still there, so a removed task's path derives nothing.
+    _forget_tasks(base.folder, [task for task, _why in failed])
+    deleting = threading.Thread(
+        target=_delete, args=(doomed,), name="ax-worktree-delete", daemon=True
+    )
+    deleting.start()
+    return removed, failed, deleting
+
+
+def _forget_tasks(folder: Path, tasks: Sequence[str]) -> None:
+    from libcommon.atomic import atomic_write_bytes
+
+    owner = _owner(folder)
+    if owner is not None:
+        owner["tasks"] = list(tasks)
+        atomic_write_bytes(folder / OWNER_FILE_NAME, json.dumps(owner, indent=1).encode())
+
+
+def _delete(folders: Sequence[Path]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str | None]:
@@ -669,6 +797,70 @@ def _remove_trees(runner: GitRunner | None, trees: Sequence[Path]) -> list[str |
     return out
 
 
+def _retire_children(
+    layout: StateLayout, session_id: str, tree_workspace: Path, runner: GitRunner | None
+) -> str | None:
+    """File the sessions an executor ran in ``tree_workspace`` beside their parent's, and
+    remove the worktree's own project folder; why not, when something is left.
+
+    A child session's state goes to the project folder of its workspace, the worktree:
+    one folder per task that no session would ever open again once the worktree is gone.
+    Its log and session folder are evidence and move to ``<parent's session folder>/
+    tasks/`` (not a session of the project: its workspace no longer exists, so nothing
+    lists, resumes or undoes it there); its checkpoint refs, which name the shared
+    repository's objects for a tree that is gone, are deleted (``checkpoint.pruned`` in
+    its log first); the rest (its objects, index, locks) goes with the folder. The
+    folder is the worktree path's own slug, so a sweep finds it from the owner file.
+    """
+    from ax_log import append_events
+    from libcommon.paths import SESSION_ID_PATTERN
+
+    worktrees = Path(os.path.realpath(layout.project_dir / WORKTREES_DIR_NAME))
+    real = Path(os.path.realpath(tree_workspace))
+    if ".." in tree_workspace.parts or real == worktrees or not is_within(real, worktrees):
+        # Only a worktree of this project's own group folders names a child's state.
+        return None
+    child = StateLayout(root=layout.root, workspace=tree_workspace)
+    if child.project_dir == layout.project_dir or not child.project_dir.is_dir():
+        return None
+    target = layout.session_dir(session_id) / CHILD_LOGS_DIR_NAME
+    problems: list[str] = []
+    logs = sorted(child.sessions_dir.glob("*.jsonl")) if child.sessions_dir.is_dir() else []
+    for log in logs:
+        child_id = log.stem
+        if not SESSION_ID_PATTERN.fullmatch(child_id):
+            continue
+        refs = _child_refs(runner, child_id)
+        if refs:
+            done = runner.batch([["update-ref", "-d", ref] for ref in refs]) if runner else []
+            deleted = [r for r, d in zip(refs, done, strict=True) if d is not None and d.ok]
+            try:
+                append_events(child, child_id, [{"type": "checkpoint.pruned", "refs": deleted}])
+            except Exception as exc:  # its log is evidence only: the move still happens
+                problems.append(f"the pruned refs of {child_id} were not logged: {exc}")
+        try:
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.replace(log, target / log.name)
+            if child.session_dir(child_id).is_dir():
+                os.replace(child.session_dir(child_id), target / child_id)
+        except OSError as exc:
+            problems.append(f"the log of {child_id} could not be filed: {exc.strerror}")
+    if problems:
+        return "; ".join(problems)
+    shutil.rmtree(child.project_dir, ignore_errors=True)
+    return None
+
+
+def _child_refs(runner: GitRunner | None, child_id: str) -> list[str]:
+    """A child's checkpoint refs: taken in its worktree, they land in the shared repository."""
+    from ax_log import CHECKPOINT_REF_ROOT
+
+    if runner is None:
+        return []
+    done = runner.run(["for-each-ref", "--format=%(refname)", f"{CHECKPOINT_REF_ROOT}/{child_id}/"])
+    return done.text().split() if done is not None and done.ok else []
+
+
 def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
     """Remove the groups whose owner process is gone (module docstring): never by age."""
     root = layout.project_dir / WORKTREES_DIR_NAME
@@ -685,7 +877,13 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
             kept.append((folder.name, "no readable owner file: not removed"))
             continue
         pid, start = owner.get("pid"), owner.get("startTime")
-        info = read_proc(pid) if isinstance(pid, int) and pid > 0 else None
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            pid = None
+        if pid is None or not isinstance(start, int | None):
+            # Death is proved of a named process only: a malformed owner proves nothing.
+            kept.append((folder.name, "its owner file names no pid and start time: not removed"))
+            continue
+        info = read_proc(pid)
         if info is not None and info.alive and (start is None or info.start_time == start):
             kept.append((folder.name, f"its owner (pid {pid}) is alive"))
             continue
@@ -718,12 +916,18 @@ def _sweep_group(
             runner = None
     named = [task for task in tasks if isinstance(task, str) and _NAME.fullmatch(task)]
     trees = [folder / task for task in named]
+    problems = []
+    session, prefix = owner.get("session"), owner.get("prefix")
+    if isinstance(session, str) and _NAME.fullmatch(session) and isinstance(prefix, str):
+        for task, tree in zip(named, trees, strict=True):
+            why = _retire_children(layout, session, tree / prefix if prefix else tree, runner)
+            if why is not None:
+                problems.append(f"{task}: {why}")
     if lock is not None:
         with flock_lock(lock, what="worktree lock"):
             answers = _remove_trees(runner, trees)
     else:
         answers = _remove_trees(None, trees)
-    problems = []
     for task, why in zip(named, answers, strict=True):
         if why is not None and runner is None:
             # The repository is gone or unusable: its worktree is plain files now.

@@ -13,8 +13,9 @@ Executors each get their own git worktree (``tasks.worktrees``): one
 before anything is spawned, then a worktree per executor checked out from it
 under the state root. A group ``prepare_group`` refuses (not a git repository,
 a secret-named untracked file, end-of-line conversion) refuses the whole call
-and nothing starts. Each executor's capture is taken from the parent's thread
-when its child ends, whatever the end, and the worktrees are removed in a
+and nothing starts. Each executor's capture is taken in its task's thread when
+its child ends, whatever the end (the group's captures run side by side), and
+recorded by the parent's thread; the worktrees are removed in a
 ``finally``. Read-only roles work in the workspace. The result is the group's
 digest: supervision's observations and each task's end first, then each
 task's report.
@@ -206,22 +207,25 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
             members,
             ctx.abort,
             on_status=session.on_task_status,
-            capture=_capturer(base, session) if base is not None else None,
+            capture=_capturer(base) if base is not None else None,
         )
     finally:
         if base is not None:
-            worktrees.release_group(base)
+            worktrees.release_group(base, session.record)
     failed = [key for key, how in outcome.ended.items() if not how.startswith("completed")]
     summary = f"group {group_id}: {len(members) - len(failed)} of {len(members)} completed"
     return ToolResult(content=outcome.digest(), is_error=bool(failed), summary=summary)
 
 
-def _capturer(base: GroupBase, session: Session) -> Callable[[str], None]:
-    """Capture a task's worktree into the parent's log (called on the parent's thread)."""
+def _capturer(base: GroupBase) -> Callable[[str], dict[str, Any]]:
+    """Capture a task's worktree (in the task's thread): its ``task.captured`` event, which
+    the parent's thread records."""
     from ..tasks.worktrees import capture_task
 
-    def capture(key: str) -> None:
-        capture_task(base, key, lambda event: session.record(event))
+    def capture(key: str) -> dict[str, Any]:
+        events: list[dict[str, Any]] = []
+        capture_task(base, key, events.append)
+        return events[0]
 
     return capture
 
