@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from agenttest import ScriptedApprover, call, of_type
-from axtest import tool_path
+from axtest import CliRunner, tool_path
 
 from ax_agent.loop import PARALLEL_CALLS_REMINDER, run_turn
 from ax_agent.mcp_servers import client as mcp_client
@@ -466,3 +466,48 @@ def test_a_workspace_naming_worker_extensions_is_warned_about_on_stderr(tmp_path
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "warning: config" in run.stderr and "workerExtensions ignored" in run.stderr
+
+
+def test_a_handoff_carries_an_orchestrated_sessions_threads_and_episodes(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    # The two halves of issue 26 together: real thread.* and episode.recorded events, as
+    # the orchestrator writes them, are what the handoff's snapshot folds.
+    from ax_agent.cli import main
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("alpha\n")
+    turns = [
+        {"tool_calls": [call("thread", label="reader", task="read a.txt")]},
+        {"tool_calls": [call("episode", thread="s-0002", summary="a read", evidence=["a.txt"])]},
+        {"text": "done"},
+    ]
+    tasks = {"reader": [{"tool_calls": [call("read_file", path="a.txt")]}, {"text": "alpha"}]}
+    session = start(workspace, script(tmp_path / "p.json", turns, tasks), ["once"])
+    try:
+        assert run_turn(session, "read it").stop_reason == "end_turn"
+    finally:
+        session.end("test")
+    takeover = script(tmp_path / "t.json", [{"text": "taking over"}], {})
+    result = run_cli(
+        main,
+        ["handoff", "-C", str(workspace), "--provider", "script", "--script", str(takeover),
+         "--trust-this-workspace", "--output-format", "json", "--session", session.id,
+         "--track-boundary", "the reader's work"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    successor = str(json.loads(result.stdout)["session"])
+    log = list(read_events(session.layout.session_log(successor), successor))
+    (entry,) = of_type(log, "handoff.entry")
+    (thread,) = entry["snapshot"]["threads"]
+    assert (thread["threadId"], thread["label"], thread["task"]) == (
+        "s-0002",
+        "reader",
+        "read a.txt",
+    )
+    assert thread["last"] == "thread.message" and thread["text"] == "alpha"
+    assert entry["snapshot"]["episodes"] == [
+        {"threadId": "s-0002", "summary": "a read", "evidence": ["a.txt"]}
+    ]
+    assert '"label":"reader"' in entry["kickoff"] and '"summary":"a read"' in entry["kickoff"]
