@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -160,6 +161,20 @@ def opened(path: Path, ctx: ToolContext) -> Iterator[int | None]:
     base = ws if is_within(path, ws) else Path("/")
     with safeopen.open_for_reading(base, path.relative_to(base).as_posix()) as fd:
         yield fd
+
+
+def read_regular(path: Path, ctx: ToolContext, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of the regular file at ``path`` (opened as ``opened``
+    opens it), so a caller tells a file over ``limit`` by the length; Refused when it does
+    not exist or is no regular file."""
+    name = shown(path, ctx)
+    with opened(path, ctx) as fd:
+        if fd is None:
+            raise Refused(f"{name} does not exist")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused(f"{name} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit + 1)
 
 
 def shown(path: Path, ctx: ToolContext) -> str:

@@ -13,8 +13,6 @@ nothing and marks nothing CHECKED.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from typing import Any
 
 from pydantic import Field
@@ -26,7 +24,7 @@ from ..artifacts.errors import DOC_MAX_BYTES, Unsupported
 from ..providers.base import ImagePart
 from ..seam.models import AppendRequest
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, guarded, opened, resolve, shown
+from .common import Refused, ToolInput, guarded, read_regular, resolve, shown
 from .view_image import why_no_images
 
 INSPECT_MAX_PAGES = 6
@@ -51,13 +49,7 @@ def run(request: InspectPagesInput, ctx: ToolContext) -> ToolResult:
 
     path = resolve(request.path, ctx)
     name = shown(path, ctx)
-    with opened(path, ctx) as fd:
-        if fd is None:
-            raise Refused(f"{name} does not exist")
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Refused(f"{name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(DOC_MAX_BYTES + 1)
+    data = read_regular(path, ctx, DOC_MAX_BYTES)
     try:
         kind, _ = readers.identify(data)
         if kind != "pdf":

@@ -8,9 +8,6 @@ quotes nothing of the file.
 
 from __future__ import annotations
 
-import os
-import stat
-
 from pydantic import Field
 
 from ax_policy import ToolFacts
@@ -18,7 +15,7 @@ from ax_policy import ToolFacts
 from ..artifacts import readers
 from ..artifacts.errors import DOC_MAX_BYTES
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, guarded, opened, resolve, shown
+from .common import ToolInput, guarded, read_regular, resolve, shown
 
 
 class ReadDocumentInput(ToolInput):
@@ -31,14 +28,7 @@ class ReadDocumentInput(ToolInput):
 def run(request: ReadDocumentInput, ctx: ToolContext) -> ToolResult:
     path = resolve(request.path, ctx)
     name = shown(path, ctx)
-    with opened(path, ctx) as fd:
-        if fd is None:
-            raise Refused(f"{name} does not exist")
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(DOC_MAX_BYTES + 1)
+    data = read_regular(path, ctx, DOC_MAX_BYTES)
     summary = readers.read(data)
     return ToolResult(
         content=render(name, summary),

@@ -13,8 +13,6 @@ marks nothing CHECKED and satisfies no gate.
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -26,7 +24,7 @@ from ..artifacts.docspec import DOCSPEC_MAX_BYTES, SPEC_SUFFIX, DocSpec, load_sp
 from ..artifacts.errors import IMAGE_MAX_BYTES, RenderFailed
 from ..seam.models import AppendRequest
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, guarded, opened, resolve, shown, write_atomically
+from .common import Refused, ToolInput, guarded, read_regular, resolve, shown, write_atomically
 
 RENDER_MAX_IMAGES = 100
 
@@ -153,13 +151,7 @@ def _print(
 
 
 def _read(path: Any, name: str, limit: int, ctx: ToolContext) -> bytes:
-    with opened(path, ctx) as fd:
-        if fd is None:
-            raise Refused(f"{name} does not exist")
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Refused(f"{name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+    data = read_regular(path, ctx, limit)
     if len(data) > limit:
         raise Refused(f"{name} is over {limit} bytes")
     return data

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..providers.base import ImagePart
 from ..providers.images import takes_images
 from ..window.catalog import model_limits
 from .base import ModelTool, ToolContext, ToolResult
-from .common import Refused, ToolInput, guarded, opened, resolve, shown
+from .common import Refused, ToolInput, guarded, read_regular, resolve, shown
 
 # Anthropic refuses an image over 5 MB; a bigger one would fail every request after it.
 VIEW_IMAGE_MAX_BYTES = 5 * 1024 * 1024
@@ -102,15 +101,7 @@ def run(request: ViewImageInput, ctx: ToolContext) -> ToolResult:
 def _workspace_image(raw: str, ctx: ToolContext) -> tuple[bytes, str]:
     path = resolve(raw, ctx)
     name = shown(path, ctx)
-    with opened(path, ctx) as fd:
-        if fd is None:
-            raise Refused(f"{name} does not exist")
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{name} is not a regular file")
-        _check_size(info.st_size, name)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(VIEW_IMAGE_MAX_BYTES + 1)
+    data = read_regular(path, ctx, VIEW_IMAGE_MAX_BYTES)
     _check_size(len(data), name)
     return data, name
 
