@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -191,19 +190,7 @@ def test_the_pdf_twin_is_printed_and_validated(harness: Harness, workspace: Path
 
 
 def _inspect(harness: Harness, raw: dict[str, Any], model: str) -> ToolResult:
-    tool = inspect_pages.TOOL
-    tool_input = tool.input_model.model_validate(raw)
-    ctx = ToolContext(
-        layout=harness.layout,
-        session_id=SESSION,
-        call_id="call-i",
-        step=1,
-        seam=harness.seam,
-        decision=harness.decide(tool, tool_input),
-        abort=threading.Event(),
-        model=model,
-    )
-    return tool.run(tool_input, ctx)
+    return harness.call(inspect_pages.TOOL, raw, model=model)
 
 
 def test_pages_reach_a_model_that_takes_images_as_stored_objects(

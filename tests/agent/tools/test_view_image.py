@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import struct
-import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from ax_agent.providers.openai_compat import wire_messages as chat_wire
 from ax_agent.providers.openai_responses import wire_input
 from ax_agent.session import StartOptions, start_session
 from ax_agent.tools import view_image
-from ax_agent.tools.base import ToolContext, ToolResult
+from ax_agent.tools.base import ToolResult
 from ax_agent.window.tokens import IMAGE_TOKENS, block_tokens
 from ax_log import read_events
 from libcommon.paths import state_layout
@@ -51,19 +50,7 @@ def png(width: int = 2, height: int = 2) -> bytes:
 
 
 def call(harness: Harness, raw: dict[str, Any], model: str = "gpt-5") -> ToolResult:
-    tool = view_image.TOOL
-    tool_input = tool.input_model.model_validate(raw)
-    ctx = ToolContext(
-        layout=harness.layout,
-        session_id=SESSION,
-        call_id="call-1",
-        step=1,
-        seam=harness.seam,
-        decision=harness.decide(tool, tool_input),
-        abort=threading.Event(),
-        model=model,
-    )
-    return tool.run(tool_input, ctx)
+    return harness.call(view_image.TOOL, raw, model=model)
 
 
 @pytest.mark.parametrize(

@@ -73,8 +73,10 @@ class Harness:
         *,
         abort: threading.Event | None = None,
         decision: Decision | None = None,
+        model: str = "",
     ) -> ToolResult:
-        """Run ``tool``; ``decision`` may be one taken earlier, before the workspace changed."""
+        """Run ``tool``; ``decision`` may be one taken earlier, before the workspace changed;
+        ``model`` is the one the result goes to (whether it sees images)."""
         tool_input = tool.input_model.model_validate(raw)
         self.step += 1
         ctx = ToolContext(
@@ -87,6 +89,7 @@ class Harness:
             abort=abort or threading.Event(),
             environ=self.environ,
             review=self.review,
+            model=model,
         )
         result = tool.run(tool_input, ctx)
         assert result.summary and "\n" not in result.summary
