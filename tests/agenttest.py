@@ -43,6 +43,18 @@ class ScriptedApprover:
         return ApprovalAnswer(self.answers.pop(0), self.name)
 
 
+@dataclass
+class YesApprover:
+    """Answers every question "once", and remembers what it was asked."""
+
+    name: str = "yes"
+    asked: list[ApprovalRequest] = field(default_factory=list)
+
+    def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
+        self.asked.append(request)
+        return ApprovalAnswer("once", self.name)
+
+
 def open_session(
     workspace: Path,
     script: Path,

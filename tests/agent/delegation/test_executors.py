@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttest import call, events_of, of_type, open_session, write_script
+from agenttest import YesApprover, call, events_of, of_type, open_session, write_script
 from checkpointgit import git, make_repo, needs_git
 
-from ax_agent.approvals import ApprovalAnswer, ApprovalRequest
 from ax_agent.loop import run_turn
 from ax_agent.session import Session
 from ax_agent.tasks.fold import attempts
@@ -30,17 +29,6 @@ from ax_log import read_events, undo
 pytestmark = needs_git
 
 
-class _Yes:
-    name = "yes"
-
-    def __init__(self) -> None:
-        self.asked: list[ApprovalRequest] = []
-
-    def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.asked.append(request)
-        return ApprovalAnswer("once", self.name)
-
-
 def _parent(
     workspace: Path, tmp_path: Path, script: dict[str, Any], tools: list[ModelTool] | None = None
 ) -> Session:
@@ -49,7 +37,7 @@ def _parent(
     data = json.loads(path.read_text())
     data["tasks"] = script.get("tasks", {})
     path.write_text(json.dumps(data))
-    return open_session(workspace, path, approver=_Yes(), tools=tools)
+    return open_session(workspace, path, approver=YesApprover(), tools=tools)
 
 
 def _meeting_writes(parties: int) -> list[ModelTool]:

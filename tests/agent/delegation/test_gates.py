@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 from agent.terminal.test_units import make
-from agenttest import call, events_of, of_type, open_session, write_script
+from agenttest import YesApprover, call, events_of, of_type, open_session, write_script
 from axtest import CliRunner
 from checkpointgit import make_repo, needs_git
 
-from ax_agent.approvals import ApprovalAnswer, ApprovalRequest
 from ax_agent.loop import run_turn
 from ax_agent.plans.store import plan_state
 from ax_agent.providers.script import Script, ScriptProvider
@@ -46,17 +45,6 @@ TEST = (
     "def test_add():\n    assert add(2, 3) == 5\n\n\n"
     "def test_sub():\n    assert sub(5, 3) == 2\n"
 )
-
-
-class _Yes:
-    name = "yes"
-
-    def __init__(self) -> None:
-        self.asked: list[ApprovalRequest] = []
-
-    def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.asked.append(request)
-        return ApprovalAnswer("once", self.name)
 
 
 @pytest.fixture
@@ -85,7 +73,9 @@ def _script_file(tmp_path: Path, script: dict[str, Any]) -> Path:
     return path
 
 
-def _parent(workspace: Path, tmp_path: Path, script: dict[str, Any], approver: _Yes) -> Session:
+def _parent(
+    workspace: Path, tmp_path: Path, script: dict[str, Any], approver: YesApprover
+) -> Session:
     return open_session(workspace, _script_file(tmp_path, script), approver=approver)
 
 
@@ -129,7 +119,7 @@ def _results(events: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
     return found
 
 
-def _delegate_asks(approver: _Yes) -> int:
+def _delegate_asks(approver: YesApprover) -> int:
     return sum(1 for request in approver.asked if request.tool == "delegate_task")
 
 
@@ -171,7 +161,7 @@ def test_a_dependent_is_refused_while_its_dependencys_test_is_red_and_spawned_af
             ],
         },
     }
-    approver = _Yes()
+    approver = YesApprover()
     parent = _parent(project, tmp_path, script, approver)
     _approved_plan(parent, GATED_PLAN)
 
@@ -249,7 +239,7 @@ def test_a_review_round_of_real_reviewers_is_triaged_by_the_parent_and_then_clea
             "look": [{"tool_calls": findings}, {"text": "two findings"}],
         },
     }
-    parent = _parent(project, tmp_path, script, _Yes())
+    parent = _parent(project, tmp_path, script, YesApprover())
     _approved_plan(parent, REVIEWED_PLAN)
     assert run_turn(parent, "fix sub, test it, have it reviewed").text == "reviewed"
     events = events_of(parent)
@@ -367,7 +357,7 @@ def test_a_third_reviewer_group_is_refused_once_the_rounds_are_spent_and_the_per
             "i1": [{"text": "nothing to add"}],
         },
     }  # fmt: skip
-    approver = _Yes()
+    approver = YesApprover()
     parent = _parent(workspace, tmp_path, script, approver)
     _approved_plan(parent, REVIEW_REQUIRED_PLAN)
     assert run_turn(parent, "review it again and again").text == "advised"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from agenttest import call, events_of, of_type, open_session, write_script
+from agenttest import YesApprover, call, events_of, of_type, open_session, write_script
 from checkpointgit import make_repo
 
 from ax_agent.approvals import ApprovalAnswer, ApprovalRequest, DenyingApprover
@@ -278,17 +278,6 @@ def test_an_executors_question_goes_to_the_parents_approver_and_is_declined_off_
     parent.end("done")
 
 
-class _Yes:
-    name = "yes"
-
-    def __init__(self) -> None:
-        self.asked: list[ApprovalRequest] = []
-
-    def ask(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.asked.append(request)
-        return ApprovalAnswer("once", self.name)
-
-
 def _approved_plan(parent: Session, tasks: list[dict[str, Any]]) -> None:
     from ax_agent.plans.actions import approve
     from ax_agent.plans.model import Plan
@@ -316,7 +305,7 @@ def test_executors_touching_the_same_place_are_refused_before_anything_spawns(
         ],
         "tasks": {"lexer": [{"text": "never"}], "src": [{"text": "never"}]},
     }
-    approver = _Yes()
+    approver = YesApprover()
     parent = _parent(workspace, tmp_path, script, approver=approver)
     _approved_plan(
         parent,
@@ -448,7 +437,7 @@ def test_a_report_cannot_close_its_fence_or_forge_a_line_of_the_digest_head(
 
 
 def test_no_stall_is_observed_while_a_tasks_command_runs(workspace: Path, tmp_path: Path) -> None:
-    parent = _parent(workspace, tmp_path, {"turns": []}, approver=_Yes())
+    parent = _parent(workspace, tmp_path, {"turns": []}, approver=YesApprover())
     _task_session(
         parent,
         {"w": [{"tool_calls": [call("run_command", command="sleep 1.5")]}, {"text": "slept"}]},
@@ -487,7 +476,7 @@ def test_a_plan_bound_executor_records_its_definition_and_its_capture(
             ]
         },
     }
-    parent = _parent(workspace, tmp_path, script, approver=_Yes())
+    parent = _parent(workspace, tmp_path, script, approver=YesApprover())
     _approved_plan(
         parent, [{"id": "edit", "title": "Edit a", "role": "executor", "touches": ["a.txt"]}]
     )
