@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
 import stat
-import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browserpage import served
 
 from ax_exec import CHROMIUM_PACKAGE, find_chromium, launched_chromium
 from ax_exec.chromium import chromium_flags
@@ -32,26 +31,8 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def page() -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<!doctype html><title>t</title><h1 id=hello>hello from loopback</h1>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served() as url:
+        yield url + "/"
 
 
 def test_find_chromium_reads_only_absolute_path_entries(
