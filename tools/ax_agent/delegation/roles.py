@@ -22,15 +22,18 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from ..tools.base import ModelTool
 
-# The tools no child ever holds: delegating again, writing the plan, integrating.
-# (triage_finding: the parent judges the findings its reviewers reported; browser_flow: the
-# preview is the parent's workspace, so a child's flow would judge a tree it did not change.)
-# (thread, threads, episode: the orchestrator's own; no worker ever obtains them.)
+# The tools no child ever holds (the registry's PARENT_ONLY): delegating again, writing the
+# plan, integrating. project_setup: an executor's worktree is disposable, so an install
+# there fills a folder about to be deleted, and a migration there writes the real database
+# from "isolation". triage_finding: the parent judges the findings its reviewers reported.
+# browser_flow: the preview is the parent's workspace, so a child's flow would judge a tree
+# it did not change. thread, threads, episode: the orchestrator's own.
 PARENT_ONLY_TOOLS = frozenset(
     {
         "delegate_task",
         "plan_write",
         "apply_task_changes",
+        "project_setup",
         "triage_finding",
         "browser_flow",
         "thread",

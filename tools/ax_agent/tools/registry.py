@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..delegation.roles import PARENT_ONLY_TOOLS
 from .base import ModelTool
 
 
@@ -117,15 +118,9 @@ def _tools() -> tuple[ModelTool, ...]:
     return tuple(module.TOOL for module in modules)
 
 
-# Tools only the parent session may hold: no child role's registry may include them.
-# project_setup: an executor's worktree is disposable, so an install there fills a folder
-# about to be deleted, and a migration there writes the real database from "isolation".
-# triage_finding: the parent's judgment of its reviewers' findings, never a child's.
-# browser_flow: the preview serves the parent's workspace, not an executor's worktree.
-# thread, threads, episode: no worker ever obtains the orchestrator's own tools.
-PARENT_ONLY: frozenset[str] = frozenset(
-    {"project_setup", "triage_finding", "browser_flow", "thread", "threads", "episode"}
-)
+# Tools only the parent session may hold: no child role's registry may include them. One
+# list, the delegation table's, which says why each is there.
+PARENT_ONLY: frozenset[str] = PARENT_ONLY_TOOLS
 # Tools the parent session never holds, only a delegated role whose registry names them:
 # web_extract returns whole web pages and record_source records findings, so the main
 # agent never receives a raw page by construction (issue 25).
