@@ -5,8 +5,10 @@ model (the JSON Schema the model sees is derived from it), the policy facts it
 declares (functions of the parsed input, evaluated by ax-policy, never
 judged here), and ``run``. Tools contain no policy logic and never write the
 event log: the loop decides, snapshots, records and only then calls ``run``. (The
-one exception is web research, ``tools.research_call``: a call's spend is recorded
-through ``ctx.session`` before anything is sent, so it is durable before the wire.)
+exceptions record through ``ctx.session`` what must be durable the moment it happens:
+web research, ``tools.research_call``, its spend before anything is sent and its
+findings; the delegation tools, ``delegate_task``, ``thread``, ``threads`` and
+``episode``, their tasks and threads as they start, answer and end.)
 Anything that touches another ax tool goes through ``ctx.seam``.
 """
 
