@@ -115,10 +115,14 @@ def test_ctrl_c_mid_command_kills_its_tree_and_returns_to_the_prompt(
     term.expect("answer:")
     term.send(b"y" + ENTER)
     term.expect("running: sleep 60")
+    # The shell creates the file before it writes the pid: wait for the whole line.
+    pid_file = workspace / "child.pid"
     deadline = time.monotonic() + 10
-    while not (workspace / "child.pid").exists() and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (
+        pid_file.exists() and pid_file.read_text().endswith("\n")
+    ):
         time.sleep(0.05)
-    child = int((workspace / "child.pid").read_text())
+    child = int(pid_file.read_text())
     assert _alive(child)
     term.send(CTRL_C)
     term.expect("Interrupted (tool)")
