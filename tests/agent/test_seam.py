@@ -138,11 +138,17 @@ def test_the_same_session_gives_the_same_events_both_ways(tmp_path: Path, state_
         e["type"] == "tool.completed" and e["content"].startswith("added lesson") for e in events
     )
     memory = {row["doc"]: row["status"] for row in given if row.get("scope") == "memory"}
-    assert memory == {"journal": "loaded", "codebase": "missing", "lessons": "loaded"}
+    assert memory == {
+        "journal": "loaded",
+        "codebase": "missing",
+        "lessons": "loaded",
+        "research": "missing",
+    }
     assert [(row["doc"], row["status"], row["entries"]) for row in now] == [
         ("journal", "ok", 1),
         ("codebase", "missing", None),
         ("lessons", "ok", 1),
+        ("research", "missing", None),
     ]
 
 
