@@ -8,6 +8,7 @@ reasons name the failure, not the content.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import time
@@ -535,8 +536,8 @@ def _pdf_outline(reader: Any) -> list[Heading]:
             elif len(found) < PDF_MAX_PAGES:
                 found.append(Heading(level, str(getattr(item, "title", ""))))
 
-    try:
+    # pypdf raises on a malformed outline: what was read before it stands, and the pages
+    # are read apart from it.
+    with contextlib.suppress(Exception):
         walk(reader.outline, 1)
-    except Exception:
-        return found
     return found
