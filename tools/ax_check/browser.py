@@ -433,12 +433,12 @@ def _said(exc: BaseException) -> str:
 def _observe(page: Page, detail: str | None) -> Observed:
     ms = OBSERVE_TIMEOUT_S * 1000
     url = title = text = None
-    try:
+    # The page may be mid-navigation or gone: the failure is already known, and what
+    # could be observed before the page stopped answering is what the result shows.
+    with contextlib.suppress(Exception):
         url = page.url
         title = page.title()[:FINDING_DETAIL_CHARS]
         text = redact(page.locator("body").inner_text(timeout=ms))[:OBSERVED_TEXT_CHARS]
-    except Exception:
-        pass
     return Observed(url=url, title=title, text=text, detail=detail)
 
 
