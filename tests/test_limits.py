@@ -616,7 +616,7 @@ def test_map_limits() -> None:
     assert languages.REFERENCE_MIN_CHARS == 2
     assert scan.SPECIFIER_MAX_CHARS == 256
     assert resolve.GO_MOD_MAX_BYTES == 64 * 1024
-    assert index.SCHEMA_VERSION == 2
+    assert index.SCHEMA_VERSION == 3
     assert cli.PROGRESS_INTERVAL_S == 0.1
 
 

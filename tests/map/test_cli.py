@@ -48,7 +48,12 @@ def test_build_prints_one_json_summary(repo: Path) -> None:
         "exact": True,
         "languages": {"javascript": 1, "python": 1},
     }
-    assert summary["tiers"] == {"parsed": 2, "firstTierOnly": 0, "parseFailed": 0}
+    assert summary["tiers"] == {
+        "parsed": 2,
+        "firstTierOnly": 0,
+        "parseFailed": 0,
+        "referencesPending": 0,
+    }
     assert summary["written"] is True and summary["rebuilt"] == "no index yet"
     assert isinstance(summary["durationMs"], int)
     assert Path(str(summary["index"])).is_file()
@@ -62,11 +67,12 @@ def test_stats_in_text_and_json(repo: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "files: 2 found, 2 indexed, 0 listed, 0 pending, 0 capped: complete" in text.stdout
     assert (
-        "tiers: 2 parsed by tree-sitter, 0 first tier only (0 of them unparseable)" in text.stdout
+        "tiers: 2 parsed by tree-sitter, 0 first tier only (0 of them unparseable, 0 without "
+        "references yet)" in text.stdout
     )
     as_json = ax_map("stats", "-C", str(repo), "--json")
     stats = jsonio.loads(as_json.stdout)
-    assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 2)
+    assert (stats["symbols"], stats["importEdges"], stats["schemaVersion"]) == (2, 0, 3)
     assert stats["state"] == "complete"
     assert stats["references"] >= 0
 
@@ -148,10 +154,10 @@ def test_build_json_is_the_contract_for_every_shape_of_result() -> None:
         languages={"python": 2, "other": 1},
     )
     shapes = [
-        BuildResult("/w", "/i", True, coverage, 1, 2, 1, 3, 4, 5, True, "no index yet", False),
-        BuildResult("/w", "/i", False, Coverage(0, 0), 0, 0, 0, 0, 0, 0, False, None, False),
+        BuildResult("/w", "/i", True, coverage, 2, 2, 1, 1, 3, 4, 5, True, "no index yet", False),
+        BuildResult("/w", "/i", False, Coverage(0, 0), 0, 0, 0, 0, 0, 0, 0, False, None, False),
         BuildResult(
-            "'/w\\n'", "/i", True, Coverage(2, 2), 0, 2, 0, 0, 2, 0, False, None, True,
+            "'/w\\n'", "/i", True, Coverage(2, 2), 0, 2, 0, 0, 0, 2, 0, False, None, True,
             notes=["first tier stopped: the wall budget", "n\u00e9"],
             timings_ms={"lockWait": 0, "inventory": 12, "total": 20},
         ),

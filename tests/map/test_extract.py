@@ -22,7 +22,16 @@ from ax_map import extract, treesit
 from ax_map import scan as scan_module
 from ax_map.extract import Job, Reader, RunReport, extract_batch, run_jobs, sniff
 from ax_map.languages import REFERENCE_MIN_CHARS
-from ax_map.scan import KINDS, LANGUAGES, DefinitionRule, Extraction, needed, scan
+from ax_map.scan import (
+    KINDS,
+    LANGUAGES,
+    DefinitionRule,
+    Extraction,
+    needed,
+    scan,
+    scan_references,
+    scan_structure,
+)
 from ax_map.treesit import parse
 
 SAMPLES: dict[str, tuple[str, set[tuple[str, str]], set[str], tuple[str, ...]]] = {
@@ -284,6 +293,15 @@ def test_each_tier_extracts_each_language(language: str, tier: str) -> None:
     assert {kind for _, kind, _ in found.definitions} <= KINDS
 
 
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_the_first_tiers_two_steps_give_what_one_scan_gives(language: str) -> None:
+    data = SAMPLES[language][0].encode()
+    whole = scan(language, data)
+    structure = scan_structure(language, data)
+    assert structure == Extraction(whole.definitions, None, whole.imports)
+    assert whole.references and scan_references(language, data) == whole.references
+
+
 def test_lines_are_those_of_the_definitions() -> None:
     source = "x = 1\n\n\nclass A:\n    def b(self):\n        pass\n"
     for extract_with in (scan, parse):
@@ -452,18 +470,24 @@ def _workspace(root: Path, count: int) -> list[Job]:
     return jobs
 
 
-@pytest.mark.parametrize("tier", [1, 2])
-def test_the_pool_gives_what_one_process_gives(tmp_path: Path, tier: int) -> None:
+@pytest.mark.parametrize("step", ["structure", "references", "parse"])
+def test_the_pool_gives_what_one_process_gives(tmp_path: Path, step: extract.Step) -> None:
     jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
     deadline = time.monotonic() + 60
-    alone = {o.path: o for o in run_jobs(tmp_path, tier, jobs, deadline, RunReport(), None, 1)}  # type: ignore[arg-type]
+    alone = {o.path: o for o in run_jobs(tmp_path, step, jobs, deadline, RunReport(), None, 1)}
     report = RunReport()
-    pooled = {o.path: o for o in run_jobs(tmp_path, tier, jobs, deadline, report, None, 2)}  # type: ignore[arg-type]
+    pooled = {o.path: o for o in run_jobs(tmp_path, step, jobs, deadline, report, None, 2)}
     assert report.stopped is None
     assert pooled == alone
     assert len(alone) == len(jobs)
-    assert alone["pkg0/mod0.py"].content is not None
-    assert ["f0", "function", 1] in json.loads(alone["pkg0/mod0.py"].content.definitions)
+    content = alone["pkg0/mod0.py"].content
+    assert content is not None
+    if step == "references":
+        assert content == extract.Content(None, "f0 g0", None)
+    else:
+        assert content.definitions is not None
+        assert ["f0", "function", 1] in json.loads(content.definitions)
+        assert content.references == (None if step == "structure" else "f0 g0")
 
 
 def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
@@ -473,16 +497,20 @@ def test_the_pool_stops_at_the_deadline_and_kills_its_workers(
     monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
 
     def slow(
-        workspace: str, tier: int, batch: list[Job], deadline: float, position: object = None
+        workspace: str,
+        step: extract.Step,
+        batch: list[Job],
+        deadline: float,
+        position: object = None,
     ) -> list[extract.Outcome]:
         time.sleep(0.2)
-        return extract_batch(workspace, tier, batch, deadline, position)  # type: ignore[arg-type]
+        return extract_batch(workspace, step, batch, deadline, position)  # type: ignore[arg-type]
 
     monkeypatch.setattr(extract, "extract_batch", slow)
     before = set(_children())
     report = RunReport()
     started = time.monotonic()
-    outcomes = list(run_jobs(tmp_path, 1, jobs, started + 0.5, report, None, 2))
+    outcomes = list(run_jobs(tmp_path, "structure", jobs, started + 0.5, report, None, 2))
     assert time.monotonic() - started < 2.0
     assert report.stopped == "the wall budget ran out"
     assert 0 < len(outcomes) < len(jobs)
@@ -502,7 +530,7 @@ def test_workers_are_fed_before_what_they_hand_back_is_stored(
         real(self, worker, batch)  # type: ignore[arg-type]
 
     monkeypatch.setattr(extract._Pool, "send", send)
-    outcomes = run_jobs(tmp_path, 1, jobs, time.monotonic() + 60, RunReport(), None, 2)  # type: ignore[arg-type]
+    outcomes = run_jobs(tmp_path, "structure", jobs, time.monotonic() + 60, RunReport(), None, 2)  # type: ignore[arg-type]
     next(outcomes)
     # Two workers, each holding a batch in hand and one in its pipe; the one that handed
     # back a batch got the next before anything it handed back was stored.
@@ -517,15 +545,15 @@ def test_a_file_that_kills_its_worker_fails_alone(
     deadly = "pkg3/mod10.py"
     real = extract._extract
 
-    def crash_on_one(tier: int, language: str, data: bytes) -> object:
+    def crash_on_one(step: extract.Step, language: str, data: bytes) -> object:
         if data.startswith(b"def f10("):
             os._exit(11)
-        return real(tier, language, data)  # type: ignore[arg-type]
+        return real(step, language, data)
 
     monkeypatch.setattr(extract, "_extract", crash_on_one)
     report = RunReport()
     started = time.monotonic()
-    outcomes = {o.path: o for o in run_jobs(tmp_path, 2, jobs, started + 30, report, None, 2)}
+    outcomes = {o.path: o for o in run_jobs(tmp_path, "parse", jobs, started + 30, report, None, 2)}
     assert time.monotonic() - started < 10
     assert report.stopped is None
     assert len(outcomes) == len(jobs)
@@ -545,7 +573,7 @@ def test_workers_that_keep_dying_stop_the_pool_without_hanging(
     monkeypatch.setattr(extract, "extract_batch", crash)
     report = RunReport()
     started = time.monotonic()
-    outcomes = list(run_jobs(tmp_path, 2, jobs, started + 30, report, None, 2))
+    outcomes = list(run_jobs(tmp_path, "parse", jobs, started + 30, report, None, 2))
     assert time.monotonic() - started < 10
     assert outcomes == []
     assert report.stopped == "extraction workers kept dying"
@@ -561,7 +589,7 @@ def test_a_runaway_parse_is_stopped_by_the_worker_limits(tmp_path: Path) -> None
     jobs = [Job("ok.py", "python", 17), Job("zz_runaway.py", "python", len(runaway))]
     report = RunReport()
     started = time.monotonic()
-    outcomes = {o.path: o for o in run_jobs(tmp_path, 2, jobs, started + 60, report, None, 1)}
+    outcomes = {o.path: o for o in run_jobs(tmp_path, "parse", jobs, started + 60, report, None, 1)}
     assert time.monotonic() - started < 15
     # The largest child this test process ever waited for stayed near the limit.
     largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
@@ -594,14 +622,18 @@ def test_a_host_with_threads_gets_workers_that_do_not_inherit_them(tmp_path: Pat
     # starts its workers from a fork server then, and gives the same outcomes.
     jobs = _workspace(tmp_path, extract.POOL_MIN_FILES + 20)
     deadline = time.monotonic() + 60
-    alone = {o.path: o for o in run_jobs(tmp_path, 1, jobs, deadline, RunReport(), None, 1)}
+    alone = {
+        o.path: o for o in run_jobs(tmp_path, "structure", jobs, deadline, RunReport(), None, 1)
+    }
     stop = threading.Event()
     busy = threading.Thread(target=stop.wait)
     busy.start()
     try:
         assert extract._context().get_start_method() == "forkserver"
         report = RunReport()
-        pooled = {o.path: o for o in run_jobs(tmp_path, 1, jobs, deadline, report, None, 2)}
+        pooled = {
+            o.path: o for o in run_jobs(tmp_path, "structure", jobs, deadline, report, None, 2)
+        }
     finally:
         stop.set()
         busy.join()

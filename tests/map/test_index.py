@@ -140,10 +140,10 @@ def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
     real = extract.extract_batch
 
     def slow(
-        workspace: str, tier: int, jobs: list[extract.Job], deadline: float
+        workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
     ) -> list[extract.Outcome]:
         time.sleep(0.1)
-        return real(workspace, tier, jobs, deadline)  # type: ignore[arg-type]
+        return real(workspace, step, jobs, deadline)
 
     monkeypatch.setattr(extract, "extract_batch", slow)
     first = build_index(layout, budget_s=1.5, workers=1)
@@ -177,6 +177,81 @@ def test_tree_sitter_fills_in_across_builds(
     monkeypatch.setattr(treesit, "parse", real)
     second = build_index(layout)
     assert (second.first_tier_only, second.parsed, second.extracted) == (0, 5, 0)
+
+
+def test_every_files_structure_comes_before_any_files_references(layout: StateLayout) -> None:
+    phases: list[str] = []
+    built = build_index(layout, progress=lambda phase, done, total: phases.append(phase))
+    assert built.references_pending == 0 and built.parsed == 5
+    # Each phase reports once before its first file and again as files are done.
+    order = [phase for i, phase in enumerate(phases) if i == 0 or phases[i - 1] != phase]
+    assert order == ["scan", "references", "parse"]
+    assert set(built.timings_ms) >= {"scan", "references", "parse"}
+
+
+def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_build(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, {f"pkg/m{i:02d}.py": f"def f{i}():\n    return g{i}()\n" for i in range(30)})
+    age_files(repo)
+    monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
+    real = extract.extract_batch
+
+    def slow_references(
+        workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
+    ) -> list[extract.Outcome]:
+        if step == "references":
+            time.sleep(0.1)
+        return real(workspace, step, jobs, deadline)
+
+    monkeypatch.setattr(extract, "extract_batch", slow_references)
+    first = build_index(layout, budget_s=2.0, workers=1)
+    # Every file has its structure; the references stopped part of the way.
+    assert first.coverage.indexed == 35 and not first.coverage.partial
+    assert 0 < first.references_pending < 35
+    assert first.parsed == 0
+    assert any("first tier's references stopped: the wall budget" in n for n in first.notes)
+    snapshot = load_snapshot(layout)
+    assert {s.name for s in snapshot.symbols} >= {f"f{i}" for i in range(30)}
+    without = [f.path for f in snapshot.files if f.status == "indexed"]
+    without = [path for path in without if path not in snapshot.references]
+    assert len(without) == first.references_pending
+    stats = index_stats(layout)
+    assert stats.references_pending == first.references_pending
+
+    monkeypatch.setattr(extract, "extract_batch", real)
+    second = build_index(layout)
+    assert (second.extracted, second.references_pending, second.parsed) == (0, 0, 35)
+    snapshot = load_snapshot(layout)
+    assert snapshot.references["pkg/m07.py"] >= {"g7"}
+
+
+def test_a_file_changed_after_its_structure_was_read_gets_no_stale_references(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = extract.extract_batch
+
+    def edit_first(
+        workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
+    ) -> list[extract.Outcome]:
+        if step == "references":
+            (repo / "app/util.py").write_text("def renamed():\n    return other_name()\n")
+        return real(workspace, step, jobs, deadline)
+
+    monkeypatch.setattr(extract, "extract_batch", edit_first)
+    first = build_index(layout)
+    # Its structure is of the first read; the second read found another file, so it has
+    # no references and is not parsed: the next build's stat-diff reads it whole.
+    assert first.references_pending == 1
+    snapshot = load_snapshot(layout)
+    assert "app/util.py" not in snapshot.references
+    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"helper"}
+    monkeypatch.setattr(extract, "extract_batch", real)
+    second = build_index(layout)
+    assert (second.extracted, second.references_pending) == (1, 0)
+    snapshot = load_snapshot(layout)
+    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"renamed"}
+    assert "other_name" in snapshot.references["app/util.py"]
 
 
 def test_a_cold_build_reads_files_before_the_last_one_is_classified(

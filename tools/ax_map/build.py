@@ -1,12 +1,14 @@
 """A build: inventory, stat-diff against the index, extract what changed, write atomically.
 
-Within the wall budget, in this order: the inventory; the first tier (ax_map.scan)
-for every file that is new or whose size or mtime changed since it was extracted,
-so the structure of the whole workspace is in the index as early as possible; the
-second tier (tree-sitter, ax_map.treesit) for files that have only the first,
-uncommitted files first; imports resolved over the whole inventory. A file the first
-tier did not reach is ``pending``; one the second tier did not reach keeps its first
-tier. Either way the index says so, and the next build carries on from there, so
+Within the wall budget, in this order: the inventory; the first tier's structure
+(ax_map.scan: definitions and imports) for every file that is new or whose size or
+mtime changed since it was extracted, so the structure of the whole workspace is in
+the index as early as possible; the first tier's references for the files that have
+only their structure; the second tier (tree-sitter, ax_map.treesit) for files that
+have only the first, uncommitted files first; imports resolved over the whole
+inventory. A file the first tier did not reach is ``pending``; one the references
+step did not reach has no references yet; one the second tier did not reach keeps its
+first tier. Either way the index says so, and the next build carries on from there, so
 builds under any budget converge on the complete index.
 
 A file whose mtime lies within ``RACY_WINDOW_NS`` of the previous build's listing is
@@ -46,7 +48,7 @@ from .pathtext import quote_path
 if TYPE_CHECKING:
     # Only a build that reads files loads extraction and import resolution (~25 ms):
     # a warm build with nothing changed answers without them.
-    from .extract import Job, Outcome, RunReport
+    from .extract import Job, Outcome, RunReport, Step
 
 DEFAULT_BUDGET_S = 30.0
 MAX_BUDGET_S = 3600.0
@@ -74,6 +76,8 @@ class BuildResult:
     parsed: int
     # Of first_tier_only: the files tree-sitter gave up or crashed on.
     parse_failed: int
+    # Of first_tier_only: the files with their structure but no references yet.
+    references_pending: int
     extracted: int
     reused: int
     removed: int
@@ -105,6 +109,7 @@ class BuildResult:
                 "parsed": self.parsed,
                 "firstTierOnly": self.first_tier_only,
                 "parseFailed": self.parse_failed,
+                "referencesPending": self.references_pending,
             },
             "extracted": self.extracted,
             "reused": self.reused,
@@ -317,7 +322,7 @@ class _Build:
         else:
             jobs = _Streamed(stream, plan, entries, tiers, to_scan, writer)
         report = RunReport()
-        with closing(self._run(1, jobs, report, workers)) as outcomes:
+        with closing(self._run("structure", jobs, report, workers)) as outcomes:
             for outcome in outcomes:
                 self._store(writer, outcome, entries, tiers, had_content)
                 to_scan.discard(outcome.path)
@@ -335,6 +340,19 @@ class _Build:
             self.notes.append(f"first tier stopped: {report.stopped}")
         self.timings["scan"] = time.monotonic() - phase
 
+        # The first tier's references, once every file has its structure.
+        phase = time.monotonic()
+        waiting = _references_waiting(entries, tiers)
+        jobs = [Job(path, entries[path].language or "", entries[path].size) for path in waiting]
+        report = RunReport()
+        if jobs and time.monotonic() < self._extract_deadline():
+            with closing(self._run("references", jobs, report, workers)) as outcomes:
+                for outcome in outcomes:
+                    _store_references(writer, outcome, entries, tiers)
+        if report.stopped:
+            self.notes.append(f"first tier's references stopped: {report.stopped}")
+        self.timings["references"] = time.monotonic() - phase
+
         # Second tier: the files that have only the first, uncommitted ones first.
         phase = time.monotonic()
         waiting = _second_tier_waiting(entries, tiers)
@@ -342,7 +360,7 @@ class _Build:
         jobs = [Job(path, entries[path].language or "", entries[path].size) for path in waiting]
         report = RunReport()
         if jobs and time.monotonic() < self._extract_deadline():
-            with closing(self._run(2, jobs, report, workers)) as outcomes:
+            with closing(self._run("parse", jobs, report, workers)) as outcomes:
                 for outcome in outcomes:
                     self._store(writer, outcome, entries, tiers, had_content)
                     content_changed = True
@@ -359,7 +377,7 @@ class _Build:
         return entries, tiers
 
     def _run(
-        self, tier: int, jobs: list[Job] | _Streamed, report: RunReport, workers: int | None
+        self, step: Step, jobs: list[Job] | _Streamed, report: RunReport, workers: int | None
     ) -> Generator[Outcome, None, None]:
         # A stream's total is known once it has been drawn to the end: progress is
         # said from then on (never a done == total that is not the end).
@@ -367,7 +385,7 @@ class _Build:
         total = jobs.total if isinstance(jobs, _Streamed) else len(jobs)
         done = 0
         said = (-1, -1)
-        name = "scan" if tier == 1 else "parse"
+        name = _PHASES[step]
 
         def say() -> None:
             nonlocal said
@@ -387,7 +405,7 @@ class _Build:
 
         yield from run_jobs(
             self.workspace,
-            1 if tier == 1 else 2,
+            step,
             jobs,
             self._extract_deadline(),
             report,
@@ -407,7 +425,7 @@ class _Build:
     ) -> None:
         path = outcome.path
         entry = entries[path]
-        if outcome.failed is not None and outcome.tier == 2:
+        if outcome.failed is not None and outcome.step == "parse":
             # The first tier's extraction stays; this content is not parsed again.
             tiers[path] = store.TIER_PARSE_FAILED
             self.parse_failures.append(path)
@@ -425,7 +443,7 @@ class _Build:
             tiers[path] = store.TIER_NONE
         else:
             skip, status = None, "indexed"
-            tiers[path] = outcome.tier
+            tiers[path] = store.TIER_PARSED if outcome.step == "parse" else store.TIER_STRUCTURE
             writer.put_content(path, content.definitions, content.references, content.imports)
         # FileEntry(...) and not dataclasses.replace: this runs once a file.
         entry = FileEntry(
@@ -488,6 +506,7 @@ class _Build:
             first_tier_only=sum(1 for tier in indexed_tiers if tier != store.TIER_PARSED),
             parsed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSED),
             parse_failed=sum(1 for tier in indexed_tiers if tier == store.TIER_PARSE_FAILED),
+            references_pending=sum(1 for tier in indexed_tiers if tier == store.TIER_STRUCTURE),
             extracted=len(plan.scan),
             reused=plan.reused,
             removed=len(plan.removed),
@@ -515,9 +534,44 @@ class _Plan:
 
     @property
     def unchanged(self) -> bool:
-        """Nothing to write: no row moved and no file waits for the second tier."""
+        """Nothing to write: no row moved and no file waits for its references or the
+        second tier."""
         moved = self.rewrite or self.flags or self.scan or self.removed
-        return not moved and not _second_tier_waiting(self.entries, self.tiers)
+        return (
+            not moved
+            and not _references_waiting(self.entries, self.tiers)
+            and not _second_tier_waiting(self.entries, self.tiers)
+        )
+
+
+def _references_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
+    """Indexed files with the first tier's structure but not yet its references."""
+    return [
+        path
+        for path, entry in entries.items()
+        if entry.status == "indexed" and tiers[path] == store.TIER_STRUCTURE
+    ]
+
+
+def _store_references(
+    writer: store.Writer,
+    outcome: Outcome,
+    entries: Mapping[str, FileEntry],
+    tiers: dict[str, int],
+) -> None:
+    """A file's references, taken only if it is what its structure was read from: one
+    that changed since (its size or mtime) keeps its structure alone, and the next build,
+    whose stat-diff sees the change, reads it whole."""
+    path = outcome.path
+    entry = entries[path]
+    content = outcome.content
+    if content is None or content.references is None:
+        return
+    if (outcome.size, outcome.mtime_ns) != (entry.size, entry.mtime_ns):
+        return
+    writer.put_content(path, None, content.references, None)
+    tiers[path] = store.TIER_FIRST
+    writer.put_file(path, entry, store.TIER_FIRST)
 
 
 def _second_tier_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
@@ -659,6 +713,10 @@ class _Streamed:
             count += 1
             yield Job(path, entry.language or "", entry.size)
         self.total = count
+
+
+# The phase each step reports its progress under.
+_PHASES: dict[str, str] = {"structure": "scan", "references": "references", "parse": "parse"}
 
 
 def _failures_note(paths: list[str]) -> str:

@@ -28,6 +28,14 @@ app = make_app("ax-map", "What is in this repository, ranked, in a bounded numbe
 PROGRESS_INTERVAL_S = 0.1
 
 
+# What the progress line calls each phase of a build.
+_PROGRESS_LABELS = {
+    "scan": "first tier",
+    "references": "first tier's references",
+    "parse": "tree-sitter",
+}
+
+
 class _ProgressLine:
     """One line on stderr, redrawn in place; only ever drawn on a terminal."""
 
@@ -40,7 +48,7 @@ class _ProgressLine:
         if done < total and now - self.last < PROGRESS_INTERVAL_S:
             return
         self.last = now
-        label = "first tier" if phase == "scan" else "tree-sitter"
+        label = _PROGRESS_LABELS.get(phase, phase)
         env().stderr.write(f"\rax-map: {label} {done}/{total} files ")
         env().stderr.flush()
         self.shown = True
@@ -113,7 +121,8 @@ def _stats_text(found: IndexStats) -> str:
         f"listed, {coverage.pending} pending, {coverage.capped} capped: "
         f"{'PARTIAL' if partial else 'complete'}",
         f"tiers: {found.parsed} parsed by tree-sitter, {found.first_tier_only} first tier only"
-        f" ({found.parse_failed} of them unparseable)",
+        f" ({found.parse_failed} of them unparseable, {found.references_pending} without "
+        "references yet)",
         f"listed (never read): {listed or 'none'}",
         f"languages: {languages or 'none'}",
         f"symbols: {found.symbols}; referenced names: {found.references}; "

@@ -42,7 +42,7 @@ from .inventory import (
     SKIP_TOO_LARGE,
     SKIP_UNREADABLE,
 )
-from .scan import Extraction, scan
+from .scan import Extraction, scan_references, scan_structure
 
 if TYPE_CHECKING:
     # multiprocessing costs ~30 ms to import: only a build with enough work loads it.
@@ -72,7 +72,9 @@ SKIP_VANISHED = "vanished"
 # memory, most likely).
 SKIP_EXTRACTION_FAILED = "extraction failed"
 
-Tier = Literal[1, 2]
+# What a run extracts: the first tier's structure (definitions and imports), the first
+# tier's referenced names, or the second tier's parse (all three, from tree-sitter).
+Step = Literal["structure", "references", "parse"]
 
 
 class Job(NamedTuple):
@@ -89,19 +91,29 @@ class Content(NamedTuple):
 
     # The (name, kind, line) definitions as a JSON array of arrays, stored as it is:
     # one row a file, not one a symbol (the snapshot's reader makes the symbols).
-    definitions: str
-    # The referenced names sorted and joined by spaces; the import specifiers in
-    # order, joined by newlines.
-    references: str
-    imports: str
+    # None for what the step did not extract (the references step: only references).
+    definitions: str | None
+    # The referenced names sorted and joined by spaces (None from the structure step);
+    # the import specifiers in order, joined by newlines.
+    references: str | None
+    imports: str | None
 
     @classmethod
     def of(cls, extraction: Extraction) -> Content:
+        references = extraction.references
         return cls(
             _json_rows(extraction.definitions),
-            " ".join(sorted(extraction.references)),
+            None if references is None else _joined(references),
             "\n".join(extraction.imports),
         )
+
+    @classmethod
+    def of_references(cls, names: frozenset[str]) -> Content:
+        return cls(None, _joined(names), None)
+
+
+def _joined(names: frozenset[str]) -> str:
+    return " ".join(sorted(names))
 
 
 def _json_rows(rows: tuple[tuple[str, str, int], ...]) -> str:
@@ -120,7 +132,7 @@ class Outcome(NamedTuple):
     mtime_ns: int
     skip: str | None
     content: Content | None
-    tier: Tier
+    step: Step
     # The second tier could not extract the file (tree-sitter gave up on it or crashed
     # on it): it keeps its first tier, and why is said here.
     failed: str | None = None
@@ -238,12 +250,12 @@ def sniff(data: bytes) -> str | None:
 
 def extract_batch(
     workspace: str,
-    tier: Tier,
+    step: Step,
     jobs: Sequence[Job],
     deadline: float,
     position: Synchronized[int] | None = None,
 ) -> list[Outcome]:
-    """Read and extract ``jobs`` (sorted by path) at ``tier``, stopping at ``deadline``
+    """Read and extract ``jobs`` (sorted by path) by ``step``, stopping at ``deadline``
     (``time.monotonic``, one clock for every process of the machine). ``position``,
     shared with the parent, holds the index of the job in hand, -1 once all are done:
     if this process dies, the parent knows which file killed it."""
@@ -259,12 +271,12 @@ def extract_batch(
             content: Content | None = None
             failed = None
             if data is not None and skip is None:
-                extracted = _extract(tier, job.language, data)
+                extracted = _extract(step, job.language, data)
                 if isinstance(extracted, str):
                     failed = extracted
                 else:
-                    content = Content.of(extracted)
-            outcomes.append(Outcome(job.path, size, mtime_ns, skip, content, tier, failed))
+                    content = extracted
+            outcomes.append(Outcome(job.path, size, mtime_ns, skip, content, step, failed))
     finally:
         reader.close()
     if position is not None:
@@ -272,16 +284,19 @@ def extract_batch(
     return outcomes
 
 
-def _extract(tier: Tier, language: str, data: bytes) -> Extraction | str:
-    """The extraction, or (second tier only) why tree-sitter could not give one."""
-    if tier == 1:
-        return scan(language, data)
+def _extract(step: Step, language: str, data: bytes) -> Content | str:
+    """The extraction, or (the parse only) why tree-sitter could not give one."""
+    if step == "structure":
+        return Content.of(scan_structure(language, data))
+    if step == "references":
+        return Content.of_references(scan_references(language, data))
     from .treesit import ParseFailed, parse
 
     try:
-        return parse(language, data)
+        extraction: Extraction = parse(language, data)
     except ParseFailed as exc:
         return str(exc)
+    return Content.of(extraction)
 
 
 def batches(jobs: Iterable[Job], batch_bytes: int = BATCH_BYTES) -> Iterator[list[Job]]:
@@ -356,7 +371,7 @@ class RunReport:
 
 def run_jobs(
     workspace: Path,
-    tier: Tier,
+    step: Step,
     jobs: Iterable[Job],
     deadline: float,
     report: RunReport,
@@ -373,15 +388,15 @@ def run_jobs(
     count = worker_count() if workers is None else workers
     # tree-sitter is native code that can crash or run away on a file: it only ever runs
     # in a worker, so neither can take the build (or the agent embedding it) down.
-    if tier == 2 or (count > 1 and queue.at_least(POOL_MIN_FILES, 2)):
-        yield from _pooled(str(workspace), tier, queue, deadline, report, progress, count)
+    if step == "parse" or (count > 1 and queue.at_least(POOL_MIN_FILES, 2)):
+        yield from _pooled(str(workspace), step, queue, deadline, report, progress, count)
         return
     while queue:
         batch = queue.pop()
         if time.monotonic() >= deadline:
             report.stopped = "the wall budget ran out"
             return
-        outcomes = extract_batch(str(workspace), tier, batch, deadline)
+        outcomes = extract_batch(str(workspace), step, batch, deadline)
         if len(outcomes) < len(batch):
             report.stopped = "the wall budget ran out"
         report.done += 1
@@ -410,8 +425,8 @@ def _worker(connection: Connection, workspace: str, position: Synchronized[int])
             return
         if message is None:
             return
-        tier, batch, deadline = message
-        connection.send(extract_batch(workspace, tier, batch, deadline, position))
+        step, batch, deadline = message
+        connection.send(extract_batch(workspace, step, batch, deadline, position))
 
 
 def _address_space() -> int:
@@ -433,14 +448,14 @@ def _context() -> ForkContext | ForkServerContext:
 
 def _pooled(
     workspace: str,
-    tier: Tier,
+    step: Step,
     queue: _Queue,
     deadline: float,
     report: RunReport,
     progress: Callable[[int], None] | None,
     count: int,
 ) -> Iterator[Outcome]:
-    pool = _Pool(_context(), workspace, tier, deadline)
+    pool = _Pool(_context(), workspace, step, deadline)
     try:
         started = [pool.start(queue.pop()) for _ in range(count) if queue]
         for worker in started:
@@ -484,12 +499,12 @@ class _Pool:
         self,
         context: ForkContext | ForkServerContext,
         workspace: str,
-        tier: Tier,
+        step: Step,
         deadline: float,
     ) -> None:
         self.context = context
         self.workspace = workspace
-        self.tier = tier
+        self.step = step
         self.deadline = deadline
         self.busy: dict[Connection, list[list[Job]]] = {}
         self.processes: dict[Connection, BaseProcess] = {}
@@ -521,7 +536,7 @@ class _Pool:
         self.busy[worker].append(batch)
         # A worker dead already is found out when its pipe is read, like any other.
         with suppress(OSError):
-            worker.send((self.tier, batch, self.deadline))
+            worker.send((self.step, batch, self.deadline))
 
     def ready(self, timeout: float) -> list[Connection]:
         from multiprocessing.connection import Connection, wait
@@ -557,7 +572,7 @@ class _Pool:
         queue.extend(reversed(waiting))
         if 0 <= index < len(batch):
             culprit = batch[index]
-            yield Outcome(culprit.path, culprit.size, 0, None, None, self.tier, PARSER_CRASHED)
+            yield Outcome(culprit.path, culprit.size, 0, None, None, self.step, PARSER_CRASHED)
             rest = batch[:index] + batch[index + 1 :]
         else:
             rest = batch

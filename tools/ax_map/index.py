@@ -40,13 +40,16 @@ from libcommon.paths import StateLayout
 from .model import Coverage, FileEntry, FileStatus, Snapshot, Symbol
 from .pathtext import quote_path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # files.tier: how a file's extraction was made.
 TIER_NONE = 0
+# The first tier's whole extraction: definitions, imports and references.
 TIER_FIRST = 1
 TIER_PARSED = 2
 # The first tier's extraction, kept because tree-sitter gave up or crashed on the file.
 TIER_PARSE_FAILED = 3
+# The first tier's definitions and imports; its references not extracted yet.
+TIER_STRUCTURE = 4
 INDEX_NAME = "index.sqlite"
 LOCK_NAME = "build.lock"
 _TMP_PREFIX = ".index-"
@@ -254,14 +257,18 @@ class Writer:
         self.clear_content(path)
         self.db.execute("DELETE FROM files WHERE path = ?", (_key(path),))
 
-    def put_content(self, path: str, definitions: str, references: str, imports: str) -> None:
+    def put_content(
+        self, path: str, definitions: str | None, references: str | None, imports: str | None
+    ) -> None:
         """``definitions``: a JSON array of [name, kind, line] arrays; ``references``: the
         names sorted and joined by spaces; ``imports``: the specifiers joined by newlines
-        (``extract.Content``)."""
+        (``extract.Content``). None puts nothing for that part: a file's references come
+        after its structure, from the first tier's second step."""
         key = _key(path)
-        if definitions != "[]":
+        if definitions is not None and definitions != "[]":
             self._symbols.append((key, definitions))
-        self._refs.append((key, references))
+        if references is not None:
+            self._refs.append((key, references))
         if imports:
             self._specs.append((key, imports))
         if len(self._symbols) >= _BUFFERED_ROWS or len(self._refs) >= _BUFFERED_ROWS:
@@ -464,6 +471,7 @@ class IndexStats:
     parsed: int
     first_tier_only: int
     parse_failed: int
+    references_pending: int
     symbols: int
     references: int
     import_edges: int
@@ -514,6 +522,7 @@ def _stats(connection: sqlite3.Connection, path: Path, workspace: str) -> IndexS
         parsed=int(tiers.get(TIER_PARSED, 0)),
         first_tier_only=sum(int(n) for tier, n in tiers.items() if tier != TIER_PARSED),
         parse_failed=int(tiers.get(TIER_PARSE_FAILED, 0)),
+        references_pending=int(tiers.get(TIER_STRUCTURE, 0)),
         symbols=count("SELECT sum(json_array_length(definitions)) FROM symbols"),
         references=count(
             "SELECT sum(length(names) - length(replace(names, ' ', '')) + (names != '')) FROM refs"

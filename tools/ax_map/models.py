@@ -54,6 +54,10 @@ class Tiers(Contract):
         description="Of firstTierOnly: files tree-sitter gave up or crashed on; parsed "
         "again only once they change."
     )
+    references_pending: int = Field(
+        description="Of firstTierOnly: files with their definitions and imports but no "
+        "referenced names yet (the budget ran out first); a later build extracts them."
+    )
 
 
 class BuildSummary(Contract):
@@ -90,6 +94,7 @@ class BuildSummary(Contract):
                 parsed=result.parsed,
                 first_tier_only=result.first_tier_only,
                 parse_failed=result.parse_failed,
+                references_pending=result.references_pending,
             ),
             extracted=result.extracted,
             reused=result.reused,
@@ -134,6 +139,7 @@ class IndexStatsOut(Contract):
                 parsed=stats.parsed,
                 first_tier_only=stats.first_tier_only,
                 parse_failed=stats.parse_failed,
+                references_pending=stats.references_pending,
             ),
             symbols=stats.symbols,
             references=stats.references,

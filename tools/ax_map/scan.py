@@ -2,10 +2,14 @@
 
 Regular expressions over the bytes, about ten times faster than a tree-sitter parse
 (docs/ax-map.md, "Two tiers"), so every file gets its structure within a build's
-first seconds. Definitions and imports are line-anchored patterns; a match that
-starts inside a comment or string spanning lines (a docstring's example) is dropped.
-References are the identifiers left once comments and strings are blanked out, less
-the language's keywords. The second tier (ax_map.treesit) replaces all three with a
+first seconds. A build takes the tier in two steps over the whole workspace:
+``scan_structure`` (definitions and imports: what the map shows) and then
+``scan_references`` (the names each file uses: what links files in the ranking), so
+the structure of every file is there before any file's references are.
+Definitions and imports are line-anchored patterns; a match that starts inside a
+comment or string spanning lines (a docstring's example) is dropped. References
+are the identifiers left once comments and strings are blanked out, less the
+language's keywords. The second tier (ax_map.treesit) replaces all three with a
 parse where the budget allows.
 
 Every captured name passes ``languages.IDENTIFIER`` or is dropped; import
@@ -77,11 +81,12 @@ def _word_table(names: re.Pattern[bytes]) -> bytes:
 
 @dataclass(frozen=True)
 class Extraction:
-    """What one file holds: (name, kind, line) definitions, referenced names, import
-    specifiers (resolved to files later, when the whole inventory is known)."""
+    """What one file holds: (name, kind, line) definitions, referenced names (None from
+    ``scan_structure``, which does not look for them), import specifiers (resolved to
+    files later, when the whole inventory is known)."""
 
     definitions: tuple[tuple[str, str, int], ...]
-    references: frozenset[str]
+    references: frozenset[str] | None
     imports: tuple[str, ...]
 
 
@@ -498,11 +503,36 @@ LANGUAGES: dict[str, Language] = {
 
 
 def scan(language: str, data: bytes) -> Extraction:
-    """The first tier's extraction of ``data``, a file in ``language`` (of LANGUAGES)."""
+    """The first tier's whole extraction of ``data``, a file in ``language`` (of
+    LANGUAGES): ``scan_structure`` and ``scan_references`` from one split."""
     rules = LANGUAGES[language]
-    # [code, prose, code, prose, ..., code]: every step below runs in C.
     pieces = rules.prose.split(data)
-    references = identifiers(b" ".join(pieces[0::2]), rules)
+    definitions, imports = _structure(language, rules, data, pieces)
+    return Extraction(definitions, _references(rules, pieces), imports)
+
+
+def scan_structure(language: str, data: bytes) -> Extraction:
+    """The first tier's definitions and imports of ``data``; no references."""
+    rules = LANGUAGES[language]
+    definitions, imports = _structure(language, rules, data, rules.prose.split(data))
+    return Extraction(definitions, None, imports)
+
+
+def scan_references(language: str, data: bytes) -> frozenset[str]:
+    """The first tier's referenced names of ``data``."""
+    rules = LANGUAGES[language]
+    return _references(rules, rules.prose.split(data))
+
+
+def _references(rules: Language, pieces: list[bytes]) -> frozenset[str]:
+    # [code, prose, code, prose, ..., code]: every step here runs in C.
+    return identifiers(b" ".join(pieces[0::2]), rules)
+
+
+def _structure(
+    language: str, rules: Language, data: bytes, pieces: list[bytes]
+) -> tuple[tuple[tuple[str, str, int], ...], tuple[str, ...]]:
+    """The definitions and imports of ``data``, split by ``rules.prose`` into ``pieces``."""
     spans_lines = list(map(operator.contains, pieces[1::2], repeat(b"\n")))
     if any(spans_lines):
         offsets = [0, *accumulate(map(len, pieces))]
@@ -511,8 +541,7 @@ def scan(language: str, data: bytes) -> Extraction:
     else:
         outside = OutsideSpans([], [])
     definitions = _definitions(language, rules, data, outside)
-    imports = import_specifiers(language, rules, data, outside)
-    return Extraction(definitions, references, imports)
+    return definitions, import_specifiers(language, rules, data, outside)
 
 
 def _lined(data: bytes) -> bytes:
