@@ -302,6 +302,20 @@ def test_the_first_tiers_two_steps_give_what_one_scan_gives(language: str) -> No
     assert whole.references and scan_references(language, data) == whole.references
 
 
+def test_import_specifiers_come_in_the_order_the_file_holds_them() -> None:
+    source = (
+        "export * from './a';\n"
+        "const c = require('./c');\n"
+        "import b from './b';\n"
+        "export { e } from './e';\n"
+        "const d = await import('./d');\n"
+        "import './a';\n"
+    )
+    assert scan("javascript", source.encode()).imports == ("./a", "./c", "./b", "./e", "./d")
+    python = "from p import q\nimport os\nfrom . import r\n"
+    assert scan("python", python.encode()).imports == ("p:q", "os", ".:r")
+
+
 def test_lines_are_those_of_the_definitions() -> None:
     source = "x = 1\n\n\nclass A:\n    def b(self):\n        pass\n"
     for extract_with in (scan, parse):
@@ -366,16 +380,20 @@ def test_references_on_real_files_are_the_names_the_pattern_finds() -> None:
 
 
 def test_the_bytes_a_pattern_needs_are_read_from_its_parse() -> None:
-    assert needed(re.compile(rb"\nfunc[ \t]+(?P<name>x)")) == b"\nfunc"
-    assert needed(re.compile(rb"(?:export )?interface[ \t]+x")) == b"interface"
+    assert needed(re.compile(rb"\nfunc[ \t]+(?P<name>x)")) == (b"\nfunc",)
+    assert needed(re.compile(rb"(?:export )?interface[ \t]+x")) == (b"interface",)
+    assert needed(re.compile(rb"export[ \t]+.*from[ \t]*x")) == (b"export", b"from")
     # Inside an option or a group a literal is not needed; one byte is too short to help.
-    assert needed(re.compile(rb"(?:class)?x(?:struct|union)y")) is None
-    assert needed(re.compile(rb"class", re.IGNORECASE)) is None
+    assert needed(re.compile(rb"(?:class)?x(?:struct|union)y")) == ()
+    assert needed(re.compile(rb"class", re.IGNORECASE)) == ()
     for language, (source, *_) in SAMPLES.items():
         rules = LANGUAGES[language]
         for rule in rules.definitions:
             for match in rule.pattern.finditer(b"\n" + source.encode()):
-                assert rule.needs is None or rule.needs in match[0], (language, rule.kind)
+                assert all(run in match[0] for run in rule.needs), (language, rule.kind)
+        for pattern, runs in zip(rules.imports, rules.import_needs, strict=True):
+            for match in pattern.finditer(b"\n" + source.encode()):
+                assert all(run in match[0] for run in runs), (language, pattern.pattern)
 
 
 class _Counted:

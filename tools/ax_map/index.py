@@ -26,6 +26,7 @@ import json
 import os
 import sqlite3
 import stat
+import sys
 from collections.abc import Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass
@@ -106,8 +107,14 @@ def index_path(map_dir: Path) -> Path:
     return map_dir / INDEX_NAME
 
 
+# os.fsencode's encoding and error handler, named once: a build encodes every path twice,
+# and the call through os.fsencode costs as much again as the encoding.
+_FS_ENCODING = sys.getfilesystemencoding()
+_FS_ERRORS = sys.getfilesystemencodeerrors()
+
+
 def _key(path: str) -> bytes:
-    return os.fsencode(path)
+    return path.encode(_FS_ENCODING, _FS_ERRORS)
 
 
 def _path(key: bytes) -> str:

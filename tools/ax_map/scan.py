@@ -96,7 +96,7 @@ class DefinitionRule:
     pattern: re.Pattern[bytes]
 
     @cached_property
-    def needs(self) -> bytes | None:
+    def needs(self) -> tuple[bytes, ...]:
         """Bytes every match holds (``needed``): a file without them is not searched.
         Worked out when first scanned with, not when imported (a warm build never is)."""
         return needed(self.pattern)
@@ -145,7 +145,7 @@ class Language:
         return frozenset(word.decode("ascii") for word in self.keywords)
 
     @cached_property
-    def import_needs(self) -> tuple[bytes | None, ...]:
+    def import_needs(self) -> tuple[tuple[bytes, ...], ...]:
         return tuple(needed(pattern) for pattern in self.imports)
 
 
@@ -172,28 +172,33 @@ def _rules(*pairs: tuple[str, bytes]) -> tuple[DefinitionRule, ...]:
     return tuple(DefinitionRule(kind, _line(pattern)) for kind, pattern in pairs)
 
 
-def needed(pattern: re.Pattern[bytes]) -> bytes | None:
-    """The longest run of literal bytes (two or more) in ``pattern``'s top-level
-    sequence, which every match therefore holds, or None.
+def needed(pattern: re.Pattern[bytes]) -> tuple[bytes, ...]:
+    """The runs of literal bytes (two or more) in ``pattern``'s top-level sequence, which
+    every match therefore holds, longest first.
 
-    A text without it cannot match, so a file is searched only by the patterns whose
-    run it holds (``bytes in``, far cheaper than a pass of the pattern): a Go file
-    without ``interface`` is not searched for interfaces. The run is read from the
-    parse Python's own ``re`` makes of the pattern, not written by hand beside it.
+    A text without one of them cannot match, so a file is searched only by the patterns
+    whose runs it holds (``bytes in``, far cheaper than a pass of the pattern): a Go file
+    without ``interface`` is not searched for interfaces, nor a JavaScript file without
+    ``from`` for re-exports. The runs are read from the parse Python's own ``re`` makes
+    of the pattern, not written by hand beside it.
     """
     from re import _constants, _parser  # type: ignore[attr-defined]
 
     if pattern.flags & re.IGNORECASE:
-        return None
-    longest, run = b"", bytearray()
+        return ()
+    runs, run = [], bytearray()
     for op, value in [*_parser.parse(pattern.pattern.decode("latin-1")).data, (None, None)]:
         if op is _constants.LITERAL:
             run.append(value)
             continue
-        if len(run) > len(longest):
-            longest = bytes(run)
+        if len(run) >= 2:
+            runs.append(bytes(run))
         run = bytearray()
-    return longest if len(longest) >= 2 else None
+    return tuple(sorted(runs, key=len, reverse=True))
+
+
+def _holds(text: bytes, runs: tuple[bytes, ...]) -> bool:
+    return all(map(text.__contains__, runs))
 
 
 def _words(text: str) -> frozenset[bytes]:
@@ -295,12 +300,20 @@ _JS = Language(
     ),
     imports=(
         _line(
-            rb"^[ \t]*+(?:import|export)[ \t]+(?:type[ \t]+)?(?:[^'\";]*?[ \t\n}*]from[ \t]*)?"
+            rb"^[ \t]*+import[ \t]+(?:type[ \t]+)?(?:[^'\";]*?[ \t\n}*]from[ \t]*)?"
             rb"[\"'](?P<spec>[^\"'\n]+)[\"']"
         ),
-        # Starts with its literals so the engine skips ahead; a name that merely ends
-        # in "require" is told apart after the match (_specs).
-        re.compile(rb"(?:require|import)\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
+        # A re-export (``export * from "x"``): apart from the imports, so that a file
+        # without "from" is not searched for one at every ``export``.
+        _line(
+            rb"^[ \t]*+export[ \t]+(?:type[ \t]+)?[^'\";]*?[ \t\n}*]from[ \t]*"
+            rb"[\"'](?P<spec>[^\"'\n]+)[\"']"
+        ),
+        # Each starts with its literals, which a file must hold to be searched and which
+        # let the engine skip ahead; a name that merely ends in "require" is told apart
+        # after the match (import_specifiers).
+        re.compile(rb"require\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
+        re.compile(rb"import\([ \t]*[\"'](?P<spec>[^\"'\n]+)[\"'][ \t]*\)"),
     ),
     keywords=_JS_KEYWORDS,
     names=IDENTIFIER_BYTES,
@@ -640,7 +653,7 @@ def _passes(rules: Language, text: bytes) -> Iterator[tuple[_Kinds, Iterator[re.
         yield kinds, pattern.finditer(text)
         return
     for rule in rules.definitions:
-        if rule.needs is not None and rule.needs not in text:
+        if not _holds(text, rule.needs):
             continue
         groups = rule.pattern.groupindex
         name_group = groups["name"]
@@ -699,11 +712,12 @@ def _dedent(indent: int) -> re.Pattern[bytes]:
 def import_specifiers(
     language: str, rules: Language, data: bytes, outside: OutsideSpans | None = None
 ) -> tuple[str, ...]:
-    """The file's import specifiers, in the form ax_map.resolve reads for ``language``."""
-    specs: list[str] = []
+    """The file's import specifiers, in the form ax_map.resolve reads for ``language``,
+    each once, in the order the file holds them (whichever pattern found them)."""
+    found: list[tuple[int, list[str]]] = []
     text = _lined(data)
     for pattern, needs in zip(rules.imports, rules.import_needs, strict=True):
-        if needs is not None and needs not in text:
+        if not _holds(text, needs):
             continue
         anchored = pattern.pattern.startswith(b"\n")
         for match in pattern.finditer(text):
@@ -712,12 +726,17 @@ def import_specifiers(
                 continue
             if outside is not None and not outside(start):
                 continue
-            specs.extend(_specs(language, match))
+            found.append((start, list(_specs(language, match))))
+    found.sort(key=_FIRST)
     seen: dict[str, None] = {}
-    for spec in specs:
-        if SPECIFIER.fullmatch(spec):
-            seen.setdefault(spec, None)
+    for _start, specs in found:
+        for spec in specs:
+            if SPECIFIER.fullmatch(spec):
+                seen.setdefault(spec, None)
     return tuple(seen)
+
+
+_FIRST = operator.itemgetter(0)
 
 
 def _specs(language: str, match: re.Match[bytes]) -> Iterable[str]:
