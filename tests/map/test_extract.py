@@ -29,8 +29,8 @@ from ax_map.scan import (
     Extraction,
     needed,
     scan,
-    scan_references,
-    scan_structure,
+    scan_definitions,
+    scan_links,
 )
 from ax_map.treesit import parse
 
@@ -297,9 +297,8 @@ def test_each_tier_extracts_each_language(language: str, tier: str) -> None:
 def test_the_first_tiers_two_steps_give_what_one_scan_gives(language: str) -> None:
     data = SAMPLES[language][0].encode()
     whole = scan(language, data)
-    structure = scan_structure(language, data)
-    assert structure == Extraction(whole.definitions, None, whole.imports)
-    assert whole.references and scan_references(language, data) == whole.references
+    assert whole.definitions and scan_definitions(language, data) == whole.definitions
+    assert whole.references and scan_links(language, data) == (whole.references, whole.imports)
 
 
 def test_import_specifiers_come_in_the_order_the_file_holds_them() -> None:
@@ -501,11 +500,12 @@ def test_the_pool_gives_what_one_process_gives(tmp_path: Path, step: extract.Ste
     content = alone["pkg0/mod0.py"].content
     assert content is not None
     if step == "references":
-        assert content == extract.Content(None, "f0 g0", None)
+        assert content == extract.Content(None, "f0 g0", "")
     else:
         assert content.definitions is not None
         assert ["f0", "function", 1] in json.loads(content.definitions)
         assert content.references == (None if step == "structure" else "f0 g0")
+        assert content.imports == (None if step == "structure" else "")
 
 
 def test_the_pool_stops_at_the_deadline_and_kills_its_workers(

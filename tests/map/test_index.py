@@ -192,7 +192,14 @@ def test_every_files_structure_comes_before_any_files_references(layout: StateLa
 def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_build(
     layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(repo, {f"pkg/m{i:02d}.py": f"def f{i}():\n    return g{i}()\n" for i in range(30)})
+    write(
+        repo,
+        {
+            f"pkg/m{i:02d}.py": f"from pkg.m{(i + 1) % 30:02d} import f{(i + 1) % 30}\n\n"
+            f"def f{i}():\n    return g{i}()\n"
+            for i in range(30)
+        },
+    )
     age_files(repo)
     monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
     real = extract.extract_batch
@@ -206,7 +213,7 @@ def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_buil
 
     monkeypatch.setattr(extract, "extract_batch", slow_references)
     first = build_index(layout, budget_s=2.0, workers=1)
-    # Every file has its structure; the references stopped part of the way.
+    # Every file has its definitions; the references and imports stopped part of the way.
     assert first.coverage.indexed == 35 and not first.coverage.partial
     assert 0 < first.references_pending < 35
     assert first.parsed == 0
@@ -216,6 +223,8 @@ def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_buil
     without = [f.path for f in snapshot.files if f.status == "indexed"]
     without = [path for path in without if path not in snapshot.references]
     assert len(without) == first.references_pending
+    importers = {source for source, _ in snapshot.imports}
+    assert importers and not importers & set(without)
     stats = index_stats(layout)
     assert stats.references_pending == first.references_pending
 
@@ -224,34 +233,39 @@ def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_buil
     assert (second.extracted, second.references_pending, second.parsed) == (0, 0, 35)
     snapshot = load_snapshot(layout)
     assert snapshot.references["pkg/m07.py"] >= {"g7"}
+    assert {(f"pkg/m{i:02d}.py", f"pkg/m{(i + 1) % 30:02d}.py") for i in range(30)} <= set(
+        snapshot.imports
+    )
 
 
 def test_a_file_changed_after_its_structure_was_read_gets_no_stale_references(
     layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = extract.extract_batch
+    edited = "def renamed():\n    return other_name()\n"
 
     def edit_first(
         workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
     ) -> list[extract.Outcome]:
         if step == "references":
-            (repo / "app/util.py").write_text("def renamed():\n    return other_name()\n")
+            (repo / "app/core.py").write_text(edited)
         return real(workspace, step, jobs, deadline)
 
     monkeypatch.setattr(extract, "extract_batch", edit_first)
     first = build_index(layout)
-    # Its structure is of the first read; the second read found another file, so it has
-    # no references and is not parsed: the next build's stat-diff reads it whole.
+    # Its definitions are of the first read; the second read found another file, so it
+    # has no references or imports and is not parsed: the next build reads it whole.
     assert first.references_pending == 1
     snapshot = load_snapshot(layout)
-    assert "app/util.py" not in snapshot.references
-    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"helper"}
+    assert "app/core.py" not in snapshot.references
+    assert not [edge for edge in snapshot.imports if edge[0] == "app/core.py"]
+    assert {s.name for s in snapshot.symbols if s.path == "app/core.py"} == {"run"}
     monkeypatch.setattr(extract, "extract_batch", real)
     second = build_index(layout)
     assert (second.extracted, second.references_pending) == (1, 0)
     snapshot = load_snapshot(layout)
-    assert {s.name for s in snapshot.symbols if s.path == "app/util.py"} == {"renamed"}
-    assert "other_name" in snapshot.references["app/util.py"]
+    assert {s.name for s in snapshot.symbols if s.path == "app/core.py"} == {"renamed"}
+    assert "other_name" in snapshot.references["app/core.py"]
 
 
 def test_a_cold_build_reads_files_before_the_last_one_is_classified(

@@ -1,15 +1,16 @@
 """A build: inventory, stat-diff against the index, extract what changed, write atomically.
 
 Within the wall budget, in this order: the inventory; the first tier's structure
-(ax_map.scan: definitions and imports) for every file that is new or whose size or
-mtime changed since it was extracted, so the structure of the whole workspace is in
-the index as early as possible; the first tier's references for the files that have
-only their structure; the second tier (tree-sitter, ax_map.treesit) for files that
-have only the first, uncommitted files first; imports resolved over the whole
-inventory. A file the first tier did not reach is ``pending``; one the references
-step did not reach has no references yet; one the second tier did not reach keeps its
-first tier. Either way the index says so, and the next build carries on from there, so
-builds under any budget converge on the complete index.
+(ax_map.scan: definitions) for every file that is new or whose size or mtime changed
+since it was extracted, so the structure of the whole workspace is in the index as
+early as possible; the first tier's references (the names and modules a file uses:
+references and import specifiers) for the files that have only their structure; the
+second tier (tree-sitter, ax_map.treesit) for files that have only the first,
+uncommitted files first; imports resolved over the whole inventory. A file the first
+tier did not reach is ``pending``; one the references step did not reach has no
+references or imports yet; one the second tier did not reach keeps its first tier.
+Either way the index says so, and the next build carries on from there, so builds
+under any budget converge on the complete index.
 
 A file whose mtime lies within ``RACY_WINDOW_NS`` of the previous build's listing is
 read again: it may have changed in the same clock tick without changing its size
@@ -76,7 +77,8 @@ class BuildResult:
     parsed: int
     # Of first_tier_only: the files tree-sitter gave up or crashed on.
     parse_failed: int
-    # Of first_tier_only: the files with their structure but no references yet.
+    # Of first_tier_only: the files with their definitions but no references or imports
+    # yet.
     references_pending: int
     extracted: int
     reused: int
@@ -348,7 +350,8 @@ class _Build:
         if jobs and time.monotonic() < self._extract_deadline():
             with closing(self._run("references", jobs, report, workers)) as outcomes:
                 for outcome in outcomes:
-                    _store_references(writer, outcome, entries, tiers)
+                    if _store_references(writer, outcome, entries, tiers):
+                        content_changed = True
         if report.stopped:
             self.notes.append(f"first tier's references stopped: {report.stopped}")
         self.timings["references"] = time.monotonic() - phase
@@ -545,7 +548,7 @@ class _Plan:
 
 
 def _references_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:
-    """Indexed files with the first tier's structure but not yet its references."""
+    """Indexed files with the first tier's definitions but not yet its references."""
     return [
         path
         for path, entry in entries.items()
@@ -558,20 +561,20 @@ def _store_references(
     outcome: Outcome,
     entries: Mapping[str, FileEntry],
     tiers: dict[str, int],
-) -> None:
-    """A file's references, taken only if it is what its structure was read from: one
-    that changed since (its size or mtime) keeps its structure alone, and the next build,
-    whose stat-diff sees the change, reads it whole."""
+) -> bool:
+    """A file's references and imports, taken only if it is what its definitions were
+    read from (True then): one that changed since (its size or mtime) keeps its
+    definitions alone, and the next build, whose stat-diff sees the change, reads it
+    whole."""
     path = outcome.path
     entry = entries[path]
     content = outcome.content
-    if content is None or content.references is None:
-        return
-    if (outcome.size, outcome.mtime_ns) != (entry.size, entry.mtime_ns):
-        return
-    writer.put_content(path, None, content.references, None)
+    if content is None or (outcome.size, outcome.mtime_ns) != (entry.size, entry.mtime_ns):
+        return False
+    writer.put_content(path, None, content.references, content.imports)
     tiers[path] = store.TIER_FIRST
     writer.put_file(path, entry, store.TIER_FIRST)
+    return True
 
 
 def _second_tier_waiting(entries: Mapping[str, FileEntry], tiers: Mapping[str, int]) -> list[str]:

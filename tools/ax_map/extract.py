@@ -42,7 +42,7 @@ from .inventory import (
     SKIP_TOO_LARGE,
     SKIP_UNREADABLE,
 )
-from .scan import Extraction, scan_references, scan_structure
+from .scan import Definitions, Extraction, scan_definitions, scan_links
 
 if TYPE_CHECKING:
     # multiprocessing costs ~30 ms to import: only a build with enough work loads it.
@@ -72,8 +72,9 @@ SKIP_VANISHED = "vanished"
 # memory, most likely).
 SKIP_EXTRACTION_FAILED = "extraction failed"
 
-# What a run extracts: the first tier's structure (definitions and imports), the first
-# tier's referenced names, or the second tier's parse (all three, from tree-sitter).
+# What a run extracts: the first tier's structure (definitions), the first tier's links
+# (referenced names and import specifiers), or the second tier's parse (all three, from
+# tree-sitter). "references" names the links, as the build's phase and its counts do.
 Step = Literal["structure", "references", "parse"]
 
 
@@ -91,32 +92,31 @@ class Content(NamedTuple):
 
     # The (name, kind, line) definitions as a JSON array of arrays, stored as it is:
     # one row a file, not one a symbol (the snapshot's reader makes the symbols).
-    # None for what the step did not extract (the references step: only references).
+    # None for what the step did not extract.
     definitions: str | None
-    # The referenced names sorted and joined by spaces (None from the structure step);
-    # the import specifiers in order, joined by newlines.
+    # The referenced names sorted and joined by spaces; the import specifiers in order,
+    # joined by newlines.
     references: str | None
     imports: str | None
 
     @classmethod
     def of(cls, extraction: Extraction) -> Content:
-        references = extraction.references
         return cls(
             _json_rows(extraction.definitions),
-            None if references is None else _joined(references),
+            " ".join(sorted(extraction.references)),
             "\n".join(extraction.imports),
         )
 
     @classmethod
-    def of_references(cls, names: frozenset[str]) -> Content:
-        return cls(None, _joined(names), None)
+    def of_definitions(cls, definitions: Definitions) -> Content:
+        return cls(_json_rows(definitions), None, None)
+
+    @classmethod
+    def of_links(cls, references: frozenset[str], imports: tuple[str, ...]) -> Content:
+        return cls(None, " ".join(sorted(references)), "\n".join(imports))
 
 
-def _joined(names: frozenset[str]) -> str:
-    return " ".join(sorted(names))
-
-
-def _json_rows(rows: tuple[tuple[str, str, int], ...]) -> str:
+def _json_rows(rows: Definitions) -> str:
     # Names are identifiers and kinds plain words (ax_map.scan), but json.dumps escapes
     # what it must rather than this code assuming it; its default form, whose encoder
     # is made once (other separators make one a call, twice the cost).
@@ -287,9 +287,9 @@ def extract_batch(
 def _extract(step: Step, language: str, data: bytes) -> Content | str:
     """The extraction, or (the parse only) why tree-sitter could not give one."""
     if step == "structure":
-        return Content.of(scan_structure(language, data))
+        return Content.of_definitions(scan_definitions(language, data))
     if step == "references":
-        return Content.of_references(scan_references(language, data))
+        return Content.of_links(*scan_links(language, data))
     from .treesit import ParseFailed, parse
 
     try:

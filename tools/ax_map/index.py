@@ -49,7 +49,7 @@ TIER_FIRST = 1
 TIER_PARSED = 2
 # The first tier's extraction, kept because tree-sitter gave up or crashed on the file.
 TIER_PARSE_FAILED = 3
-# The first tier's definitions and imports; its references not extracted yet.
+# The first tier's definitions; its references and imports not extracted yet.
 TIER_STRUCTURE = 4
 INDEX_NAME = "index.sqlite"
 LOCK_NAME = "build.lock"
@@ -269,8 +269,8 @@ class Writer:
     ) -> None:
         """``definitions``: a JSON array of [name, kind, line] arrays; ``references``: the
         names sorted and joined by spaces; ``imports``: the specifiers joined by newlines
-        (``extract.Content``). None puts nothing for that part: a file's references come
-        after its structure, from the first tier's second step."""
+        (``extract.Content``). None puts nothing for that part: a file's references and
+        imports come after its definitions, from the first tier's second step."""
         key = _key(path)
         if definitions is not None and definitions != "[]":
             self._symbols.append((key, definitions))

@@ -55,8 +55,8 @@ class Tiers(Contract):
         "again only once they change."
     )
     references_pending: int = Field(
-        description="Of firstTierOnly: files with their definitions and imports but no "
-        "referenced names yet (the budget ran out first); a later build extracts them."
+        description="Of firstTierOnly: files with their definitions but no references or "
+        "imports yet (the budget ran out first); a later build extracts them."
     )
 
 

@@ -3,9 +3,9 @@
 Regular expressions over the bytes, about ten times faster than a tree-sitter parse
 (docs/ax-map.md, "Two tiers"), so every file gets its structure within a build's
 first seconds. A build takes the tier in two steps over the whole workspace:
-``scan_structure`` (definitions and imports: what the map shows) and then
-``scan_references`` (the names each file uses: what links files in the ranking), so
-the structure of every file is there before any file's references are.
+``scan_definitions`` (what each file defines: the structure the map shows) and then
+``scan_links`` (the names and modules each file uses: what links files in the
+ranking), so the structure of every file is there before any file's links are.
 Definitions and imports are line-anchored patterns; a match that starts inside a
 comment or string spanning lines (a docstring's example) is dropped. References
 are the identifiers left once comments and strings are blanked out, less the
@@ -81,12 +81,11 @@ def _word_table(names: re.Pattern[bytes]) -> bytes:
 
 @dataclass(frozen=True)
 class Extraction:
-    """What one file holds: (name, kind, line) definitions, referenced names (None from
-    ``scan_structure``, which does not look for them), import specifiers (resolved to
-    files later, when the whole inventory is known)."""
+    """What one file holds: (name, kind, line) definitions, referenced names, import
+    specifiers (resolved to files later, when the whole inventory is known)."""
 
     definitions: tuple[tuple[str, str, int], ...]
-    references: frozenset[str] | None
+    references: frozenset[str]
     imports: tuple[str, ...]
 
 
@@ -515,26 +514,33 @@ LANGUAGES: dict[str, Language] = {
 }
 
 
+Definitions = tuple[tuple[str, str, int], ...]
+
+
 def scan(language: str, data: bytes) -> Extraction:
     """The first tier's whole extraction of ``data``, a file in ``language`` (of
-    LANGUAGES): ``scan_structure`` and ``scan_references`` from one split."""
+    LANGUAGES): ``scan_definitions`` and ``scan_links`` from one split."""
     rules = LANGUAGES[language]
     pieces = rules.prose.split(data)
-    definitions, imports = _structure(language, rules, data, pieces)
-    return Extraction(definitions, _references(rules, pieces), imports)
+    outside = _outside(pieces)
+    return Extraction(
+        _definitions(language, rules, data, outside),
+        _references(rules, pieces),
+        import_specifiers(language, rules, data, outside),
+    )
 
 
-def scan_structure(language: str, data: bytes) -> Extraction:
-    """The first tier's definitions and imports of ``data``; no references."""
+def scan_definitions(language: str, data: bytes) -> Definitions:
+    """The first tier's definitions of ``data``."""
     rules = LANGUAGES[language]
-    definitions, imports = _structure(language, rules, data, rules.prose.split(data))
-    return Extraction(definitions, None, imports)
+    return _definitions(language, rules, data, _outside(rules.prose.split(data)))
 
 
-def scan_references(language: str, data: bytes) -> frozenset[str]:
-    """The first tier's referenced names of ``data``."""
+def scan_links(language: str, data: bytes) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The first tier's referenced names and import specifiers of ``data``."""
     rules = LANGUAGES[language]
-    return _references(rules, rules.prose.split(data))
+    pieces = rules.prose.split(data)
+    return _references(rules, pieces), import_specifiers(language, rules, data, _outside(pieces))
 
 
 def _references(rules: Language, pieces: list[bytes]) -> frozenset[str]:
@@ -542,19 +548,15 @@ def _references(rules: Language, pieces: list[bytes]) -> frozenset[str]:
     return identifiers(b" ".join(pieces[0::2]), rules)
 
 
-def _structure(
-    language: str, rules: Language, data: bytes, pieces: list[bytes]
-) -> tuple[tuple[tuple[str, str, int], ...], tuple[str, ...]]:
-    """The definitions and imports of ``data``, split by ``rules.prose`` into ``pieces``."""
+def _outside(pieces: list[bytes]) -> OutsideSpans:
+    """Outside the comments and strings that span lines, of a text split into ``pieces``
+    by its language's ``prose`` pattern."""
     spans_lines = list(map(operator.contains, pieces[1::2], repeat(b"\n")))
-    if any(spans_lines):
-        offsets = [0, *accumulate(map(len, pieces))]
-        multiline = list(compress(range(1, len(pieces), 2), spans_lines))
-        outside = OutsideSpans([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
-    else:
-        outside = OutsideSpans([], [])
-    definitions = _definitions(language, rules, data, outside)
-    return definitions, import_specifiers(language, rules, data, outside)
+    if not any(spans_lines):
+        return OutsideSpans([], [])
+    offsets = [0, *accumulate(map(len, pieces))]
+    multiline = list(compress(range(1, len(pieces), 2), spans_lines))
+    return OutsideSpans([offsets[i] for i in multiline], [offsets[i + 1] for i in multiline])
 
 
 def _lined(data: bytes) -> bytes:
@@ -596,9 +598,7 @@ def identifiers(code: bytes, rules: Language) -> frozenset[str]:
     return frozenset(words)
 
 
-def _definitions(
-    language: str, rules: Language, data: bytes, outside: OutsideSpans
-) -> tuple[tuple[str, str, int], ...]:
+def _definitions(language: str, rules: Language, data: bytes, outside: OutsideSpans) -> Definitions:
     found: dict[int, tuple[str, str]] = {}
     indents: dict[int, int] = {}
     text = _lined(data)
