@@ -7,8 +7,8 @@ On (a) a git repository made from a copy of this Python's standard library
 (Python, JavaScript, Go and Markdown; 5,000 with ``--quick``), it prints:
 
 - a cold build (``ax_map.build_index``, run in a child process): when the structure
-  of every file is there (the inventory plus the first tier's definitions and
-  imports), when the first tier is done (its references too) and when the build is
+  of every file is there (the inventory plus the first tier's definitions), when the
+  first tier is done (its references and imports too) and when the build is
   complete (both tiers, imports resolved, the index written), each as files indexed
   per second of wall time; the child's peak RSS and its workers';
 - each cold build ``--pairs`` times (3 by default), each followed by Aider's method on the
@@ -418,14 +418,14 @@ def cold(label: str, state: Path, workspace: Path, pairs: int) -> None:
         return ", ".join(f"{float(b[key]):.2f}" for b, _ in runs) + " s"
 
     print(
-        f"  cold build, structure complete (inventory + first tier's definitions and imports): "
+        f"  cold build, structure complete (inventory + first tier's definitions): "
         f"{indexed / median(structure):.2f} s = {median(structure):,.0f} files/s "
         f"({seconds('structureS')})  "
         f"{goal(median(structure) >= GOAL_FILES_PER_S, '>= 1,000 files/s')}"
     )
     if references is not None:
         print(
-            f"  cold build, first tier complete (its references too): "
+            f"  cold build, first tier complete (its references and imports too): "
             f"{median(references):,.0f} files/s ({seconds('referencesS')})"
         )
     print(
