@@ -144,6 +144,11 @@ def test_the_coverage_header_says_what_was_read_and_what_was_not() -> None:
     assert "PARTIAL: 180,000 more files beyond the inventory cap" in text
     assert "Not a git repository" in text
     assert "Coverage is complete." not in text
+    assert "Links incomplete" not in text
+    unlinked = replace(complete, references={})
+    text = render(unlinked, rank(unlinked)).text
+    assert "Links incomplete: 1 file with definitions only" in text
+    assert "Coverage is complete." in text
     cut = replace(complete, exact=False)
     text = render(cut, rank(cut)).text
     assert "PARTIAL: the listing stopped early" in text

@@ -94,8 +94,9 @@ def _listing(counts: dict[str, int], shown: int) -> str:
     return ", ".join(parts)
 
 
-def _headers(coverage: Coverage, git: bool, exact: bool) -> list[str]:
-    """The coverage header, richest first."""
+def _headers(coverage: Coverage, git: bool, exact: bool, unlinked: int) -> list[str]:
+    """The coverage header, richest first. ``unlinked``: indexed files with their
+    definitions only (the build's budget ran out before their references and imports)."""
     listed = sum(coverage.listed.values())
     partial = coverage.partial or not exact
     state = "PARTIAL" if partial else "complete"
@@ -120,6 +121,12 @@ def _headers(coverage: Coverage, git: bool, exact: bool) -> list[str]:
         lines.append(
             "PARTIAL: the listing stopped early (see `ax-map stats`); the workspace holds "
             "more files than are counted here."
+        )
+    if unlinked:
+        lines.append(
+            f"Links incomplete: {_count(unlinked, 'file')} with definitions only (their "
+            "references and imports are not read yet; the next build reads them): the "
+            "ranking does not link them."
         )
     if not partial:
         lines.append("Coverage is complete.")
@@ -317,7 +324,10 @@ def render(
     (``rank.ranking`` makes each file as it is drawn), never past ``KEY_FILES_MAX``.
     """
     budget = max(chars, 0)
-    headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact)
+    unlinked = sum(
+        1 for f in snapshot.files if f.status == "indexed" and f.path not in snapshot.references
+    )
+    headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact, unlinked)
     footers = _footers()
     uncommitted = _Forms.of(_uncommitted(snapshot))
     trees = _trees(snapshot)
