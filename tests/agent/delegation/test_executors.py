@@ -121,7 +121,10 @@ def test_two_executors_in_their_own_worktrees_are_captured_and_applied_one_undo_
     captured = {e["taskId"]: e["files"] for e in of_type(events, "task.captured")}
     assert captured == {"lexer": ["lexer.py"], "parser": ["parser.py"]}
     assert [e["ok"] for e in of_type(events, "worktree.removed")] == [True, True]
-    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    # Both left the group as the project's spares, registered where they now are.
+    assert [e["parked"] for e in of_type(events, "worktree.removed")] == [True, True]
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert listed.count("worktree ") == 3 and listed.count("/worktrees/spares/") == 2
     # Nothing reached the workspace before the apply.
     assert (repo / "lexer.py").read_text() == "LEX = 1\n"
     assert (repo / "parser.py").read_text() == "PARSE = 2\n"
