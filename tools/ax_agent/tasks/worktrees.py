@@ -1202,12 +1202,13 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
 def _sweep_spares(
     layout: StateLayout, environ: Mapping[str, str]
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """Remove the project's spares that are over ``MAX_SPARE_WORKTREES`` (the oldest go),
-    parked more than ``SPARE_MAX_AGE_S`` ago, or fail ``spares.layout_problem`` (a moved
-    repository, a registration git pruned, a tampered ``.git`` or admin folder), and
-    whatever else is in the spares folder (a discarded spare a process left, a stray).
-    Under the repository lock, so a spare another process is claiming is never taken
-    from it. Without a usable repository no process can claim one: every spare goes."""
+    """Remove the project's spares that are parked more than ``SPARE_MAX_AGE_S`` ago or
+    fail ``spares.layout_problem`` (a moved repository, a registration git pruned, a
+    tampered ``.git`` or admin folder), the oldest of the sound ones over
+    ``MAX_SPARE_WORKTREES``, and whatever else is in the spares folder (a discarded spare
+    a process left, a stray). Under the repository lock, so a spare another process is
+    claiming is never taken from it. Without a usable repository no process can claim
+    one: every spare goes."""
     folder = spares_folder(layout.project_dir)
     if not folder.is_dir():
         return [], []
@@ -1225,15 +1226,15 @@ def _sweep_spares(
         else:
             with flock_lock(_repository_lock(layout, common), what="worktree lock"):
                 spares, others = list_spares(folder)
-                for index, spare in enumerate(spares):
-                    if (
-                        index >= MAX_SPARE_WORKTREES
-                        or too_old(spare)
-                        or layout_problem(spare.path, common) is not None
-                    ):
-                        doomed.append(
-                            _set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}")
-                        )
+                sound = 0
+                for spare in spares:
+                    if not too_old(spare) and layout_problem(spare.path, common) is None:
+                        sound += 1
+                        if sound <= MAX_SPARE_WORKTREES:
+                            continue
+                    doomed.append(
+                        _set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}")
+                    )
                 doomed += others
                 if len(doomed) > len(others):
                     runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
