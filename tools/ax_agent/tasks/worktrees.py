@@ -308,7 +308,7 @@ def prepare_group(
             # A spare that did not come out as the base exactly is discarded and the task
             # gets a fresh checkout, never the group a refusal.
             for task, why in refused.items():
-                target = folder / f"{ASIDE_PREFIX}{task}"
+                target = folder / f"{DISCARDED_PREFIX}{task}"
                 os.rename(folder / task, target)
                 aside.append(target)
                 discarded.append((task, spares_folder(layout.project_dir) / reused.pop(task), why))
@@ -367,7 +367,7 @@ def _claim_spare(
             why = "git could not move it into the group"
             if target.exists():
                 # Half moved: its place in the group is set aside as well.
-                aside.append(_set_aside(target, base.folder / f"{ASIDE_PREFIX}{task}"))
+                aside.append(_set_aside(target, base.folder / f"{DISCARDED_PREFIX}{task}"))
         if spare.path.exists():
             aside.append(_set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}"))
         discarded.append((task, spare.path, why))
