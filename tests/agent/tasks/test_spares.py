@@ -414,7 +414,12 @@ def test_the_sweep_takes_the_repository_lock(
     _tamper_hooks(spare)
     done = threading.Event()
     with flock_lock(base.lock, what="test"):
-        worker = threading.Thread(target=lambda: (sweep_orphans(layout, ENV), done.set()))
+
+        def sweep() -> None:
+            sweep_orphans(layout, ENV)
+            done.set()
+
+        worker = threading.Thread(target=sweep)
         worker.start()
         assert not done.wait(0.5) and spare.exists()
     worker.join(30)
@@ -458,3 +463,29 @@ def test_a_spare_derives_no_trust_whatever_sits_beside_it(workspace: Path, state
         assert base.reused and is_trusted(state_dir, base.workspace("t1"))
     finally:
         release_group(base, Recorder())
+
+
+def test_a_worktree_a_process_still_works_in_is_not_parked(
+    workspace: Path, state_dir: Path
+) -> None:
+    """A process a task left running (one ax-exec's kill missed) would write into the next
+    task's worktree after its checks: that worktree is removed, never parked."""
+    import subprocess
+    import sys
+
+    _repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+    lingering = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], cwd=base.trees["t1"] / "src"
+    )
+    try:
+        recorder = Recorder()
+        release_group(base, recorder)
+    finally:
+        lingering.kill()
+        lingering.wait()
+    [said] = recorder.of("worktree.discarded")
+    assert f"process {lingering.pid}" in said["reason"]
+    assert [e["parked"] for e in recorder.of("worktree.removed")] == [False]
+    assert _spares(layout) == []

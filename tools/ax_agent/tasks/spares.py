@@ -16,7 +16,9 @@ folder of the common git folder's ``worktrees/``, that folder's ``gitdir`` names
 spare's ``.git`` back and its ``commondir`` the common git folder, and the folder holds
 only what git itself writes there for a detached worktree ax uses (``GIT_ADMIN_FILES``,
 ``logs/HEAD``): no ``config.worktree``, ``hooks``, ``info`` (sparse-checkout patterns,
-excludes), per-worktree refs or a lock. The files themselves are proved after the reset
+excludes), per-worktree refs or a lock; and no process works in it (its current or root
+folder or an open file there: one a task left running that ax-exec's kill missed would
+write into the next task's tree after its checks). The files themselves are proved after the reset
 by ``worktrees`` (every file hashed against the base commit's blobs, nothing else left
 in the tree): a stat cache a task could forge proves nothing.
 
@@ -32,6 +34,7 @@ removes aside folders a process left behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -123,7 +126,31 @@ def layout_problem(tree: Path, common: Path) -> str | None:
         return commondir.why
     if os.path.realpath(admin / commondir) != os.path.realpath(common):
         return f"its admin folder's commondir names {commondir}, not {common}"
-    return _admin_problem(admin)
+    return _admin_problem(admin) or _occupant(tree)
+
+
+def _occupant(tree: Path) -> str | None:
+    """A process that works in the folder (its current or root folder, or a file it holds
+    open, is there): one a task left running, which ax-exec's kill did not find, would
+    write into the next task's worktree after its checks."""
+    real = os.path.realpath(tree)
+    inside = real + os.sep
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        links = [f"/proc/{pid}/cwd", f"/proc/{pid}/root"]
+        with contextlib.suppress(OSError):
+            links += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
+        for link in links:
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if target == real or target.startswith(inside):
+                return f"process {pid} still works in it ({target})"
+    return None
 
 
 @dataclass(frozen=True)
