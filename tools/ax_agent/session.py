@@ -368,7 +368,8 @@ def start_session(options: StartOptions) -> Session:
 
 def _sweep_orphans(session: Session) -> None:
     """Remove the executors' worktrees a dead parent left (``tasks.worktrees.sweep_orphans``:
-    by the owner's pid and start time, never by age), at start and at resume.
+    by the owner's pid and start time, never by age), and the spare worktrees that are
+    too old, over the cap or fail their checks, at start and at resume.
 
     Bounded and never blocking: the sweep runs in a thread the session waits for at most
     ``SWEEP_WAIT_SECONDS``; one still running then goes on in the background (its next

@@ -321,3 +321,56 @@ def test_worktree_removed_reaches_the_listeners_when_it_is_recorded(
     assert run_turn(parent, "go").text == "done"
     assert len(heard) == 1 and "tool.completed" not in heard[0]
     parent.end("done")
+
+
+def test_a_second_group_reuses_the_first_ones_worktree_and_a_tampered_spare_is_said(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    """Through the real loop: an executor that ran a command (its checkpoint, its child
+    session) leaves a worktree that is parked and reused by the next group, which sees
+    none of the first task's work; a spare tampered with is a worktree.discarded in the
+    parent's log and the group runs all the same, on a fresh worktree."""
+    from ax_agent.tasks import spares
+
+    make_repo(workspace)
+
+    def group(label: str) -> dict[str, Any]:
+        return call("delegate_task", tasks=[{"role": "executor", "label": label, "prompt": "go"}])
+
+    script = {
+        "turns": [
+            {"tool_calls": [group("one")]},
+            {"text": "first"},
+            {"tool_calls": [group("two")]},
+            {"text": "second"},
+            {"tool_calls": [group("three")]},
+            {"text": "third"},
+        ],
+        "tasks": {
+            label: [
+                {"tool_calls": [call("run_command", command=f"echo {label} > {label}.txt")]},
+                {"text": "made"},
+            ]
+            for label in ("one", "two", "three")
+        },
+    }
+    parent = _parent(workspace, tmp_path, script)
+    folder = spares.spares_folder(parent.layout.project_dir)
+    assert run_turn(parent, "go").text == "first"
+    [parked] = spares.list_spares(folder)[0]
+    assert run_turn(parent, "again").text == "second"
+    events = events_of(parent)
+    assert of_type(events, "worktree.discarded") == []
+    assert [e["files"] for e in of_type(events, "task.captured")] == [["one.txt"], ["two.txt"]]
+    assert [e["parked"] for e in of_type(events, "worktree.removed")] == [True, True]
+    assert not parked.path.exists()  # claimed by the second group, parked again anew
+    [spare] = spares.list_spares(folder)[0]
+    admin = Path((spare.path / ".git").read_text().removeprefix("gitdir: ").strip())
+    (admin / "config.worktree").write_text("[core]\n\tfsmonitor = true\n")
+    assert run_turn(parent, "once more").text == "third"
+    events = events_of(parent)
+    [said] = of_type(events, "worktree.discarded")
+    assert said["taskId"] == "three" and "config.worktree" in said["reason"]
+    assert of_type(events, "task.captured")[-1]["files"] == ["three.txt"]
+    assert [e["taskId"] for e in of_type(events, "task.completed")] == ["one", "two", "three"]
+    parent.end("done")

@@ -2,23 +2,35 @@
 
 The interface the delegation side calls (issue 21):
 
-- ``prepare_group(layout, session_id, group_id, task_ids, environ) -> GroupBase``: one
-  hidden-ref checkpoint of kind ``task-base`` for the whole group, taken before any
-  task starts, so the parent's working tree, dirty state included, is what every
-  member starts from; then per task ``git worktree add --detach <folder> <commit>``
-  under ``<state root>/projects/<slug>/worktrees/<session>.<group>/<task>`` (never
-  inside the repository: a state root inside it is refused). The entries are added
-  one at a time (``--no-checkout``) under a lock of the repository held by every ax
+- ``prepare_group(layout, session_id, group_id, task_ids, environ, record=None) ->
+  GroupBase``: one hidden-ref checkpoint of kind ``task-base`` for the whole group,
+  taken before any task starts, so the parent's working tree, dirty state included, is
+  what every member starts from; then per task a worktree at ``<state root>/projects/
+  <slug>/worktrees/<session>.<group>/<task>`` (never inside the repository: a state
+  root inside it is refused): one of the project's spare worktrees (``tasks.spares``:
+  a released worktree kept for reuse) when one is left, claimed by ``git worktree
+  move`` into the task's place, else ``git worktree add --detach --no-checkout``. The
+  claims and adds run one at a time under a lock of the repository held by every ax
   process (``<state root>/locks/worktrees-<key>.lock``): an add reads every entry of
-  ``.git/worktrees`` and fails on one a concurrent add is still writing. The
-  checkouts (``reset --hard`` in each worktree) then run side by side. Before anything is
-  returned the end-of-line check compares the first worktree's files, and the
-  workspace's, with the checkpoint's blobs byte for byte: a checkout or a checkpoint
-  that converts line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes``
-  ``eol``/``text``) would make every file of every task drift at apply, so any
-  difference refuses the group, with the files named, and nothing is left behind.
-  Every worktree is checked out from the same commit under the same config and
-  attributes, so the first one stands for all. ``GroupBase.workspace(task)`` is the
+  ``.git/worktrees`` and fails on one a concurrent add is still writing, and the move
+  out of the spares is the claim. The checkouts then run side by side: ``reset
+  --hard`` in a fresh worktree; ``reset --hard <commit>`` (only the files that differ
+  are written) and ``clean -ffdxq`` (untracked and ignored files alike) in a claimed
+  spare. A spare is the previous task's leftovers: it is claimed only when its
+  ``.git`` and admin folder pass ``spares.layout_problem``, and after its checkout
+  every file is hashed and compared with the commit's blob (with its kind, executable
+  bit, link target, and nothing else in the tree: the stat cache ``reset --hard``
+  trusts is the previous task's to forge); one that fails is discarded and the task
+  gets a fresh worktree, never a refusal of the group (``record`` gets a
+  ``worktree.discarded`` body per spare refused). Before anything is returned the
+  end-of-line check compares the first fresh worktree's files, and the workspace's,
+  with the checkpoint's blobs byte for byte: a checkout or a checkpoint that converts
+  line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes`` ``eol``/``text``)
+  would make every file of every task drift at apply, so any difference refuses the
+  group, with the files named, and nothing is left behind. Every worktree is checked
+  out from the same commit under the same config and attributes, so the first one
+  stands for all (a verified spare's files are the blobs' bytes already).
+  ``GroupBase.workspace(task)`` is the
   folder the task works in (the parent's place below the repository's top), and
   ``GITIGNORED_NOTE`` is the text the executor's prompt carries: gitignored files
   (and what the checkpoint left out: dependency folders, big untracked files,
@@ -36,20 +48,27 @@ The interface the delegation side calls (issue 21):
   every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
-- ``release_group(group_base, record) -> Release``: every worktree removed, to be
-  called in a ``finally``: renamed aside inside its group folder (instant), then ``git
-  worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
+- ``release_group(group_base, record) -> Release``: every worktree parked or removed,
+  to be called in a ``finally``. Parked: moved into the project's spares (``git
+  worktree move`` under the lock) while it holds fewer than ``MAX_SPARE_WORKTREES`` and
+  the worktree passes ``spares.layout_problem`` (a refusal is a ``worktree.discarded``
+  body). Removed, every other: renamed aside inside its group folder (instant), then
+  ``git worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
   remove --force``); the owner file then names only the tasks whose worktree is left, and
   the set-aside files and the group folder are deleted in a background thread
   (``Release.deleting``); a process that exits first leaves the folder to the sweep.
   ``record`` gets one ``worktree.removed`` event body per task (the session's
   ``record``, so listeners see them as they happen). A removal that fails is recorded
-  (``worktree.removed {ok: false}``) and left for the sweep, never raised. Each task's
-  child sessions are filed beside the parent's first (``_retire_children``).
+  (``worktree.removed {ok: false}``) and left for the sweep, never raised; a parked one
+  is ``worktree.removed {parked: true}``. Each task's child sessions are filed beside
+  the parent's first (``_retire_children``).
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
   positive identity (no process with the owner's pid, or one with another start time:
   the pid was recycled). A live owner's group is never swept, however old; a folder
-  with no readable owner file is left alone and reported.
+  with no readable owner file is left alone and reported. Spares are swept under the
+  repository lock (never one another process is claiming): those parked more than
+  ``SPARE_MAX_AGE_S`` ago, failing ``spares.layout_problem``, or the oldest sound ones
+  over the cap.
 
 Every git call goes through ``libcommon.git`` (no hooks, no fsmonitor, no content
 drivers): a worktree add would otherwise run the repository's ``post-checkout`` hook
