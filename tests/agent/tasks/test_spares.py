@@ -489,3 +489,26 @@ def test_a_worktree_a_process_still_works_in_is_not_parked(
     assert f"process {lingering.pid}" in said["reason"]
     assert [e["parked"] for e in recorder.of("worktree.removed")] == [False]
     assert _spares(layout) == []
+
+
+def test_a_tracked_folder_swapped_for_a_link_out_is_never_written_through(
+    workspace: Path, state_dir: Path, tmp_path: Path
+) -> None:
+    """The previous task replaced a tracked folder with a link to a folder outside: the
+    reset puts the folder back and writes nothing through the link."""
+    _repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(base.trees["t1"] / "src")
+    (base.trees["t1"] / "src").symlink_to(outside)
+    release_group(base, Recorder())
+    again = prepare_group(layout, "s1", "g2", ["t1"], ENV, Recorder())
+    try:
+        assert again.reused  # the spare itself, put right by the reset
+        assert list(outside.iterdir()) == []
+        assert not (again.trees["t1"] / "src").is_symlink()
+        _checked_out_exactly(again, "t1")
+    finally:
+        release_group(again, Recorder())
