@@ -512,3 +512,23 @@ def test_a_tracked_folder_swapped_for_a_link_out_is_never_written_through(
         _checked_out_exactly(again, "t1")
     finally:
         release_group(again, Recorder())
+
+
+def test_another_projects_spares_are_swept_too_and_all_once_its_repository_moved(
+    workspace: Path, state_dir: Path, tmp_path: Path
+) -> None:
+    """A project whose repository moved (or was deleted) never starts a session to sweep
+    its own spares: any project's sweep does, by the repository each spare names."""
+    repo = _repo(workspace)
+    layout = _layout(workspace, state_dir)
+    _park(layout, "g1", ["t1", "t2"])
+    young, aged = _spares(layout)
+    aged = _age(layout, repo, aged, spares.SPARE_MAX_AGE_S + 60)
+    other = _layout(make_repo(tmp_path / "other"), state_dir)
+    swept = sweep_orphans(other, ENV)
+    assert swept.removed == (f"{layout.slug}/spares/{aged.name}",) and swept.failed == ()
+    assert _spares(layout) == [young]  # sound and young: its own project's to reuse
+    assert len(_registered(repo)) == 2  # the aged one's registration pruned
+    repo.rename(tmp_path / "moved")
+    swept = sweep_orphans(other, ENV)
+    assert swept.removed == (f"{layout.slug}/spares/{young.name}",) and _spares(layout) == []

@@ -153,6 +153,20 @@ def _occupant(tree: Path) -> str | None:
     return None
 
 
+def named_common(tree: Path) -> Path | None:
+    """The common git folder the worktree's ``.git`` names (``<common>/worktrees/<id>``),
+    when it is a folder that exists; else None."""
+    link = _read_link(tree / ".git", "its .git")
+    if isinstance(link, Problem) or not link.startswith("gitdir: "):
+        return None
+    named = Path(link.removeprefix("gitdir: "))
+    admin = Path(os.path.normpath(named if named.is_absolute() else tree / named))
+    common = admin.parent.parent
+    if admin.parent.name != "worktrees" or not common.is_dir():
+        return None
+    return Path(os.path.realpath(common))
+
+
 @dataclass(frozen=True)
 class Problem:
     why: str

@@ -109,6 +109,7 @@ from .spares import (
     MAX_SPARE_WORKTREES,
     layout_problem,
     list_spares,
+    named_common,
     new_name,
     spares_folder,
     too_old,
@@ -1179,21 +1180,20 @@ def _child_refs(runner: GitRunner | None, child_id: str) -> list[str]:
 
 
 def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
-    """Remove the groups whose owner process is gone (module docstring): never by age."""
+    """Remove the groups whose owner process is gone (module docstring): never by age;
+    and the spares that must go (``_sweep_spares``)."""
     root = layout.project_dir / WORKTREES_DIR_NAME
-    removed: list[str] = []
+    environ = environ if environ is not None else os.environ
+    spared, spare_failed = _sweep_spares(layout, environ)
+    removed: list[str] = list(spared)
     kept: list[tuple[str, str]] = []
-    failed: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = list(spare_failed)
     try:
         folders = sorted(
             entry for entry in root.iterdir() if entry.is_dir() and entry.name != SPARES_DIR_NAME
         )
     except OSError:
-        return Sweep((), ())
-    environ = environ if environ is not None else os.environ
-    spared, spare_failed = _sweep_spares(layout, environ)
-    removed += spared
-    failed += spare_failed
+        folders = []
     for folder in folders:
         owner = _owner(folder)
         if owner is None:
@@ -1221,58 +1221,95 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
 def _sweep_spares(
     layout: StateLayout, environ: Mapping[str, str]
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """Remove the project's spares that are parked more than ``SPARE_MAX_AGE_S`` ago or
-    fail ``spares.layout_problem`` (a moved repository, a registration git pruned, a
-    tampered ``.git`` or admin folder), the oldest of the sound ones over
-    ``MAX_SPARE_WORKTREES``, and whatever else is in the spares folder (a discarded spare
-    a process left, a stray). Under the repository lock, so a spare another process is
-    claiming is never taken from it. Without a usable repository no process can claim
-    one: every spare goes."""
-    folder = spares_folder(layout.project_dir)
-    if not folder.is_dir():
-        return [], []
-    runner: GitRunner | None = None
+    """Remove the spares, of this project and of every other project of the state root
+    (a project whose repository moved or was deleted never starts a session to sweep its
+    own), that are parked more than ``SPARE_MAX_AGE_S`` ago or fail
+    ``spares.layout_problem`` (a moved repository, a registration git pruned, a tampered
+    ``.git`` or admin folder), the oldest of the sound ones over ``MAX_SPARE_WORKTREES``,
+    and whatever else is in a spares folder (a discarded spare a process left, a stray).
+
+    Each repository's spares under its lock, so a spare another process is claiming is
+    never taken from it. This project's repository is its workspace's; another
+    project's spare names its own (its ``.git`` file), and one that names none that
+    exists, or this project's when its workspace is no longer a repository, goes
+    without a lock: no process can claim it."""
     try:
-        runner = _runner(layout.workspace, environ)
-        common = _toplevel(runner, layout.workspace)[2]
+        own: Path | None = _toplevel(_runner(layout.workspace, environ), layout.workspace)[2]
     except Unsupported:
-        runner = None
-    doomed: list[Path] = []
-    try:
-        if runner is None:
-            spares, others = list_spares(folder)
-            doomed = [spare.path for spare in spares] + others
-        else:
-            with flock_lock(_repository_lock(layout, common), what="worktree lock"):
-                spares, others = list_spares(folder)
-                sound = 0
-                for spare in spares:
-                    if not too_old(spare) and layout_problem(spare.path, common) is None:
-                        sound += 1
-                        if sound <= MAX_SPARE_WORKTREES:
-                            continue
-                    doomed.append(
-                        _set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}")
-                    )
-                doomed += others
-                if len(doomed) > len(others):
-                    runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
-    except AxError as exc:
-        return [], [(SPARES_DIR_NAME, exc.message)]
+        own = None
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
-    for path in doomed:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink(missing_ok=True)
-        name = f"{SPARES_DIR_NAME}/{path.name.removeprefix(DISCARDED_PREFIX)}"
-        if path.exists() or path.is_symlink():
-            failed.append((name, "its files could not be deleted"))
-        else:
-            removed.append(name)
+    for project in _projects(layout):
+        folder = spares_folder(project)
+        if not folder.is_dir():
+            continue
+        mine = project == layout.project_dir
+        label = SPARES_DIR_NAME if mine else f"{project.name}/{SPARES_DIR_NAME}"
+        spares, doomed = list_spares(folder)
+        commons: dict[Path, None] = {}
+        for spare in spares:
+            common = own if mine else named_common(spare.path)
+            if common is None:
+                doomed.append(spare.path)
+            else:
+                commons[common] = None
+        for common in commons:
+            try:
+                doomed += _sweep_repository_spares(layout, folder, common, environ, mine)
+            except AxError as exc:
+                failed.append((label, exc.message))
+        for path in doomed:
+            name = f"{label}/{path.name.removeprefix(DISCARDED_PREFIX)}"
+            if _delete_path(path):
+                removed.append(name)
+            else:
+                failed.append((name, "its files could not be deleted"))
     return removed, failed
+
+
+def _projects(layout: StateLayout) -> list[Path]:
+    """This project's folder first, then every other of the state root."""
+    try:
+        others = sorted(
+            entry
+            for entry in (layout.root / "projects").iterdir()
+            if entry.is_dir() and entry != layout.project_dir
+        )
+    except OSError:
+        others = []
+    return [layout.project_dir, *others]
+
+
+def _sweep_repository_spares(
+    layout: StateLayout, folder: Path, common: Path, environ: Mapping[str, str], mine: bool
+) -> list[Path]:
+    """Under the repository's lock, the spares of ``folder`` that belong to ``common``
+    (all of them when ``mine``) and must go, set aside; git's registrations pruned."""
+    runner = _runner(common, environ)
+    doomed: list[Path] = []
+    with flock_lock(_repository_lock(layout, common), what="worktree lock"):
+        sound = 0
+        for spare in list_spares(folder)[0]:
+            if not mine and named_common(spare.path) != common:
+                continue
+            if not too_old(spare) and layout_problem(spare.path, common) is None:
+                sound += 1
+                if sound <= MAX_SPARE_WORKTREES:
+                    continue
+            doomed.append(_set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}"))
+        if doomed:
+            runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
+    return doomed
+
+
+def _delete_path(path: Path) -> bool:
+    """Delete a folder (not following a link) or a file; whether it is gone."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+    return not (path.exists() or path.is_symlink())
 
 
 def _owner(folder: Path) -> dict[str, Any] | None:
