@@ -374,3 +374,28 @@ def test_a_second_group_reuses_the_first_ones_worktree_and_a_tampered_spare_is_s
     assert of_type(events, "task.captured")[-1]["files"] == ["three.txt"]
     assert [e["taskId"] for e in of_type(events, "task.completed")] == ["one", "two", "three"]
     parent.end("done")
+
+
+def test_a_session_sweeps_another_projects_old_spares(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    """A session of a project that never delegated still sweeps: another project's spare
+    parked more than a week ago is removed and said in ``worktrees.swept``."""
+    import os
+
+    from ax_agent.tasks import spares
+    from ax_agent.tasks.worktrees import prepare_group, release_group
+    from libcommon.paths import state_layout
+
+    elsewhere = make_repo(tmp_path / "elsewhere")
+    layout = state_layout(elsewhere)
+    release_group(prepare_group(layout, "s1", "g1", ["t1"], dict(os.environ)), lambda e: None)
+    [spare] = spares.list_spares(spares.spares_folder(layout.project_dir))[0]
+    old = spare.path.parent / spares.new_name(spare.parked_at - spares.SPARE_MAX_AGE_S - 60)
+    git(elsewhere, "worktree", "move", str(spare.path), str(old))
+    make_repo(workspace)
+    assert not (state_layout(workspace).project_dir / "worktrees").exists()
+    parent = _parent(workspace, tmp_path, {"turns": [{"text": "hi"}]})
+    [swept] = of_type(events_of(parent), "worktrees.swept")
+    assert swept["removed"] == [f"{layout.slug}/spares/{old.name}"] and not old.exists()
+    parent.end("done")
