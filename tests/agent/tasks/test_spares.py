@@ -372,27 +372,34 @@ def test_the_sweep_removes_old_surplus_tampered_and_unregistered_spares(
 ) -> None:
     repo = _repo(workspace)
     layout = _layout(workspace, state_dir)
-    monkeypatch.setattr(worktrees, "MAX_SPARE_WORKTREES", 7)
+    monkeypatch.setattr(worktrees, "MAX_SPARE_WORKTREES", 8)
     groups = [
         prepare_group(layout, "s1", g, tasks, ENV)
-        for g, tasks in (("g1", ["t1", "t2", "t3"]), ("g2", ["t1", "t2", "t3"]), ("g3", ["t1"]))
+        for g, tasks in (
+            ("g1", ["t1", "t2", "t3"]),
+            ("g2", ["t1", "t2", "t3"]),
+            ("g3", ["t1", "t2"]),
+        )
     ]
     for group in groups:
         release_group(group, Recorder())
     monkeypatch.undo()
     listed = _spares(layout)
-    assert len(listed) == 7
+    assert len(listed) == 8
     old = _age(layout, repo, listed[0], spares.SPARE_MAX_AGE_S + 60)
+    # Parked "in the future" (a clock set back since): as old as it is far.
+    future = _age(layout, repo, listed[7], -spares.SPARE_MAX_AGE_S - 60)
     # Young enough, but the oldest of the four sound ones: over the cap.
     surplus = _age(layout, repo, listed[1], spares.SPARE_MAX_AGE_S - 3600)
-    tampered, unregistered, *sound = listed[2:]
+    tampered, unregistered, *sound = listed[2:7]
     _tamper_hooks(tampered)
     shutil.rmtree(_admin(unregistered))
     leftover = spares.spares_folder(layout.project_dir) / f"{spares.DISCARDED_PREFIX}x"
     leftover.mkdir()
     (leftover / "f").write_text("half deleted\n")
     swept = sweep_orphans(layout, ENV)
-    gone = {f"spares/{p.name}" for p in (old, surplus, tampered, unregistered)} | {"spares/x"}
+    doomed = (old, future, surplus, tampered, unregistered)
+    gone = {f"spares/{p.name}" for p in doomed} | {"spares/x"}
     assert set(swept.removed) == gone and swept.failed == ()
     assert sorted(_spares(layout)) == sorted(sound)
     assert sorted(_registered(repo)[1:]) == sorted(str(p) for p in sound)

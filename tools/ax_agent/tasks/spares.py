@@ -220,4 +220,6 @@ def _admin_problem(admin: Path) -> str | None:
 
 
 def too_old(spare: Spare, now: float | None = None) -> bool:
-    return (time.time() if now is None else now) - spare.parked_at > SPARE_MAX_AGE_S
+    """Parked more than ``SPARE_MAX_AGE_S`` ago, or as far in the future (a clock set back
+    must not keep a spare for ever)."""
+    return abs((time.time() if now is None else now) - spare.parked_at) > SPARE_MAX_AGE_S
