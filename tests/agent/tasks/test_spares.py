@@ -539,3 +539,22 @@ def test_another_projects_spares_are_swept_too_and_all_once_its_repository_moved
     repo.rename(tmp_path / "moved")
     swept = sweep_orphans(other, ENV)
     assert swept.removed == (f"{layout.slug}/spares/{young.name}",) and _spares(layout) == []
+
+
+def test_a_workspace_below_the_top_reuses_spares_at_its_own_place(
+    workspace: Path, state_dir: Path
+) -> None:
+    repo = make_repo(workspace, {"pkg/a.txt": "a\n", "other.txt": "o\n"})
+    layout = _layout(repo / "pkg", state_dir)
+    first = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+    (first.trees["t1"] / "other.txt").write_text("the task's, outside its place\n")
+    release_group(first, Recorder())
+    (repo / "pkg" / "a.txt").write_text("a, changed\n")
+    again = prepare_group(layout, "s1", "g2", ["t1"], ENV, Recorder())
+    try:
+        assert again.reused
+        assert again.workspace("t1") == again.trees["t1"] / "pkg"
+        assert (again.workspace("t1") / "a.txt").read_text() == "a, changed\n"
+        _checked_out_exactly(again, "t1")
+    finally:
+        release_group(again, Recorder())
