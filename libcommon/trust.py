@@ -18,7 +18,9 @@ folder the owner file names (its project's slug, one of its tasks, the parent's
 place below the repository's top), so no other folder under the state root derives
 anything, and only while the process that made it lives (its pid and start time): an
 orphan a dead parent left is nobody's workspace, neither trusted nor writable, until
-the sweep removes it.
+the sweep removes it. A spare (a released worktree kept for the next group, under
+``worktrees/spares/``) derives nothing: it has no owner, and an owner file planted in
+the spares folder is not read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ TRUST_FORMAT_VERSION = 1
 # group's folder that names who made it (pid and start time) and for which workspace.
 WORKTREES_DIR_NAME = "worktrees"
 OWNER_FILE_NAME = "owner.json"
+# Below WORKTREES_DIR_NAME: the released worktrees kept for reuse (``ax_agent.tasks.spares``).
+# Nobody's workspace: no folder below it derives trust, whatever file sits there.
+SPARES_DIR_NAME = "spares"
 OWNER_FILE_MAX_BYTES = 64 * 1024
 
 
@@ -84,6 +89,8 @@ def derived_parent(state_root: Path, workspace: Path) -> Path | None:
     if len(parts) < 4 or parts[1] != WORKTREES_DIR_NAME:
         return None
     slug, _, group_dir, task = parts[:4]
+    if group_dir == SPARES_DIR_NAME:
+        return None
     owner = read_owner(projects / slug / WORKTREES_DIR_NAME / group_dir / OWNER_FILE_NAME)
     if owner is None:
         return None

@@ -782,6 +782,15 @@ def test_agent_executor_limits() -> None:
     assert trust.OWNER_FILE_MAX_BYTES == 64 * 1024
 
 
+def test_agent_spare_worktree_limits() -> None:
+    from ax_agent.tasks import spares, worktrees
+
+    # One group's worth of spares: a project keeps at most three checkouts for reuse.
+    assert spares.MAX_SPARE_WORKTREES == worktrees.MAX_GROUP_TASKS == 3
+    assert spares.SPARE_MAX_AGE_S == 7 * 24 * 3600
+    assert spares.GIT_LINK_MAX_BYTES == 4096
+
+
 def test_agent_apply_limits() -> None:
     from ax_agent.tasks import merge, worktrees
     from ax_agent.tools import apply_task_changes

@@ -207,6 +207,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "task.applied": {"group": "g1", "taskId": "parse", "applied": ["src/a.py"]},
     "task.discarded": {"group": "g1", "taskId": "parse", "reason": "superseded"},
     "worktree.removed": {"group": "g1", "taskId": "parse", "path": "/s/wt/parse", "ok": True},
+    "worktree.discarded": {"group": "g1", "taskId": "parse", "path": "/s/sp/1", "reason": "x"},
     "worktrees.swept": {},
     "review.finding": {
         "group": "g2",

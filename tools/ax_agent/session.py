@@ -34,7 +34,7 @@ from libcommon import clock
 from libcommon.errors import OperationFailed, UsageError
 from libcommon.locks import OwnerLease
 from libcommon.paths import StateLayout, check_session_id, state_layout
-from libcommon.trust import WORKTREES_DIR_NAME
+from libcommon.trust import SPARES_DIR_NAME, WORKTREES_DIR_NAME
 
 from .approvals import Approver, DenyingApprover
 from .context import GitFacts, SandboxFacts, git_toplevel, probe_git, probe_sandbox, system_prompt
@@ -368,14 +368,19 @@ def start_session(options: StartOptions) -> Session:
 
 def _sweep_orphans(session: Session) -> None:
     """Remove the executors' worktrees a dead parent left (``tasks.worktrees.sweep_orphans``:
-    by the owner's pid and start time, never by age), at start and at resume.
+    by the owner's pid and start time, never by age), and the spare worktrees, this
+    project's and any other's (a project whose repository moved never sweeps its own),
+    that are too old, over the cap or fail their checks, at start and at resume.
 
     Bounded and never blocking: the sweep runs in a thread the session waits for at most
     ``SWEEP_WAIT_SECONDS``; one still running then goes on in the background (its next
     run finishes what a process exit interrupts). What it removed, what it could not, and
     a sweep that failed or outlived its wait are one ``worktrees.swept`` event.
     """
-    if not (session.layout.project_dir / WORKTREES_DIR_NAME).is_dir():
+    layout = session.layout
+    if not (layout.project_dir / WORKTREES_DIR_NAME).is_dir() and not any(
+        (layout.root / "projects").glob(f"*/{WORKTREES_DIR_NAME}/{SPARES_DIR_NAME}")
+    ):
         return
     from .tasks.worktrees import Sweep, sweep_orphans
 

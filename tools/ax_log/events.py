@@ -784,12 +784,25 @@ class TaskApplied(_TaskEvent):
 @register
 class WorktreeRemoved(_TaskEvent):
     """An executor's worktree was removed at the end of its group (``ok``), or could not
-    be (``ok`` false, ``reason``: it is left for the orphan sweep)."""
+    be (``ok`` false, ``reason``: it is left for the orphan sweep). ``parked``: it left
+    the group as a spare of the project, kept for the next group's reuse, not deleted."""
 
     type: Literal["worktree.removed"] = "worktree.removed"
     path: str
     ok: bool
     reason: str | None = None
+    parked: bool = False
+
+
+@register
+class WorktreeDiscarded(_TaskEvent):
+    """A spare worktree refused for the task (when parked at its group's end, or claimed
+    for a new group): ``reason`` names what failed its checks; it was removed, and a
+    claiming task got a fresh checkout instead. Never a failure of the group."""
+
+    type: Literal["worktree.discarded"] = "worktree.discarded"
+    path: str
+    reason: str
 
 
 @register

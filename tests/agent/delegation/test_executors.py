@@ -121,7 +121,10 @@ def test_two_executors_in_their_own_worktrees_are_captured_and_applied_one_undo_
     captured = {e["taskId"]: e["files"] for e in of_type(events, "task.captured")}
     assert captured == {"lexer": ["lexer.py"], "parser": ["parser.py"]}
     assert [e["ok"] for e in of_type(events, "worktree.removed")] == [True, True]
-    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    # Both left the group as the project's spares, registered where they now are.
+    assert [e["parked"] for e in of_type(events, "worktree.removed")] == [True, True]
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert listed.count("worktree ") == 3 and listed.count("/worktrees/spares/") == 2
     # Nothing reached the workspace before the apply.
     assert (repo / "lexer.py").read_text() == "LEX = 1\n"
     assert (repo / "parser.py").read_text() == "PARSE = 2\n"
@@ -317,4 +320,82 @@ def test_worktree_removed_reaches_the_listeners_when_it_is_recorded(
     parent.listeners.append(listener)
     assert run_turn(parent, "go").text == "done"
     assert len(heard) == 1 and "tool.completed" not in heard[0]
+    parent.end("done")
+
+
+def test_a_second_group_reuses_the_first_ones_worktree_and_a_tampered_spare_is_said(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    """Through the real loop: an executor that ran a command (its checkpoint, its child
+    session) leaves a worktree that is parked and reused by the next group, which sees
+    none of the first task's work; a spare tampered with is a worktree.discarded in the
+    parent's log and the group runs all the same, on a fresh worktree."""
+    from ax_agent.tasks import spares
+
+    make_repo(workspace)
+
+    def group(label: str) -> dict[str, Any]:
+        return call("delegate_task", tasks=[{"role": "executor", "label": label, "prompt": "go"}])
+
+    script = {
+        "turns": [
+            {"tool_calls": [group("one")]},
+            {"text": "first"},
+            {"tool_calls": [group("two")]},
+            {"text": "second"},
+            {"tool_calls": [group("three")]},
+            {"text": "third"},
+        ],
+        "tasks": {
+            label: [
+                {"tool_calls": [call("run_command", command=f"echo {label} > {label}.txt")]},
+                {"text": "made"},
+            ]
+            for label in ("one", "two", "three")
+        },
+    }
+    parent = _parent(workspace, tmp_path, script)
+    folder = spares.spares_folder(parent.layout.project_dir)
+    assert run_turn(parent, "go").text == "first"
+    [parked] = spares.list_spares(folder)[0]
+    assert run_turn(parent, "again").text == "second"
+    events = events_of(parent)
+    assert of_type(events, "worktree.discarded") == []
+    assert [e["files"] for e in of_type(events, "task.captured")] == [["one.txt"], ["two.txt"]]
+    assert [e["parked"] for e in of_type(events, "worktree.removed")] == [True, True]
+    assert not parked.path.exists()  # claimed by the second group, parked again anew
+    [spare] = spares.list_spares(folder)[0]
+    admin = Path((spare.path / ".git").read_text().removeprefix("gitdir: ").strip())
+    (admin / "config.worktree").write_text("[core]\n\tfsmonitor = true\n")
+    assert run_turn(parent, "once more").text == "third"
+    events = events_of(parent)
+    [said] = of_type(events, "worktree.discarded")
+    assert said["taskId"] == "three" and "config.worktree" in said["reason"]
+    assert of_type(events, "task.captured")[-1]["files"] == ["three.txt"]
+    assert [e["taskId"] for e in of_type(events, "task.completed")] == ["one", "two", "three"]
+    parent.end("done")
+
+
+def test_a_session_sweeps_another_projects_old_spares(
+    workspace: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    """A session of a project that never delegated still sweeps: another project's spare
+    parked more than a week ago is removed and said in ``worktrees.swept``."""
+    import os
+
+    from ax_agent.tasks import spares
+    from ax_agent.tasks.worktrees import prepare_group, release_group
+    from libcommon.paths import state_layout
+
+    elsewhere = make_repo(tmp_path / "elsewhere")
+    layout = state_layout(elsewhere)
+    release_group(prepare_group(layout, "s1", "g1", ["t1"], dict(os.environ)), lambda e: None)
+    [spare] = spares.list_spares(spares.spares_folder(layout.project_dir))[0]
+    old = spare.path.parent / spares.new_name(spare.parked_at - spares.SPARE_MAX_AGE_S - 60)
+    git(elsewhere, "worktree", "move", str(spare.path), str(old))
+    make_repo(workspace)
+    assert not (state_layout(workspace).project_dir / "worktrees").exists()
+    parent = _parent(workspace, tmp_path, {"turns": [{"text": "hi"}]})
+    [swept] = of_type(events_of(parent), "worktrees.swept")
+    assert swept["removed"] == [f"{layout.slug}/spares/{old.name}"] and not old.exists()
     parent.end("done")

@@ -63,8 +63,10 @@ class Recorder:
 
 
 def test_two_tasks_start_from_the_dirty_tree_outside_the_repository(
-    workspace: Path, state_dir: Path
+    workspace: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # No room for spares: every worktree is removed (tests/agent/tasks/test_spares.py).
+    monkeypatch.setattr(worktrees, "MAX_SPARE_WORKTREES", 0)
     repo = _dirty_repo(workspace)
     before = user_state(repo)
     layout = _layout(workspace, state_dir)
@@ -494,6 +496,7 @@ def test_a_release_whose_background_deletion_never_ran_is_swept_by_identity(
     layout = _layout(workspace, state_dir)
     base = prepare_group(layout, "s1", "g1", ["t1", "t2"], ENV)
     monkeypatch.setattr(worktrees, "_delete", lambda folders: None)
+    monkeypatch.setattr(worktrees, "MAX_SPARE_WORKTREES", 0)
     release = release_group(base, Recorder())
     assert release.removed == ("t1", "t2") and release.failed == ()
     assert release.deleting is not None

@@ -2,23 +2,35 @@
 
 The interface the delegation side calls (issue 21):
 
-- ``prepare_group(layout, session_id, group_id, task_ids, environ) -> GroupBase``: one
-  hidden-ref checkpoint of kind ``task-base`` for the whole group, taken before any
-  task starts, so the parent's working tree, dirty state included, is what every
-  member starts from; then per task ``git worktree add --detach <folder> <commit>``
-  under ``<state root>/projects/<slug>/worktrees/<session>.<group>/<task>`` (never
-  inside the repository: a state root inside it is refused). The entries are added
-  one at a time (``--no-checkout``) under a lock of the repository held by every ax
+- ``prepare_group(layout, session_id, group_id, task_ids, environ, record=None) ->
+  GroupBase``: one hidden-ref checkpoint of kind ``task-base`` for the whole group,
+  taken before any task starts, so the parent's working tree, dirty state included, is
+  what every member starts from; then per task a worktree at ``<state root>/projects/
+  <slug>/worktrees/<session>.<group>/<task>`` (never inside the repository: a state
+  root inside it is refused): one of the project's spare worktrees (``tasks.spares``:
+  a released worktree kept for reuse) when one is left, claimed by ``git worktree
+  move`` into the task's place, else ``git worktree add --detach --no-checkout``. The
+  claims and adds run one at a time under a lock of the repository held by every ax
   process (``<state root>/locks/worktrees-<key>.lock``): an add reads every entry of
-  ``.git/worktrees`` and fails on one a concurrent add is still writing. The
-  checkouts (``reset --hard`` in each worktree) then run side by side. Before anything is
-  returned the end-of-line check compares the first worktree's files, and the
-  workspace's, with the checkpoint's blobs byte for byte: a checkout or a checkpoint
-  that converts line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes``
-  ``eol``/``text``) would make every file of every task drift at apply, so any
-  difference refuses the group, with the files named, and nothing is left behind.
-  Every worktree is checked out from the same commit under the same config and
-  attributes, so the first one stands for all. ``GroupBase.workspace(task)`` is the
+  ``.git/worktrees`` and fails on one a concurrent add is still writing, and the move
+  out of the spares is the claim. The checkouts then run side by side: ``reset
+  --hard`` in a fresh worktree; ``reset --hard <commit>`` (only the files that differ
+  are written) and ``clean -ffdxq`` (untracked and ignored files alike) in a claimed
+  spare. A spare is the previous task's leftovers: it is claimed only when its
+  ``.git`` and admin folder pass ``spares.layout_problem``, and after its checkout
+  every file is hashed and compared with the commit's blob (with its kind, executable
+  bit, link target, and nothing else in the tree: the stat cache ``reset --hard``
+  trusts is the previous task's to forge); one that fails is discarded and the task
+  gets a fresh worktree, never a refusal of the group (``record`` gets a
+  ``worktree.discarded`` body per spare refused). Before anything is returned the
+  end-of-line check compares the first fresh worktree's files, and the workspace's,
+  with the checkpoint's blobs byte for byte: a checkout or a checkpoint that converts
+  line endings (``core.autocrlf``, ``core.eol``, ``.gitattributes`` ``eol``/``text``)
+  would make every file of every task drift at apply, so any difference refuses the
+  group, with the files named, and nothing is left behind. Every worktree is checked
+  out from the same commit under the same config and attributes, so the first one
+  stands for all (a verified spare's files are the blobs' bytes already).
+  ``GroupBase.workspace(task)`` is the
   folder the task works in (the parent's place below the repository's top), and
   ``GITIGNORED_NOTE`` is the text the executor's prompt carries: gitignored files
   (and what the checkpoint left out: dependency folders, big untracked files,
@@ -36,20 +48,27 @@ The interface the delegation side calls (issue 21):
   every file left out is counted (``omitted``) and the first ``OMISSIONS_SHOWN`` are
   named with why; a rename pair is kept or left out whole. ``record`` gets the
   ``task.captured`` event body (a dict) to append.
-- ``release_group(group_base, record) -> Release``: every worktree removed, to be
-  called in a ``finally``: renamed aside inside its group folder (instant), then ``git
-  worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
+- ``release_group(group_base, record) -> Release``: every worktree parked or removed,
+  to be called in a ``finally``. Parked: moved into the project's spares (``git
+  worktree move`` under the lock) while it holds fewer than ``MAX_SPARE_WORKTREES`` and
+  the worktree passes ``spares.layout_problem`` (a refusal is a ``worktree.discarded``
+  body). Removed, every other: renamed aside inside its group folder (instant), then
+  ``git worktree prune`` under the same lock (one that cannot be renamed: ``git worktree
   remove --force``); the owner file then names only the tasks whose worktree is left, and
   the set-aside files and the group folder are deleted in a background thread
   (``Release.deleting``); a process that exits first leaves the folder to the sweep.
   ``record`` gets one ``worktree.removed`` event body per task (the session's
   ``record``, so listeners see them as they happen). A removal that fails is recorded
-  (``worktree.removed {ok: false}``) and left for the sweep, never raised. Each task's
-  child sessions are filed beside the parent's first (``_retire_children``).
+  (``worktree.removed {ok: false}``) and left for the sweep, never raised; a parked one
+  is ``worktree.removed {parked: true}``. Each task's child sessions are filed beside
+  the parent's first (``_retire_children``).
 - ``sweep_orphans(layout) -> Sweep``: removes the group folders whose owner is dead by
   positive identity (no process with the owner's pid, or one with another start time:
   the pid was recycled). A live owner's group is never swept, however old; a folder
-  with no readable owner file is left alone and reported.
+  with no readable owner file is left alone and reported. Spares are swept under the
+  repository lock (never one another process is claiming): those parked more than
+  ``SPARE_MAX_AGE_S`` ago, failing ``spares.layout_problem``, or the oldest sound ones
+  over the cap.
 
 Every git call goes through ``libcommon.git`` (no hooks, no fsmonitor, no content
 drivers): a worktree add would otherwise run the repository's ``post-checkout`` hook
@@ -58,6 +77,7 @@ and smudge filters.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -82,7 +102,18 @@ from libcommon.git import (
 from libcommon.locks import flock_lock
 from libcommon.paths import StateLayout, is_within
 from libcommon.procfs import read_proc
-from libcommon.trust import OWNER_FILE_NAME, WORKTREES_DIR_NAME, read_owner
+from libcommon.trust import OWNER_FILE_NAME, SPARES_DIR_NAME, WORKTREES_DIR_NAME, read_owner
+
+from .spares import (
+    DISCARDED_PREFIX,
+    MAX_SPARE_WORKTREES,
+    layout_problem,
+    list_spares,
+    named_common,
+    new_name,
+    spares_folder,
+    too_old,
+)
 
 # The most tasks one group runs (the delegate tool's schema maximum).
 MAX_GROUP_TASKS = 3
@@ -143,6 +174,10 @@ class GroupBase:
     # Held while the repository's worktree entries are added, removed or pruned.
     lock: Path
     environ: Mapping[str, str] = field(repr=False, default_factory=dict)
+    # The repository's common git folder, and the tasks whose worktree is a claimed spare
+    # (its name in the spares folder).
+    common: Path | None = None
+    reused: Mapping[str, str] = field(default_factory=dict)
 
     def workspace(self, task_id: str) -> Path:
         """The folder task ``task_id`` works in: its worktree at the parent's place."""
@@ -222,8 +257,10 @@ def prepare_group(
     group_id: str,
     task_ids: Sequence[str],
     environ: Mapping[str, str],
+    record: Callable[[dict[str, Any]], Any] | None = None,
 ) -> GroupBase:
-    """The group's base checkpoint and a checked worktree per task (module docstring)."""
+    """The group's base checkpoint and a checked worktree per task (module docstring).
+    ``record`` gets a ``worktree.discarded`` event body per spare refused on the way."""
     from ax_log import create_checkpoint
 
     _check_names(group_id, task_ids)
@@ -249,6 +286,7 @@ def prepare_group(
     commit = created.checkpoint.commit
     folder.mkdir(mode=0o700, parents=True)
     _write_owner(folder, layout, session_id, group_id, task_ids, prefix, commit)
+    reused: dict[str, str] = {}
     base = GroupBase(
         layout=layout,
         session_id=session_id,
@@ -261,39 +299,263 @@ def prepare_group(
         trees={task: folder / task for task in task_ids},
         lock=_repository_lock(layout, common),
         environ=dict(environ),
+        common=common,
+        reused=reused,
     )
+    discarded: list[tuple[str, Path, str]] = []
+    aside: list[Path] = []
     try:
         # git worktree add reads every entry of .git/worktrees, and one being written by a
         # concurrent add reads as empty and fails it: the entries are made one at a time
-        # under a lock of the repository (across ax processes); the checkouts, each in its
-        # own worktree and index, then run side by side.
+        # under a lock of the repository (across ax processes), which a spare's claim (its
+        # move into the group) takes too; the checkouts, each in its own worktree and
+        # index, then run side by side.
         with flock_lock(base.lock, what="worktree lock"):
             for task in task_ids:
-                path = str(folder / task)
-                added = runner.run(
-                    ["worktree", "add", "--detach", "--no-checkout", "--quiet", path, commit],
-                    timeout_s=GIT_WRITE_TIMEOUT_S,
-                )
-                if added is None or not added.ok:
-                    raise OperationFailed(
-                        f"git could not add the worktree of task {task} at {folder / task}",
-                        hint="`git worktree list` shows the repository's worktrees",
-                    )
-        checkouts = runner.batch(
-            [["-C", str(folder / task), "reset", "--hard", "--quiet"] for task in task_ids],
-            timeout_s=GIT_WRITE_TIMEOUT_S,
+                spare = _claim_spare(runner, base, task, discarded, aside)
+                if spare is not None:
+                    reused[task] = spare
+                else:
+                    _add_tree(runner, base, task)
+            if aside:
+                runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
+        listing = _tree(runner, commit, "")
+        refused = _checkout(runner, base, task_ids)
+        refused.update(
+            _verify_reused(runner, base, [t for t in reused if t not in refused], listing)
         )
-        for task, done in zip(task_ids, checkouts, strict=True):
-            if done is None or not done.ok:
-                raise OperationFailed(
-                    f"git could not check out the worktree of task {task} at {folder / task}",
-                    hint="a full disk or a file git cannot write there refuses",
-                )
-        _check_eol(runner, base)
+        if refused:
+            # A spare that did not come out as the base exactly is discarded and the task
+            # gets a fresh checkout, never the group a refusal.
+            for task, why in refused.items():
+                target = folder / f"{DISCARDED_PREFIX}{task}"
+                os.rename(folder / task, target)
+                aside.append(target)
+                discarded.append((task, spares_folder(layout.project_dir) / reused.pop(task), why))
+            with flock_lock(base.lock, what="worktree lock"):
+                runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
+                for task in refused:
+                    _add_tree(runner, base, task)
+            _checkout(runner, base, list(refused))
+        _check_eol(runner, base, listing, frozenset(reused))
     except BaseException:
         _remove_all(base, runner)
         raise
+    finally:
+        _say_discarded(group_id, discarded, record)
+        if aside:
+            threading.Thread(
+                target=_delete, args=(aside,), name="ax-worktree-delete", daemon=True
+            ).start()
     return base
+
+
+def _add_tree(runner: GitRunner, base: GroupBase, task: str) -> None:
+    """``git worktree add --no-checkout`` of the task's folder; the caller holds the lock."""
+    path = base.trees[task]
+    added = runner.run(
+        ["worktree", "add", "--detach", "--no-checkout", "--quiet", str(path), base.commit],
+        timeout_s=GIT_WRITE_TIMEOUT_S,
+    )
+    if added is None or not added.ok:
+        raise OperationFailed(
+            f"git could not add the worktree of task {task} at {path}",
+            hint="`git worktree list` shows the repository's worktrees",
+        )
+
+
+def _claim_spare(
+    runner: GitRunner,
+    base: GroupBase,
+    task: str,
+    discarded: list[tuple[str, Path, str]],
+    aside: list[Path],
+) -> str | None:
+    """Move the newest sound spare into the task's place (the caller holds the lock: the
+    move is the claim); the spares refused on the way are set aside. Its name, or None."""
+    assert base.common is not None
+    folder = spares_folder(base.layout.project_dir)
+    target = base.trees[task]
+    for spare in list_spares(folder)[0]:
+        why = layout_problem(spare.path, base.common)
+        if why is None:
+            moved = runner.run(
+                ["worktree", "move", str(spare.path), str(target)], timeout_s=GIT_WRITE_TIMEOUT_S
+            )
+            if moved is not None and moved.ok and target.is_dir() and not spare.path.exists():
+                return spare.path.name
+            why = "git could not move it into the group"
+            if target.exists():
+                # Half moved: its place in the group is set aside as well.
+                aside.append(_set_aside(target, base.folder / f"{DISCARDED_PREFIX}{task}"))
+        if spare.path.exists():
+            aside.append(_set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}"))
+        discarded.append((task, spare.path, why))
+    return None
+
+
+def _set_aside(path: Path, target: Path) -> Path:
+    """Rename ``path`` to ``target`` (instant; its files are deleted later); one that cannot
+    be renamed is deleted now."""
+    try:
+        os.rename(path, target)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+    return target
+
+
+def _checkout(runner: GitRunner, base: GroupBase, tasks: Sequence[str]) -> dict[str, str]:
+    """Check every task's worktree out at the base, side by side: a fresh one by ``reset
+    --hard`` (its index is empty), a claimed spare by ``reset --hard <base>`` (only the
+    files that differ are written) and ``clean -ffdxq`` (what the previous task left,
+    untracked and ignored). A fresh checkout that fails refuses the group; a spare's,
+    why it is discarded."""
+    resets = runner.batch(
+        [
+            ["-C", str(base.trees[task]), "reset", "--hard", "--quiet"]
+            + ([base.commit] if task in base.reused else [])
+            for task in tasks
+        ],
+        timeout_s=GIT_WRITE_TIMEOUT_S,
+    )
+    refused: dict[str, str] = {}
+    for task, done in zip(tasks, resets, strict=True):
+        if done is not None and done.ok:
+            continue
+        if task not in base.reused:
+            raise OperationFailed(
+                f"git could not check out the worktree of task {task} at {base.trees[task]}",
+                hint="a full disk or a file git cannot write there refuses",
+            )
+        refused[task] = "git could not reset it to the group's base"
+    cleaning = [task for task in tasks if task in base.reused and task not in refused]
+    cleans = runner.batch(
+        [["-C", str(base.trees[task]), "clean", "-ffdxq"] for task in cleaning],
+        timeout_s=GIT_WRITE_TIMEOUT_S,
+    )
+    for task, done in zip(cleaning, cleans, strict=True):
+        if done is None or not done.ok:
+            refused[task] = "git could not clean what its previous task left"
+    return refused
+
+
+def _verify_reused(
+    runner: GitRunner,
+    base: GroupBase,
+    tasks: Sequence[str],
+    listing: Mapping[str, tuple[str, str, int]],
+) -> dict[str, str]:
+    """Why each claimed spare, reset and cleaned, is not the base commit exactly: every
+    file hashed (the stat cache ``reset --hard`` trusts is the previous task's to forge),
+    each file's kind and executable bit, each link's target, and nothing else in the tree
+    (the worktree's ``.git`` file aside)."""
+    if not tasks:
+        return {}
+    algorithm = "sha256" if len(base.commit) == 64 else "sha1"
+    files = [path for path, (mode, _oid, _size) in listing.items() if mode in _FILE_MODES]
+    hashed = _hash_files(runner, [(base.trees[task], files) for task in tasks])
+    expected = _expected_folders(listing)
+    refused: dict[str, str] = {}
+    for task, known in zip(tasks, hashed, strict=True):
+        tree = base.trees[task]
+        found = _walk(tree)
+        wrong: list[str] = []
+        for path, (mode, oid, _size) in listing.items():
+            kind = found.get(path)
+            if mode in _FILE_MODES:
+                blob = known[path] if path in known else _blob_id(tree / path, algorithm)
+                executable = kind is not None and bool(kind & 0o100)
+                if blob != oid or kind is None or executable != (mode == "100755"):
+                    wrong.append(path)
+            elif mode == "120000":
+                if (
+                    kind is None
+                    or not stat.S_ISLNK(kind)
+                    or _link_id(tree / path, algorithm) != oid
+                ):
+                    wrong.append(path)
+            elif kind is None or not stat.S_ISDIR(kind):
+                wrong.append(path)
+        left = sorted(path for path in found if path not in listing and path not in expected)
+        problems = []
+        if wrong:
+            problems.append(f"{len(wrong)} file(s) differ from the base ({_some(wrong)})")
+        if left:
+            problems.append(f"{len(left)} path(s) the base does not have are left ({_some(left)})")
+        if problems:
+            refused[task] = "after its reset and clean, " + "; ".join(problems)
+    return refused
+
+
+def _some(paths: Sequence[str]) -> str:
+    more = len(paths) - EOL_DRIFT_SHOWN
+    return ", ".join(paths[:EOL_DRIFT_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _expected_folders(listing: Mapping[str, tuple[str, str, int]]) -> set[str]:
+    folders: set[str] = set()
+    for path in listing:
+        parent = path.rpartition("/")[0]
+        while parent and parent not in folders:
+            folders.add(parent)
+            parent = parent.rpartition("/")[0]
+    return folders
+
+
+def _walk(tree: Path) -> dict[str, int]:
+    """Every path below ``tree`` (the worktree's own ``.git`` file aside), relative, with
+    its ``st_mode``; links are not followed. A folder that cannot be listed is a path
+    whose content is unknown, so it reads as a mode no tree entry has."""
+    found: dict[str, int] = {}
+    pending = [("", str(tree))]
+    while pending:
+        relative, folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            found[relative or "."] = 0
+            continue
+        for entry in entries:
+            name = f"{relative}{entry.name}"
+            if name == ".git":
+                continue
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                mode = 0
+            found[name] = mode
+            if stat.S_ISDIR(mode):
+                pending.append((f"{name}/", entry.path))
+    return found
+
+
+def _link_id(path: Path, algorithm: str) -> str | None:
+    try:
+        target = os.fsencode(os.readlink(path))
+    except OSError:
+        return None
+    return hashlib.new(algorithm, b"blob %d\0" % len(target) + target).hexdigest()
+
+
+def _say_discarded(
+    group_id: str,
+    discarded: Sequence[tuple[str, Path, str]],
+    record: Callable[[dict[str, Any]], Any] | None,
+) -> None:
+    """One ``worktree.discarded`` per spare refused; said, never raised (a refusal never
+    fails the group)."""
+    from ax_log import WorktreeDiscarded
+
+    if record is None:
+        return
+    for task, path, why in discarded:
+        with contextlib.suppress(Exception):
+            record(
+                WorktreeDiscarded(
+                    group=group_id, task_id=task, path=str(path), reason=why
+                ).to_json()
+            )
 
 
 def _check_names(group_id: str, task_ids: Sequence[str]) -> None:
@@ -370,18 +632,33 @@ def _write_owner(
     atomic_write_bytes(folder / OWNER_FILE_NAME, json.dumps(owner, indent=1).encode())
 
 
-def _check_eol(runner: GitRunner, base: GroupBase) -> None:
-    """Refuse when the first worktree's files or the workspace's differ from the blobs."""
-    tree = _tree(runner, base.commit, base.prefix)
+def _check_eol(
+    runner: GitRunner,
+    base: GroupBase,
+    listing: Mapping[str, tuple[str, str, int]],
+    verified: frozenset[str],
+) -> None:
+    """Refuse when the first fresh worktree's files or the workspace's differ from the
+    blobs. A claimed spare (``verified``) was hashed whole already: every one of its files
+    is the blob's bytes, so when every task has one only the workspace is hashed."""
+    prefix = base.prefix
+    tree = {
+        path[len(prefix) :]: entry for path, entry in listing.items() if path.startswith(prefix)
+    }
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
-    first = base.workspace(next(iter(base.trees)))
+    fresh = [task for task in base.trees if task not in verified]
     files = sorted(path for path, (mode, _oid, _size) in tree.items() if mode in _FILE_MODES)
-    sides = [first, base.layout.workspace]
-    hashed = _hash_files(runner, [(side, files) for side in sides])
+    sides = [base.workspace(fresh[0]) if fresh else None, base.layout.workspace]
+    hashed = _hash_files(runner, [(side, files) for side in sides if side is not None])
+    if sides[0] is None:
+        hashed.insert(0, {})
 
     def blob(side: int, path: str) -> str | None:
+        folder = sides[side]
+        if folder is None:
+            return tree[path][1]
         known = hashed[side]
-        return known[path] if path in known else _blob_id(sides[side] / path, algorithm)
+        return known[path] if path in known else _blob_id(folder / path, algorithm)
 
     drift: list[tuple[str, str]] = []
     for path in files:
@@ -695,6 +972,8 @@ def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]
         )
         if why is not None:
             failed.append((task, why))
+    discarded: list[tuple[str, Path, str]] = []
+    parked = _park(group_base, runner, discarded)
     removed, gone, deleting = _remove_all(group_base, runner, later=True)
     failed[:0] = gone
     events = [
@@ -704,6 +983,7 @@ def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]
             path=str(group_base.trees[task]),
             ok=task in removed,
             reason="; ".join(why for who, why in failed if who == task) or None,
+            parked=task in parked,
         ).to_json()
         for task in group_base.trees
     ]
@@ -712,7 +992,45 @@ def release_group(group_base: GroupBase, record: Callable[[dict[str, Any]], Any]
             record(event)
     except Exception as exc:  # a release runs in a finally: it reports, never raises
         failed.append(("(log)", f"the worktree.removed events could not be appended: {exc}"))
+    _say_discarded(group_base.group_id, discarded, record)
     return Release(removed=tuple(removed), failed=tuple(failed), deleting=deleting)
+
+
+def _park(
+    base: GroupBase, runner: GitRunner | None, discarded: list[tuple[str, Path, str]]
+) -> set[str]:
+    """Move task worktrees into the project's spares while it holds fewer than
+    ``MAX_SPARE_WORKTREES``, each after ``spares.layout_problem`` found nothing (a refusal
+    is added to ``discarded``): the tasks parked. Under the repository lock, so a count
+    and a claim never interleave; a lock not taken parks nothing (all are removed)."""
+    if runner is None or base.common is None:
+        return set()
+    folder = spares_folder(base.layout.project_dir)
+    parked: set[str] = set()
+    try:
+        with flock_lock(base.lock, what="worktree lock"):
+            room = MAX_SPARE_WORKTREES - len(list_spares(folder)[0])
+            for task, tree in base.trees.items():
+                if room <= 0:
+                    break
+                if not tree.is_dir():
+                    continue
+                why = layout_problem(tree, base.common)
+                if why is None:
+                    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    target = folder / new_name()
+                    moved = runner.run(
+                        ["worktree", "move", str(tree), str(target)], timeout_s=GIT_WRITE_TIMEOUT_S
+                    )
+                    if moved is not None and moved.ok and not tree.exists():
+                        parked.add(task)
+                        room -= 1
+                        continue
+                    why = "git could not move it to the spares"
+                discarded.append((task, tree, why))
+    except AxError:
+        return parked
+    return parked
 
 
 def _remove_all(
@@ -862,15 +1180,20 @@ def _child_refs(runner: GitRunner | None, child_id: str) -> list[str]:
 
 
 def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None) -> Sweep:
-    """Remove the groups whose owner process is gone (module docstring): never by age."""
+    """Remove the groups whose owner process is gone (module docstring): never by age;
+    and the spares that must go (``_sweep_spares``)."""
     root = layout.project_dir / WORKTREES_DIR_NAME
-    removed: list[str] = []
+    environ = environ if environ is not None else os.environ
+    spared, spare_failed = _sweep_spares(layout, environ)
+    removed: list[str] = list(spared)
     kept: list[tuple[str, str]] = []
-    failed: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = list(spare_failed)
     try:
-        folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
+        folders = sorted(
+            entry for entry in root.iterdir() if entry.is_dir() and entry.name != SPARES_DIR_NAME
+        )
     except OSError:
-        return Sweep((), ())
+        folders = []
     for folder in folders:
         owner = _owner(folder)
         if owner is None:
@@ -887,12 +1210,106 @@ def sweep_orphans(layout: StateLayout, environ: Mapping[str, str] | None = None)
         if info is not None and info.alive and (start is None or info.start_time == start):
             kept.append((folder.name, f"its owner (pid {pid}) is alive"))
             continue
-        why = _sweep_group(layout, folder, owner, environ if environ is not None else os.environ)
+        why = _sweep_group(layout, folder, owner, environ)
         if why is None:
             removed.append(folder.name)
         else:
             failed.append((folder.name, why))
     return Sweep(tuple(removed), tuple(kept), tuple(failed))
+
+
+def _sweep_spares(
+    layout: StateLayout, environ: Mapping[str, str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Remove the spares, of this project and of every other project of the state root
+    (a project whose repository moved or was deleted never starts a session to sweep its
+    own), that are parked more than ``SPARE_MAX_AGE_S`` ago or fail
+    ``spares.layout_problem`` (a moved repository, a registration git pruned, a tampered
+    ``.git`` or admin folder), the oldest of the sound ones over ``MAX_SPARE_WORKTREES``,
+    and whatever else is in a spares folder (a discarded spare a process left, a stray).
+
+    Each repository's spares under its lock, so a spare another process is claiming is
+    never taken from it. This project's repository is its workspace's; another
+    project's spare names its own (its ``.git`` file), and one that names none that
+    exists, or this project's when its workspace is no longer a repository, goes
+    without a lock: no process can claim it."""
+    try:
+        own: Path | None = _toplevel(_runner(layout.workspace, environ), layout.workspace)[2]
+    except Unsupported:
+        own = None
+    removed: list[str] = []
+    failed: list[tuple[str, str]] = []
+    for project in _projects(layout):
+        folder = spares_folder(project)
+        if not folder.is_dir():
+            continue
+        mine = project == layout.project_dir
+        label = SPARES_DIR_NAME if mine else f"{project.name}/{SPARES_DIR_NAME}"
+        spares, doomed = list_spares(folder)
+        commons: dict[Path, None] = {}
+        for spare in spares:
+            common = own if mine else named_common(spare.path)
+            if common is None:
+                doomed.append(spare.path)
+            else:
+                commons[common] = None
+        for common in commons:
+            try:
+                doomed += _sweep_repository_spares(layout, folder, common, environ, mine)
+            except AxError as exc:
+                failed.append((label, exc.message))
+        for path in doomed:
+            name = f"{label}/{path.name.removeprefix(DISCARDED_PREFIX)}"
+            if _delete_path(path):
+                removed.append(name)
+            else:
+                failed.append((name, "its files could not be deleted"))
+    return removed, failed
+
+
+def _projects(layout: StateLayout) -> list[Path]:
+    """This project's folder first, then every other of the state root."""
+    try:
+        others = sorted(
+            entry
+            for entry in (layout.root / "projects").iterdir()
+            if entry.is_dir() and entry != layout.project_dir
+        )
+    except OSError:
+        others = []
+    return [layout.project_dir, *others]
+
+
+def _sweep_repository_spares(
+    layout: StateLayout, folder: Path, common: Path, environ: Mapping[str, str], mine: bool
+) -> list[Path]:
+    """Under the repository's lock, the spares of ``folder`` that belong to ``common``
+    (all of them when ``mine``) and must go, set aside; git's registrations pruned."""
+    runner = _runner(common, environ)
+    doomed: list[Path] = []
+    with flock_lock(_repository_lock(layout, common), what="worktree lock"):
+        sound = 0
+        for spare in list_spares(folder)[0]:
+            if not mine and named_common(spare.path) != common:
+                continue
+            if not too_old(spare) and layout_problem(spare.path, common) is None:
+                sound += 1
+                if sound <= MAX_SPARE_WORKTREES:
+                    continue
+            doomed.append(_set_aside(spare.path, folder / f"{DISCARDED_PREFIX}{spare.path.name}"))
+        if doomed:
+            runner.run(["worktree", "prune"], timeout_s=GIT_WRITE_TIMEOUT_S)
+    return doomed
+
+
+def _delete_path(path: Path) -> bool:
+    """Delete a folder (not following a link) or a file; whether it is gone."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+    return not (path.exists() or path.is_symlink())
 
 
 def _owner(folder: Path) -> dict[str, Any] | None:

@@ -176,7 +176,7 @@ def run(request: DelegateInput, ctx: ToolContext) -> ToolResult:
     if executors:
         try:
             base = worktrees.prepare_group(
-                ctx.layout, ctx.session_id, group_id, executors, ctx.environ
+                ctx.layout, ctx.session_id, group_id, executors, ctx.environ, session.record
             )
         except AxError as exc:
             hint = f"\nhint: {exc.hint}" if exc.hint else ""
