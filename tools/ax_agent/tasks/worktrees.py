@@ -454,12 +454,12 @@ def _verify_reused(
         return {}
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
     files = [path for path, (mode, _oid, _size) in listing.items() if mode in _FILE_MODES]
-    hashed = _hash_files(runner, [(base.trees[task], files) for task in tasks])
+    walks = [_walk(base.trees[task]) for task in tasks]
+    hashed = _hash_files(runner, [(base.trees[task], files) for task in tasks], walks)
     expected = _expected_folders(listing)
     refused: dict[str, str] = {}
-    for task, known in zip(tasks, hashed, strict=True):
+    for task, known, found in zip(tasks, hashed, walks, strict=True):
         tree = base.trees[task]
-        found = _walk(tree)
         wrong: list[str] = []
         for path, (mode, oid, _size) in listing.items():
             kind = found.get(path)
@@ -718,23 +718,30 @@ _FILE_MODES = ("100644", "100755")
 
 
 def _hash_files(
-    runner: GitRunner, sides: Sequence[tuple[Path, Sequence[str]]]
+    runner: GitRunner,
+    sides: Sequence[tuple[Path, Sequence[str]]],
+    walks: Sequence[Mapping[str, int]] | None = None,
 ) -> list[dict[str, str | None]]:
     """Per (folder, paths): each regular file's blob id as its bytes are, unconverted
     (``hash-object --no-filters``, many paths a call, every call of every side at once);
     not a regular file: None. A path missing from an answer (a call that failed: a file
-    went away) is left to the caller's own hashing."""
+    went away) is left to the caller's own hashing. ``walks``, one per side when given,
+    are the sides' ``_walk``: each path's mode is read there, not by an lstat a path."""
     commands: list[list[str]] = []
     owners: list[tuple[int, list[str]]] = []
     found: list[dict[str, str | None]] = []
     for index, (folder, paths) in enumerate(sides):
         regular: list[str] = []
         known: dict[str, str | None] = {}
+        where = os.path.join(folder, "")
         for path in paths:
-            try:
-                is_file = stat.S_ISREG(os.lstat(folder / path).st_mode)
-            except OSError:
-                is_file = False
+            if walks is not None:
+                is_file = stat.S_ISREG(walks[index].get(path, 0))
+            else:
+                try:
+                    is_file = stat.S_ISREG(os.lstat(where + path).st_mode)
+                except OSError:
+                    is_file = False
             if is_file:
                 regular.append(path)
             else:
