@@ -131,21 +131,29 @@ def test_an_edit_in_the_same_clock_tick_is_still_seen(layout: StateLayout, repo:
     assert names == {"hidden"}
 
 
-def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
-    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write(repo, {f"pkg/m{i:02d}.py": f"def f{i}(): pass\n" for i in range(30)})
-    age_files(repo)
+def _slow_batches(monkeypatch: pytest.MonkeyPatch, *steps: str) -> Any:
+    """One file a batch, each batch of ``steps`` (of every step when none is named) 0.1 s
+    slower; the real ``extract_batch`` is returned, to put back."""
     monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
     real = extract.extract_batch
 
     def slow(
         workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
     ) -> list[extract.Outcome]:
-        time.sleep(0.1)
+        if not steps or step in steps:
+            time.sleep(0.1)
         return real(workspace, step, jobs, deadline)
 
     monkeypatch.setattr(extract, "extract_batch", slow)
+    return real
+
+
+def test_a_budget_yields_an_honest_partial_index_that_the_next_build_completes(
+    layout: StateLayout, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, {f"pkg/m{i:02d}.py": f"def f{i}(): pass\n" for i in range(30)})
+    age_files(repo)
+    real = _slow_batches(monkeypatch)
     first = build_index(layout, budget_s=1.5, workers=1)
     assert first.coverage.partial
     assert 0 < first.coverage.pending < 35
@@ -201,17 +209,7 @@ def test_references_that_the_budget_did_not_reach_are_filled_in_by_the_next_buil
         },
     )
     age_files(repo)
-    monkeypatch.setattr(extract, "BATCH_MAX_FILES", 1)
-    real = extract.extract_batch
-
-    def slow_references(
-        workspace: str, step: extract.Step, jobs: list[extract.Job], deadline: float
-    ) -> list[extract.Outcome]:
-        if step == "references":
-            time.sleep(0.1)
-        return real(workspace, step, jobs, deadline)
-
-    monkeypatch.setattr(extract, "extract_batch", slow_references)
+    real = _slow_batches(monkeypatch, "references")
     first = build_index(layout, budget_s=2.0, workers=1)
     # Every file has its definitions; the references and imports stopped part of the way.
     assert first.coverage.indexed == 35 and not first.coverage.partial

@@ -14,28 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent.tasks.recording import Recorder
 from checkpointgit import git, make_repo, needs_git
 
 from ax_agent.tasks import spares, worktrees
 from ax_agent.tasks.worktrees import GroupBase, prepare_group, release_group, sweep_orphans
-from ax_log.events import parse_body
 from libcommon.paths import StateLayout
 from libcommon.trust import OWNER_FILE_NAME, is_trusted
 
 pytestmark = needs_git
 ENV = dict(os.environ)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        parse_body(event)
-        self.events.append(event)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == kind]
 
 
 def _repo(workspace: Path) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent.tasks.recording import Recorder
 from checkpointgit import git, make_repo, needs_git, user_state
 
 from ax_agent.tasks import worktrees
@@ -22,7 +23,6 @@ from ax_agent.tasks.worktrees import (
     release_group,
     sweep_orphans,
 )
-from ax_log.events import parse_body
 from ax_log.snapshots import load_object
 from libcommon.errors import OperationFailed, Unsupported
 from libcommon.paths import StateLayout
@@ -51,15 +51,6 @@ def _dirty_repo(workspace: Path) -> Path:
     (repo / "new-untracked.txt").write_text("untracked, not ignored\n")
     (repo / "debug.log").write_text("ignored\n")
     return repo
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        parse_body(event)
-        self.events.append(event)
 
 
 def test_two_tasks_start_from_the_dirty_tree_outside_the_repository(
