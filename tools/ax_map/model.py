@@ -8,6 +8,7 @@ refuses anything else), so repository prose never reaches a prompt through the m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 FileStatus = Literal["indexed", "listed", "pending"]
@@ -71,3 +72,10 @@ class Snapshot:
     git: bool
     # False when the listing or the walk was cut short: coverage.total is a lower bound.
     exact: bool = True
+
+    @cached_property
+    def unlinked(self) -> int:
+        """Indexed files with their definitions only: the build's budget ran out before
+        their references and imports, so the ranking cannot link them. Counted once a
+        snapshot, not once a render."""
+        return sum(1 for f in self.files if f.status == "indexed" and f.path not in self.references)

@@ -324,10 +324,7 @@ def render(
     (``rank.ranking`` makes each file as it is drawn), never past ``KEY_FILES_MAX``.
     """
     budget = max(chars, 0)
-    unlinked = sum(
-        1 for f in snapshot.files if f.status == "indexed" and f.path not in snapshot.references
-    )
-    headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact, unlinked)
+    headers = _headers(snapshot.coverage, snapshot.git, snapshot.exact, snapshot.unlinked)
     footers = _footers()
     uncommitted = _Forms.of(_uncommitted(snapshot))
     trees = _trees(snapshot)
