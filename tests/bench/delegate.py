@@ -26,19 +26,22 @@ sessions driven by the script provider, the real loop and the real tools:
 
 Each state root is warmed first by a session that only answers (its repository map is
 built then). Both ways run the same scripted tasks through the same loop, tools,
-policy and sandbox; each ``run_command`` takes its pre-command checkpoint, of the
-workspace in sequence and of its worktree in the group.
+policy and sandbox. In sequence each ``run_command`` takes its pre-command checkpoint
+of the workspace; in the group an executor's first command takes none (its worktree
+is the group's task-base checkpoint).
 
-Prints the load average first and last, each figure's median and max over ``--runs``,
-the splits (the parallel group's prepare apart from the rest too), the CPU time each
-scenario cost (this process and every child it waited for, user plus system, the
-background deletion of released or discarded worktrees included: the next scenario
-starts once it is done, and the wall time it took after the call is shown too), the
-spares a warm group discarded (``worktree.discarded``: none expected), and the goals of
-issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), cold and
-warm each, met or NOT MET. Wall time on a shared machine: compare several runs.
-``--dir`` puts the repository and the state roots in another folder (a tmpfs, say, to
-tell the disk's part of the checkout cost from ax's).
+Prints the load average first and last, the time to create one empty file in the
+bench's folder before each cold group (the disk's part of a checkout:
+``creation_cost``), each figure's median and max over ``--runs``, the splits (the
+parallel group's prepare apart from the rest too), the CPU time each scenario cost
+(this process and every child it waited for, user plus system, the background
+deletion of released or discarded worktrees included: the next scenario starts once
+it is done, and the wall time it took after the call is shown too), the spares a warm
+group discarded (``worktree.discarded``: none expected), and the goals of issue 21
+(group overhead under 1 s; parallel under 0.5x the sequential run), cold and warm
+each, met or NOT MET. Wall time on a shared machine: compare several runs. ``--dir``
+puts the repository and the state roots in another folder (a tmpfs, say, to tell the
+disk's part of the checkout cost from ax's).
 """
 
 from __future__ import annotations
@@ -90,6 +93,19 @@ def make_repo(root: Path, files: int) -> Path:
     git(repo, "commit", "-q", "-m", "generated")
     (repo / "pkg000" / "mod00.py").write_text("# changed, not committed\n")
     return repo
+
+
+def creation_cost(root: Path, count: int = 500) -> float:
+    """Microseconds to create one empty file in a new folder beside the state roots (kept
+    until the end: deleting it would slow the next probe). A cold group's checkouts
+    create 7,500 files; on an ext4 without a journal, creating one costs ~20 times more
+    for minutes after many deletions nearby (the allocator skips recently freed inodes,
+    one by one), which this shows."""
+    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=root))
+    began = time.perf_counter()
+    for n in range(count):
+        os.close(os.open(folder / f"f{n}", os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
+    return (time.perf_counter() - began) / count * 1e6
 
 
 def _cpu() -> float:
@@ -243,6 +259,7 @@ def main() -> int:
         repo = make_repo(root, options.files)
         for run in range(options.runs):
             state = _state(root, f"state{run}", repo)
+            add("creation", creation_cost(root))
             for way in ("cold", "warm"):
                 for part, seconds in overhead(f"{way} overhead", repo, state).items():
                     add(f"{way} {part}", seconds)
@@ -250,11 +267,17 @@ def main() -> int:
             together, prepare = parallel("warm parallel", repo, state)
             add("warm parallel", together)
             add("warm parallel, prepare", prepare)
-            together, prepare = parallel("cold parallel", repo, _state(root, f"cold{run}", repo))
+            cold_state = _state(root, f"cold{run}", repo)
+            add("creation", creation_cost(root))
+            together, prepare = parallel("cold parallel", repo, cold_state)
             add("cold parallel", together)
             add("cold parallel, prepare", prepare)
             add("sequential", sequential(repo, state))
     print(f"{options.files} files, 3 executors, {options.runs} runs (median / max, seconds):")
+    print(
+        "creating an empty file in this folder, before each cold group: "
+        f"{statistics.median(figures['creation']):.0f} / {max(figures['creation']):.0f} µs"
+    )
     for way, what in (
         ("cold", "no spares: the first group of a project"),
         ("warm", "the previous group's three worktrees reused"),

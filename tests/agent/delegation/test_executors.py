@@ -264,7 +264,9 @@ def test_an_executors_session_is_filed_beside_its_parent_and_its_worktree_state_
     workspace: Path, tmp_path: Path, state_dir: Path
 ) -> None:
     """A child's state goes to its workspace's project folder, the worktree's: its log is
-    kept beside the parent's session, the folder and the child's checkpoint refs go."""
+    kept beside the parent's session, the folder and the child's checkpoint refs go. Its
+    first command takes no checkpoint (the worktree is the group's task-base checkpoint);
+    the next one, after a command that may have written, does."""
     from ax_log.locate import latest_session
 
     repo = make_repo(workspace)
@@ -276,6 +278,7 @@ def test_an_executors_session_is_filed_beside_its_parent_and_its_worktree_state_
         "tasks": {
             "edit": [
                 {"tool_calls": [call("run_command", command="echo made > made.txt")]},
+                {"tool_calls": [call("run_command", command="echo more > more.txt")]},
                 {"text": "made"},
             ]
         },
@@ -285,10 +288,13 @@ def test_an_executors_session_is_filed_beside_its_parent_and_its_worktree_state_
     events = events_of(parent)
     [started] = of_type(events, "task.started")
     child = started["child"]
-    assert [e["files"] for e in of_type(events, "task.captured")] == [["made.txt"]]
+    assert [e["files"] for e in of_type(events, "task.captured")] == [["made.txt", "more.txt"]]
     filed = parent.layout.session_dir(parent.id) / "tasks" / f"{child}.jsonl"
     kept = list(read_events(filed, child))
-    assert of_type(kept, "command.ended") and of_type(kept, "checkpoint.pruned")
+    order = [e["type"] for e in kept if e["type"] in ("checkpoint.created", "command.started")]
+    assert order == ["command.started", "checkpoint.created", "command.started"]
+    [pruned] = of_type(kept, "checkpoint.pruned")
+    assert len(pruned["refs"]) == 1
     assert (filed.parent / child).is_dir()  # its session folder (trail, archive) too
     assert [p.name for p in (state_dir / "projects").iterdir()] == [parent.layout.slug]
     refs = git(repo, "for-each-ref", "--format=%(refname)", "refs/ax/checkpoints")

@@ -227,6 +227,11 @@ class _Group:
             self.inbox.put(("started", member, exc))
             return
         session.max_steps = self.budget.steps
+        if member.base is not None:
+            # An executor's worktree is the group's task-base checkpoint exactly (checked
+            # out and verified by prepare_group): that checkpoint covers its first command,
+            # so a second of the same tree, before anything could change it, is not taken.
+            session.checkpoint_due = False
         if member.role.name in REVIEW_ROLES:
             session.review = ReviewChannel(self.group_id, member.key, member.role.name)
         member.session = session
