@@ -791,6 +791,14 @@ def test_agent_spare_worktree_limits() -> None:
     assert spares.GIT_LINK_MAX_BYTES == 4096
 
 
+def test_agent_spare_record_limits() -> None:
+    from ax_agent.tasks import records
+
+    # A spare's stat record (about 110 bytes a file): bigger ones are neither written
+    # nor read, and every file of the spare is hashed instead.
+    assert records.RECORD_MAX_BYTES == 64 * 1024 * 1024
+
+
 def test_agent_apply_limits() -> None:
     from ax_agent.tasks import merge, worktrees
     from ax_agent.tools import apply_task_changes

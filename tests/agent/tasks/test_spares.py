@@ -486,6 +486,54 @@ def test_a_worktree_a_process_still_works_in_is_not_parked(
     assert _spares(layout) == []
 
 
+def test_a_worktree_a_process_still_maps_a_file_of_is_not_parked(
+    workspace: Path, state_dir: Path, tmp_path: Path
+) -> None:
+    """A writable mapping outlives its file descriptor, and a write through it need not
+    change the file's ctime (which a spare's record trusts): a process that maps a file
+    of the worktree, from anywhere, keeps it from being parked."""
+    import subprocess
+    import sys
+
+    _repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+    # libc's mmap itself: Python's mmap module keeps a descriptor of its own open.
+    holder = (
+        "import ctypes, mmap, os, sys, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.mmap.restype = ctypes.c_void_p\n"
+        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,"
+        " ctypes.c_int, ctypes.c_long]\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "how = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED\n"
+        "assert libc.mmap(None, 4096, *how, fd, 0) not in (None, ctypes.c_void_p(-1).value)\n"
+        "os.close(fd)\n"
+        "print('mapped', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    lingering = subprocess.Popen(
+        [sys.executable, "-c", holder, str(base.trees["t1"] / "src" / "b.txt")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert lingering.stdout is not None and lingering.stdout.readline() == "mapped\n"
+        assert not any(
+            os.readlink(f"/proc/{lingering.pid}/fd/{fd}").startswith(str(base.trees["t1"]))
+            for fd in os.listdir(f"/proc/{lingering.pid}/fd")
+        )
+        recorder = Recorder()
+        release_group(base, recorder)
+    finally:
+        lingering.kill()
+        lingering.wait()
+    [said] = recorder.of("worktree.discarded")
+    assert f"process {lingering.pid}" in said["reason"] and "src/b.txt" in said["reason"]
+    assert _spares(layout) == []
+
+
 def test_a_tracked_folder_swapped_for_a_link_out_is_never_written_through(
     workspace: Path, state_dir: Path, tmp_path: Path
 ) -> None:

@@ -1,8 +1,10 @@
 """Spare worktrees: a released executor's worktree kept for its project's next group.
 
-A checkout of a 2,500-file repository is 2,500 new inodes, and on a journalled disk
-creating an inode costs about twenty times what rewriting a file's bytes does: three
-fresh checkouts per group are seconds of kernel time. So ``release_group`` parks a
+A checkout of a 2,500-file repository is 2,500 new inodes, and creating an inode costs
+more than rewriting a file's bytes (on an ext4 without a journal, for minutes after
+many deletions nearby, some forty times more: its allocator skips recently freed
+inodes one by one): three fresh checkouts per group are up to seconds of kernel time.
+So ``release_group`` parks a
 task's worktree here, ``<project>/worktrees/spares/<parked at>.<random>`` (the name
 records when it was parked, for the age limit), at most ``MAX_SPARE_WORKTREES`` of
 them, and ``prepare_group`` claims one per task before it adds any: a ``reset --hard
@@ -20,7 +22,9 @@ excludes), per-worktree refs or a lock; and no process works in it (its current 
 folder or an open file there: one a task left running that ax-exec's kill missed would
 write into the next task's tree after its checks). The files themselves are proved after the reset
 by ``worktrees`` (every file hashed against the base commit's blobs, nothing else left
-in the tree): a stat cache a task could forge proves nothing.
+in the tree): a stat cache a task could forge proves nothing. Once proved, a spare is
+recorded (``records``: each file's inode, ctime and the rest, kept in the state root),
+and at its next claim only the files whose identity changed are hashed.
 
 Spares are moved in and out with ``git worktree move`` under the repository lock every
 ax process takes (``worktrees._repository_lock``): the move out is the claim, so two
@@ -44,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from libcommon.trust import SPARES_DIR_NAME, WORKTREES_DIR_NAME
+
+from .records import RECORD_PREFIX
 
 # The most spare worktrees a project keeps (one group's worth: MAX_GROUP_TASKS).
 MAX_SPARE_WORKTREES = 3
@@ -79,8 +85,9 @@ def new_name(now: float | None = None) -> str:
 
 
 def list_spares(folder: Path) -> tuple[list[Spare], list[Path]]:
-    """(the spares, newest first; every other entry of the folder: aside folders, strays).
-    A spare is a real folder (not a link) with a spare's name."""
+    """(the spares, newest first; every other entry of the folder: aside folders, strays,
+    the record of a spare that is gone). A spare is a real folder (not a link) with a
+    spare's name; its record (``records``) is neither."""
     spares: list[Spare] = []
     others: list[Path] = []
     try:
@@ -93,6 +100,12 @@ def list_spares(folder: Path) -> tuple[list[Spare], list[Path]]:
             spares.append(Spare(Path(entry.path), int(named.group(1))))
         else:
             others.append(Path(entry.path))
+    names = {spare.path.name for spare in spares}
+    others = [
+        path
+        for path in others
+        if not (path.name.startswith(RECORD_PREFIX) and path.name[len(RECORD_PREFIX) :] in names)
+    ]
     spares.sort(key=lambda spare: (-spare.parked_at, spare.path.name))
     return spares, others
 
@@ -130,9 +143,10 @@ def layout_problem(tree: Path, common: Path) -> str | None:
 
 
 def _occupant(tree: Path) -> str | None:
-    """A process that works in the folder (its current or root folder, or a file it holds
-    open, is there): one a task left running, which ax-exec's kill did not find, would
-    write into the next task's worktree after its checks."""
+    """A process that works in the folder (its current or root folder, a file it holds
+    open or maps, is there): one a task left running, which ax-exec's kill did not find,
+    would write into the next task's worktree after its checks (through a mapping, even
+    without changing the file's ctime: ``records``)."""
     real = os.path.realpath(tree)
     inside = real + os.sep
     try:
@@ -140,17 +154,34 @@ def _occupant(tree: Path) -> str | None:
     except OSError:
         return None
     for pid in pids:
-        links = [f"/proc/{pid}/cwd", f"/proc/{pid}/root"]
+        targets: list[str] = []
+        for link in (f"/proc/{pid}/cwd", f"/proc/{pid}/root"):
+            with contextlib.suppress(OSError):
+                targets.append(os.readlink(link))
         with contextlib.suppress(OSError):
-            links += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
-        for link in links:
-            try:
-                target = os.readlink(link)
-            except OSError:
-                continue
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    targets.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        targets += _mapped(pid)
+        for target in targets:
             if target == real or target.startswith(inside):
                 return f"process {pid} still works in it ({target})"
     return None
+
+
+def _mapped(pid: str) -> list[str]:
+    """The files process ``pid`` maps (``/proc/<pid>/maps``: the sixth field, a path)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return []
+    paths: list[str] = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith(b"/"):
+            paths.append(os.fsdecode(fields[5]).removesuffix(" (deleted)"))
+    return paths
 
 
 def named_common(tree: Path) -> Path | None:

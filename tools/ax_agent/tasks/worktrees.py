@@ -104,6 +104,7 @@ from libcommon.paths import StateLayout, is_within
 from libcommon.procfs import read_proc
 from libcommon.trust import OWNER_FILE_NAME, SPARES_DIR_NAME, WORKTREES_DIR_NAME, read_owner
 
+from .records import Record, record_path, take_record, write_record
 from .spares import (
     DISCARDED_PREFIX,
     MAX_SPARE_WORKTREES,
@@ -287,6 +288,7 @@ def prepare_group(
     folder.mkdir(mode=0o700, parents=True)
     _write_owner(folder, layout, session_id, group_id, task_ids, prefix, commit)
     reused: dict[str, str] = {}
+    records: dict[str, Record | None] = {}
     base = GroupBase(
         layout=layout,
         session_id=session_id,
@@ -314,7 +316,7 @@ def prepare_group(
             for task in task_ids:
                 spare = _claim_spare(runner, base, task, discarded, aside)
                 if spare is not None:
-                    reused[task] = spare
+                    reused[task], records[task] = spare
                 else:
                     _add_tree(runner, base, task)
             if aside:
@@ -322,7 +324,7 @@ def prepare_group(
         listing = _tree(runner, commit, "")
         refused = _checkout(runner, base, task_ids)
         refused.update(
-            _verify_reused(runner, base, [t for t in reused if t not in refused], listing)
+            _verify_reused(runner, base, [t for t in reused if t not in refused], listing, records)
         )
         if refused:
             # A spare that did not come out as the base exactly is discarded and the task
@@ -370,9 +372,10 @@ def _claim_spare(
     task: str,
     discarded: list[tuple[str, Path, str]],
     aside: list[Path],
-) -> str | None:
+) -> tuple[str, Record | None] | None:
     """Move the newest sound spare into the task's place (the caller holds the lock: the
-    move is the claim); the spares refused on the way are set aside. Its name, or None."""
+    move is the claim); the spares refused on the way are set aside. Its name and its
+    record (``records``), or None."""
     assert base.common is not None
     folder = spares_folder(base.layout.project_dir)
     target = base.trees[task]
@@ -383,7 +386,7 @@ def _claim_spare(
                 ["worktree", "move", str(spare.path), str(target)], timeout_s=GIT_WRITE_TIMEOUT_S
             )
             if moved is not None and moved.ok and target.is_dir() and not spare.path.exists():
-                return spare.path.name
+                return spare.path.name, take_record(record_path(folder, spare.path.name))
             why = "git could not move it into the group"
             if target.exists():
                 # Half moved: its place in the group is set aside as well.
@@ -445,26 +448,47 @@ def _verify_reused(
     base: GroupBase,
     tasks: Sequence[str],
     listing: Mapping[str, tuple[str, str, int]],
+    records: Mapping[str, Record | None],
 ) -> dict[str, str]:
     """Why each claimed spare, reset and cleaned, is not the base commit exactly: every
-    file hashed (the stat cache ``reset --hard`` trusts is the previous task's to forge),
-    each file's kind and executable bit, each link's target, and nothing else in the tree
-    (the worktree's ``.git`` file aside)."""
+    file's bytes (hashed, unless the spare's record vouches for them: the stat cache
+    ``reset --hard`` trusts is the previous task's to forge, the record is not), each
+    file's kind and executable bit, each link's target, and nothing else in the tree (the
+    worktree's ``.git`` file aside). A spare that passes is recorded for its next claim."""
     if not tasks:
         return {}
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
-    files = [path for path, (mode, _oid, _size) in listing.items() if mode in _FILE_MODES]
+    blobs = {path: oid for path, (mode, oid, _size) in listing.items() if mode in _FILE_MODES}
     walks = [_walk(base.trees[task]) for task in tasks]
-    hashed = _hash_files(runner, [(base.trees[task], files) for task in tasks], walks)
+    vouched: list[set[str]] = []
+    for task, found in zip(tasks, walks, strict=True):
+        record = records.get(task)
+        vouched.append(
+            set()
+            if record is None
+            else {path for path, oid in blobs.items() if record.vouches(path, found.get(path), oid)}
+        )
+    hashed = _hash_files(
+        runner,
+        [
+            (base.trees[task], [path for path in blobs if path not in skip])
+            for task, skip in zip(tasks, vouched, strict=True)
+        ],
+        walks,
+    )
     expected = _expected_folders(listing)
     refused: dict[str, str] = {}
-    for task, known, found in zip(tasks, hashed, walks, strict=True):
+    for task, known, found, skip in zip(tasks, hashed, walks, vouched, strict=True):
         tree = base.trees[task]
         wrong: list[str] = []
         for path, (mode, oid, _size) in listing.items():
-            kind = found.get(path)
+            info = found.get(path)
+            kind = None if info is None else info.st_mode
             if mode in _FILE_MODES:
-                blob = known[path] if path in known else _blob_id(tree / path, algorithm)
+                if path in skip:
+                    blob: str | None = oid
+                else:
+                    blob = known[path] if path in known else _blob_id(tree / path, algorithm)
                 executable = kind is not None and bool(kind & 0o100)
                 if blob != oid or kind is None or executable != (mode == "100755"):
                     wrong.append(path)
@@ -485,6 +509,8 @@ def _verify_reused(
             problems.append(f"{len(left)} path(s) the base does not have are left ({_some(left)})")
         if problems:
             refused[task] = "after its reset and clean, " + "; ".join(problems)
+        else:
+            write_record(record_path(base.folder, task), found, blobs)
     return refused
 
 
@@ -503,29 +529,29 @@ def _expected_folders(listing: Mapping[str, tuple[str, str, int]]) -> set[str]:
     return folders
 
 
-def _walk(tree: Path) -> dict[str, int]:
+def _walk(tree: Path) -> dict[str, os.stat_result | None]:
     """Every path below ``tree`` (the worktree's own ``.git`` file aside), relative, with
-    its ``st_mode``; links are not followed. A folder that cannot be listed is a path
-    whose content is unknown, so it reads as a mode no tree entry has."""
-    found: dict[str, int] = {}
+    its ``lstat``; links are not followed. A path that cannot be read is None, and a
+    folder that cannot be listed is such a path (its content is unknown)."""
+    found: dict[str, os.stat_result | None] = {}
     pending = [("", str(tree))]
     while pending:
         relative, folder = pending.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
-            found[relative or "."] = 0
+            found[relative or "."] = None
             continue
         for entry in entries:
             name = f"{relative}{entry.name}"
             if name == ".git":
                 continue
             try:
-                mode = entry.stat(follow_symlinks=False).st_mode
+                info: os.stat_result | None = entry.stat(follow_symlinks=False)
             except OSError:
-                mode = 0
-            found[name] = mode
-            if stat.S_ISDIR(mode):
+                info = None
+            found[name] = info
+            if info is not None and stat.S_ISDIR(info.st_mode):
                 pending.append((f"{name}/", entry.path))
     return found
 
@@ -720,7 +746,7 @@ _FILE_MODES = ("100644", "100755")
 def _hash_files(
     runner: GitRunner,
     sides: Sequence[tuple[Path, Sequence[str]]],
-    walks: Sequence[Mapping[str, int]] | None = None,
+    walks: Sequence[Mapping[str, os.stat_result | None]] | None = None,
 ) -> list[dict[str, str | None]]:
     """Per (folder, paths): each regular file's blob id as its bytes are, unconverted
     (``hash-object --no-filters``, many paths a call, every call of every side at once);
@@ -736,7 +762,8 @@ def _hash_files(
         where = os.path.join(folder, "")
         for path in paths:
             if walks is not None:
-                is_file = stat.S_ISREG(walks[index].get(path, 0))
+                info = walks[index].get(path)
+                is_file = info is not None and stat.S_ISREG(info.st_mode)
             else:
                 try:
                     is_file = stat.S_ISREG(os.lstat(where + path).st_mode)
@@ -1030,6 +1057,10 @@ def _park(
                         ["worktree", "move", str(tree), str(target)], timeout_s=GIT_WRITE_TIMEOUT_S
                     )
                     if moved is not None and moved.ok and not tree.exists():
+                        with contextlib.suppress(OSError):
+                            os.replace(
+                                record_path(base.folder, task), record_path(folder, target.name)
+                            )
                         parked.add(task)
                         room -= 1
                         continue

@@ -1,0 +1,144 @@
+"""What a verified worktree's files were, so its next verification hashes only what changed.
+
+A claimed spare is proved file by file against its group's base commit
+(``worktrees._verify_reused``): hashing every file of three spares is most of a warm
+group's prepare and grows with the repository, while a task changes a handful. Once a
+spare is proved, ax records each regular file's identity as the kernel keeps it (device,
+inode, ctime, mtime, size, mode) with the blob its bytes were proved to be. The record
+lives in the state root, beside the worktree (``.stat-<task>`` in the group folder,
+``.stat-<spare>`` in the spares folder), where no task writes: an executor's sandbox
+writes its worktree alone. At the next claim, a file whose identity is the recorded one
+exactly, and whose recorded blob is the new base's, is not hashed again.
+
+Why an unchanged identity proves unchanged bytes: every change of a file's bytes sets
+its ctime to the time of the change, and no process sets a ctime (``utimensat`` sets
+atime and mtime; only setting the system clock moves ctime, which a sandboxed task
+cannot); a file replaced is another inode. A record vouches only for files whose ctime
+is older than the record's own timestamp, taken from the file system once every file
+was read: a change in the same clock tick as the reading could keep the ctime read
+(git's racy-clean rule, for ctime). A write through a shared mapping made before the
+record changes bytes without a new ctime until the page is written back, so a tree a
+process still maps is refused before any of this (``spares._occupant``).
+
+A record is a cache: missing, unreadable, over ``RECORD_MAX_BYTES`` or of another
+version, it vouches for nothing and every file is hashed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# A record bigger than this is neither written nor read (about 600,000 files).
+RECORD_MAX_BYTES = 64 * 1024 * 1024
+RECORD_PREFIX = ".stat-"
+RECORD_VERSION = 1
+
+# (device, inode, ctime, mtime, size, mode): what a change of the bytes cannot keep.
+Identity = tuple[int, int, int, int, int, int]
+
+
+def identity(info: os.stat_result) -> Identity:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_ctime_ns,
+        info.st_mtime_ns,
+        info.st_size,
+        info.st_mode,
+    )
+
+
+@dataclass(frozen=True)
+class Record:
+    """{path: (identity, blob id)} of a proved tree, and when it was read."""
+
+    files: Mapping[str, tuple[Identity, str]]
+    taken_ns: int
+
+    def vouches(self, path: str, info: os.stat_result | None, blob: str) -> bool:
+        """The file at ``path``, as ``info`` finds it, holds exactly the bytes of ``blob``."""
+        entry = self.files.get(path)
+        if entry is None or info is None or entry[1] != blob:
+            return False
+        recorded = entry[0]
+        return recorded == identity(info) and recorded[2] < self.taken_ns
+
+
+def record_path(folder: Path, name: str) -> Path:
+    """The record of the worktree ``folder/name`` (a group's task, or a spare)."""
+    return folder / f"{RECORD_PREFIX}{name}"
+
+
+def write_record(
+    path: Path, found: Mapping[str, os.stat_result | None], blobs: Mapping[str, str]
+) -> None:
+    """Record the regular files of ``blobs`` as ``found`` (a walk of the tree made after its
+    last change) has them; a file the walk did not see as a regular file is left out.
+    Best effort: a record not written only means a full hash next time."""
+    files = {
+        name: [*identity(info), blob]
+        for name, blob in blobs.items()
+        if (info := found.get(name)) is not None and stat.S_ISREG(info.st_mode)
+    }
+    scratch = path.with_name(f"{path.name}.tmp")
+    try:
+        with open(scratch, "wb") as out:
+            # The file system's own clock, read after every file of the tree was: see
+            # the module docstring.
+            out.write(b"{}")
+            out.flush()
+            taken = os.fstat(out.fileno()).st_ctime_ns
+            body = json.dumps({"version": RECORD_VERSION, "taken": taken, "files": files})
+            if len(body) > RECORD_MAX_BYTES:
+                raise OSError("over RECORD_MAX_BYTES")
+            out.seek(0)
+            out.truncate()
+            out.write(body.encode())
+        os.replace(scratch, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            scratch.unlink()
+
+
+def take_record(path: Path) -> Record | None:
+    """Read the record at ``path`` and delete it (a record serves one verification); None
+    when there is none to use."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as source:
+            raw = source.read(RECORD_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if len(raw) > RECORD_MAX_BYTES:
+        return None
+    try:
+        loaded = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(loaded, dict) or loaded.get("version") != RECORD_VERSION:
+        return None
+    taken, listed = loaded.get("taken"), loaded.get("files")
+    if type(taken) is not int or not isinstance(listed, dict):
+        return None
+    files: dict[str, tuple[Identity, str]] = {}
+    for name, entry in listed.items():
+        if not isinstance(entry, list) or len(entry) != 7:
+            return None
+        dev, ino, ctime, mtime, size, mode, blob = entry
+        numbers = (dev, ino, ctime, mtime, size, mode)
+        if not all(type(value) is int for value in numbers) or not isinstance(blob, str):
+            return None
+        files[name] = ((dev, ino, ctime, mtime, size, mode), blob)
+    return Record(files=files, taken_ns=taken)
