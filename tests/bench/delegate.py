@@ -30,9 +30,9 @@ policy and sandbox. In sequence each ``run_command`` takes its pre-command check
 of the workspace; in the group an executor's first command takes none (its worktree
 is the group's task-base checkpoint).
 
-Prints the load average first and last, the time to create one empty file in the
-bench's folder before each cold group (the disk's part of a checkout:
-``creation_cost``), each figure's median and max over ``--runs``, the splits (the
+Prints the load average first and last, each figure's median and max over ``--runs``,
+each cold group beside the time to create one empty file where its worktrees go, taken
+just before (the disk's part of a checkout: ``creation_cost``), the splits (the
 parallel group's prepare apart from the rest too), the CPU time each scenario cost
 (this process and every child it waited for, user plus system, the background
 deletion of released or discarded worktrees included: the next scenario starts once
@@ -95,13 +95,17 @@ def make_repo(root: Path, files: int) -> Path:
     return repo
 
 
-def creation_cost(root: Path, count: int = 500) -> float:
-    """Microseconds to create one empty file in a new folder beside the state roots (kept
-    until the end: deleting it would slow the next probe). A cold group's checkouts
-    create 7,500 files; on an ext4 without a journal, creating one costs ~20 times more
-    for minutes after many deletions nearby (the allocator skips recently freed inodes,
-    one by one), which this shows."""
-    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=root))
+def creation_cost(repo: Path, state: Path, count: int = 500) -> float:
+    """Microseconds to create one empty file in a new folder of the project's state folder,
+    where the group's worktrees go (the file system places a folder's files near it).
+    The folder is kept: deleting it would slow the next probe. A cold group's checkouts
+    create 7,500 files; on an ext4 without a journal, creating one costs 20 to 40 times
+    more for minutes after many deletions nearby (the allocator skips recently freed
+    inodes one by one), which this shows."""
+    from libcommon.paths import state_layout
+
+    project = state_layout(repo, {**os.environ, "AX_STATE_DIR": str(state)}).project_dir
+    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=project))
     began = time.perf_counter()
     for n in range(count):
         os.close(os.open(folder / f"f{n}", os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
@@ -259,7 +263,7 @@ def main() -> int:
         repo = make_repo(root, options.files)
         for run in range(options.runs):
             state = _state(root, f"state{run}", repo)
-            add("creation", creation_cost(root))
+            add("cold overhead, creation", creation_cost(repo, state))
             for way in ("cold", "warm"):
                 for part, seconds in overhead(f"{way} overhead", repo, state).items():
                     add(f"{way} {part}", seconds)
@@ -268,16 +272,12 @@ def main() -> int:
             add("warm parallel", together)
             add("warm parallel, prepare", prepare)
             cold_state = _state(root, f"cold{run}", repo)
-            add("creation", creation_cost(root))
+            add("cold parallel, creation", creation_cost(repo, cold_state))
             together, prepare = parallel("cold parallel", repo, cold_state)
             add("cold parallel", together)
             add("cold parallel, prepare", prepare)
             add("sequential", sequential(repo, state))
     print(f"{options.files} files, 3 executors, {options.runs} runs (median / max, seconds):")
-    print(
-        "creating an empty file in this folder, before each cold group: "
-        f"{statistics.median(figures['creation']):.0f} / {max(figures['creation']):.0f} µs"
-    )
     for way, what in (
         ("cold", "no spares: the first group of a project"),
         ("warm", "the previous group's three worktrees reused"),
@@ -293,6 +293,12 @@ def main() -> int:
         _show(f"parallel, {way}: sleep 1", figures[f"{way} parallel"])
         _show("  its prepare", figures[f"{way} parallel, prepare"])
     _show("sequential: in the workspace", figures["sequential"])
+    print("cold groups, run by run: creating a file beside the worktrees first, then the group")
+    for name in ("cold overhead", "cold parallel"):
+        groups = figures[name.replace("overhead", "group")]
+        pairs = zip(figures[f"{name}, creation"], groups, strict=True)
+        shown = ", ".join(f"{micro:.0f} µs → {seconds:.3f} s" for micro, seconds in pairs)
+        print(f"  {name:28s} {shown}")
     print("CPU time, user + system, this process and its children (median / max, seconds):")
     for name in ("cold overhead", "warm overhead", "warm parallel", "cold parallel", "sequential"):
         _show(f"  {name} session", CPU[name])

@@ -17,7 +17,7 @@ from agent.tasks.recording import Recorder
 from checkpointgit import git, make_repo, needs_git
 
 from ax_agent.tasks import records, spares, worktrees
-from ax_agent.tasks.records import Record, identity, record_path, take_record, write_record
+from ax_agent.tasks.records import Record, entries, record_path, take_record, write_record
 from ax_agent.tasks.worktrees import prepare_group, release_group, sweep_orphans
 from libcommon.paths import StateLayout
 
@@ -120,21 +120,21 @@ def test_a_file_forged_after_its_record_is_caught(workspace: Path, state_dir: Pa
 
 
 def test_a_record_vouches_only_for_the_same_file_older_than_itself(tmp_path: Path) -> None:
-    path = tmp_path / "f.txt"
-    path.write_text("x\n")
-    info = os.stat(path)
-    recorded = identity(info)
-    after = Record(files={"f.txt": (recorded, "blob")}, taken_ns=info.st_ctime_ns + 1)
-    assert after.vouches("f.txt", info, "blob")
-    assert not after.vouches("f.txt", info, "another blob")  # the base changed there
-    assert not after.vouches("g.txt", info, "blob")
-    assert not after.vouches("f.txt", None, "blob")
+    (tmp_path / "f.txt").write_text("x\n")
+    found = worktrees._walk(tmp_path)
+    info = found["f.txt"]
+    assert info is not None
+    ctime = info.st_ctime_ns
+    now = entries(found, {"f.txt": "blob"})
+    after = Record(files=now, taken_ns=ctime + 1)
+    assert after.vouched(now, found) == {"f.txt"}
+    # The base changed there: another blob is expected.
+    assert after.vouched(entries(found, {"f.txt": "another blob"}), found) == set()
     # Racy: taken in the tick the file last changed in.
-    assert not Record(files={"f.txt": (recorded, "blob")}, taken_ns=info.st_ctime_ns).vouches(
-        "f.txt", info, "blob"
-    )
-    path.write_text("y\n")  # same size: a new ctime (and mtime)
-    assert not after.vouches("f.txt", os.stat(path), "blob")
+    assert Record(files=now, taken_ns=ctime).vouched(now, found) == set()
+    (tmp_path / "f.txt").write_text("y\n")  # same size: a new ctime (and mtime)
+    changed = worktrees._walk(tmp_path)
+    assert after.vouched(entries(changed, {"f.txt": "blob"}), changed) == set()
 
 
 def test_a_written_record_is_read_once(tmp_path: Path) -> None:
@@ -144,12 +144,13 @@ def test_a_written_record_is_read_once(tmp_path: Path) -> None:
     (tree / "sub").mkdir()
     _settle()
     found = worktrees._walk(tree)
+    now = entries(found, {"f.txt": "blob", "sub": "not a file", "gone.txt": "blob"})
+    assert set(now) == {"f.txt"}  # only the regular files the walk saw
     where = tmp_path / ".stat-tree"
-    write_record(where, found, {"f.txt": "blob", "sub": "not a file", "gone.txt": "blob"})
+    write_record(where, now)
     record = take_record(where)
     assert record is not None and not where.exists()
-    assert set(record.files) == {"f.txt"}  # only regular files the walk saw
-    assert record.vouches("f.txt", os.stat(tree / "f.txt"), "blob")
+    assert record.files == now and record.vouched(now, found) == {"f.txt"}
     assert take_record(where) is None
 
 
@@ -160,8 +161,8 @@ def test_a_written_record_is_read_once(tmp_path: Path) -> None:
         b"[]",
         json.dumps({"version": 99, "taken": 1, "files": {}}).encode(),
         json.dumps({"version": 1, "taken": "1", "files": {}}).encode(),
-        json.dumps({"version": 1, "taken": 1, "files": {"f": [1, 2, 3]}}).encode(),
-        json.dumps({"version": 1, "taken": 1, "files": {"f": [1, 2, 3, 4, 5, "6", "b"]}}).encode(),
+        json.dumps({"version": 1, "taken": 1, "files": []}).encode(),
+        json.dumps({"version": 1, "taken": 1, "files": {"f": [1, 2, 3, 4, 5, 6, "b"]}}).encode(),
     ],
 )
 def test_a_damaged_record_vouches_for_nothing_and_goes(tmp_path: Path, body: bytes) -> None:
@@ -174,10 +175,9 @@ def test_a_damaged_record_vouches_for_nothing_and_goes(tmp_path: Path, body: byt
 def test_a_record_over_the_cap_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(records, "RECORD_MAX_BYTES", 64)
     where = tmp_path / ".stat-x"
-    (tmp_path / "f").write_text("x")
-    write_record(where, {"f": os.stat(tmp_path / "f")}, {"f": "b" * 100})
+    write_record(where, {"f": "b" * 100})
     assert not where.exists()  # too big to write
-    where.write_bytes(json.dumps({"version": 1, "taken": 1, "files": {"f": []}}).encode() * 2)
+    where.write_bytes(json.dumps({"version": 1, "taken": 1, "files": {"f": "x" * 64}}).encode())
     assert take_record(where) is None
 
 

@@ -39,35 +39,45 @@ RECORD_MAX_BYTES = 64 * 1024 * 1024
 RECORD_PREFIX = ".stat-"
 RECORD_VERSION = 1
 
-# (device, inode, ctime, mtime, size, mode): what a change of the bytes cannot keep.
-Identity = tuple[int, int, int, int, int, int]
 
-
-def identity(info: os.stat_result) -> Identity:
-    return (
-        info.st_dev,
-        info.st_ino,
-        info.st_ctime_ns,
-        info.st_mtime_ns,
-        info.st_size,
-        info.st_mode,
-    )
+def entries(found: Mapping[str, os.stat_result | None], blobs: Mapping[str, str]) -> dict[str, str]:
+    """{path: entry} of the files of ``blobs`` that ``found`` (a walk of the tree) has as
+    regular files: a file's identity (device, inode, ctime, mtime, size, mode: what a
+    change of its bytes cannot keep) and the blob its bytes are, as one string."""
+    made: dict[str, str] = {}
+    for name, blob in blobs.items():
+        info = found.get(name)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            made[name] = (
+                f"{info.st_dev}:{info.st_ino}:{info.st_ctime_ns}:{info.st_mtime_ns}:"
+                f"{info.st_size}:{info.st_mode}:{blob}"
+            )
+    return made
 
 
 @dataclass(frozen=True)
 class Record:
-    """{path: (identity, blob id)} of a proved tree, and when it was read."""
+    """{path: entry} of a proved tree, and when it was read."""
 
-    files: Mapping[str, tuple[Identity, str]]
+    files: Mapping[str, str]
     taken_ns: int
 
-    def vouches(self, path: str, info: os.stat_result | None, blob: str) -> bool:
-        """The file at ``path``, as ``info`` finds it, holds exactly the bytes of ``blob``."""
-        entry = self.files.get(path)
-        if entry is None or info is None or entry[1] != blob:
-            return False
-        recorded = entry[0]
-        return recorded == identity(info) and recorded[2] < self.taken_ns
+    def vouched(
+        self, now: Mapping[str, str], found: Mapping[str, os.stat_result | None]
+    ) -> set[str]:
+        """The paths whose entry ``now`` (``entries`` of the tree as ``found`` has it) is the
+        recorded one, changed no later than the record was taken: their bytes are the
+        blob's."""
+        vouched: set[str] = set()
+        for path, made in now.items():
+            info = found.get(path)
+            if (
+                info is not None
+                and info.st_ctime_ns < self.taken_ns
+                and self.files.get(path) == made
+            ):
+                vouched.add(path)
+        return vouched
 
 
 def record_path(folder: Path, name: str) -> Path:
@@ -75,17 +85,9 @@ def record_path(folder: Path, name: str) -> Path:
     return folder / f"{RECORD_PREFIX}{name}"
 
 
-def write_record(
-    path: Path, found: Mapping[str, os.stat_result | None], blobs: Mapping[str, str]
-) -> None:
-    """Record the regular files of ``blobs`` as ``found`` (a walk of the tree made after its
-    last change) has them; a file the walk did not see as a regular file is left out.
-    Best effort: a record not written only means a full hash next time."""
-    files = {
-        name: [*identity(info), blob]
-        for name, blob in blobs.items()
-        if (info := found.get(name)) is not None and stat.S_ISREG(info.st_mode)
-    }
+def write_record(path: Path, files: Mapping[str, str]) -> None:
+    """Record ``files`` (``entries`` of a tree just proved, from a walk made after its last
+    change). Best effort: a record not written only means a full hash next time."""
     scratch = path.with_name(f"{path.name}.tmp")
     try:
         with open(scratch, "wb") as out:
@@ -129,16 +131,9 @@ def take_record(path: Path) -> Record | None:
         return None
     if not isinstance(loaded, dict) or loaded.get("version") != RECORD_VERSION:
         return None
-    taken, listed = loaded.get("taken"), loaded.get("files")
-    if type(taken) is not int or not isinstance(listed, dict):
+    taken, files = loaded.get("taken"), loaded.get("files")
+    if type(taken) is not int or not isinstance(files, dict):
         return None
-    files: dict[str, tuple[Identity, str]] = {}
-    for name, entry in listed.items():
-        if not isinstance(entry, list) or len(entry) != 7:
-            return None
-        dev, ino, ctime, mtime, size, mode, blob = entry
-        numbers = (dev, ino, ctime, mtime, size, mode)
-        if not all(type(value) is int for value in numbers) or not isinstance(blob, str):
-            return None
-        files[name] = ((dev, ino, ctime, mtime, size, mode), blob)
+    if not all(isinstance(value, str) for value in files.values()):
+        return None
     return Record(files=files, taken_ns=taken)

@@ -104,7 +104,7 @@ from libcommon.paths import StateLayout, is_within
 from libcommon.procfs import read_proc
 from libcommon.trust import OWNER_FILE_NAME, SPARES_DIR_NAME, WORKTREES_DIR_NAME, read_owner
 
-from .records import Record, record_path, take_record, write_record
+from .records import Record, entries, record_path, take_record, write_record
 from .spares import (
     DISCARDED_PREFIX,
     MAX_SPARE_WORKTREES,
@@ -460,14 +460,11 @@ def _verify_reused(
     algorithm = "sha256" if len(base.commit) == 64 else "sha1"
     blobs = {path: oid for path, (mode, oid, _size) in listing.items() if mode in _FILE_MODES}
     walks = [_walk(base.trees[task]) for task in tasks]
+    made = [entries(found, blobs) for found in walks]
     vouched: list[set[str]] = []
-    for task, found in zip(tasks, walks, strict=True):
+    for task, found, now in zip(tasks, walks, made, strict=True):
         record = records.get(task)
-        vouched.append(
-            set()
-            if record is None
-            else {path for path, oid in blobs.items() if record.vouches(path, found.get(path), oid)}
-        )
+        vouched.append(set() if record is None else record.vouched(now, found))
     hashed = _hash_files(
         runner,
         [
@@ -478,7 +475,7 @@ def _verify_reused(
     )
     expected = _expected_folders(listing)
     refused: dict[str, str] = {}
-    for task, known, found, skip in zip(tasks, hashed, walks, vouched, strict=True):
+    for task, known, found, skip, now in zip(tasks, hashed, walks, vouched, made, strict=True):
         tree = base.trees[task]
         wrong: list[str] = []
         for path, (mode, oid, _size) in listing.items():
@@ -510,7 +507,7 @@ def _verify_reused(
         if problems:
             refused[task] = "after its reset and clean, " + "; ".join(problems)
         else:
-            write_record(record_path(base.folder, task), found, blobs)
+            write_record(record_path(base.folder, task), now)
     return refused
 
 
