@@ -31,8 +31,10 @@ of the workspace; in the group an executor's first command takes none (its workt
 is the group's task-base checkpoint).
 
 Prints the load average first and last, each figure's median and max over ``--runs``,
-each cold group beside the time to create one empty file where its worktrees go, taken
-just before (the disk's part of a checkout: ``creation_cost``), the splits (the
+each cold group beside its session's kernel CPU time (the three checkouts' new files
+are most of it: about 0.3 s on an ext4 at rest, and several seconds on one without a
+journal for minutes after many deletions, whose inode allocator then skips every
+recently freed inode one by one: leave a few minutes between runs), the splits (the
 parallel group's prepare apart from the rest too), the CPU time each scenario cost
 (this process and every child it waited for, user plus system, the background
 deletion of released or discarded worktrees included: the next scenario starts once
@@ -95,27 +97,12 @@ def make_repo(root: Path, files: int) -> Path:
     return repo
 
 
-def creation_cost(repo: Path, state: Path, count: int = 500) -> float:
-    """Microseconds to create one empty file in a new folder of the project's state folder,
-    where the group's worktrees go (the file system places a folder's files near it).
-    The folder is kept: deleting it would slow the next probe. A cold group's checkouts
-    create 7,500 files; on an ext4 without a journal, creating one costs 20 to 40 times
-    more for minutes after many deletions nearby (the allocator skips recently freed
-    inodes one by one), which this shows."""
-    from libcommon.paths import state_layout
-
-    project = state_layout(repo, {**os.environ, "AX_STATE_DIR": str(state)}).project_dir
-    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=project))
-    began = time.perf_counter()
-    for n in range(count):
-        os.close(os.open(folder / f"f{n}", os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
-    return (time.perf_counter() - began) / count * 1e6
-
-
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and the children it waited for: (all, the kernel's)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     waited = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+    kernel = own.ru_stime + waited.ru_stime
+    return own.ru_utime + waited.ru_utime + kernel, kernel
 
 
 def _deletions_done() -> float:
@@ -128,17 +115,20 @@ def _deletions_done() -> float:
 
 
 CPU: dict[str, list[float]] = {}
+KERNEL: dict[str, list[float]] = {}
 
 
 def _session_events(
     name: str, workspace: Path, state: Path, script: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    began = _cpu()
+    began, began_kernel = _cpu()
     try:
         return _run_session(workspace, state, script)
     finally:
         LATER.append(_deletions_done())
-        CPU.setdefault(name, []).append(_cpu() - began)
+        ended, ended_kernel = _cpu()
+        CPU.setdefault(name, []).append(ended - began)
+        KERNEL.setdefault(name, []).append(ended_kernel - began_kernel)
 
 
 LATER: list[float] = []
@@ -263,7 +253,6 @@ def main() -> int:
         repo = make_repo(root, options.files)
         for run in range(options.runs):
             state = _state(root, f"state{run}", repo)
-            add("cold overhead, creation", creation_cost(repo, state))
             for way in ("cold", "warm"):
                 for part, seconds in overhead(f"{way} overhead", repo, state).items():
                     add(f"{way} {part}", seconds)
@@ -272,7 +261,6 @@ def main() -> int:
             add("warm parallel", together)
             add("warm parallel, prepare", prepare)
             cold_state = _state(root, f"cold{run}", repo)
-            add("cold parallel, creation", creation_cost(repo, cold_state))
             together, prepare = parallel("cold parallel", repo, cold_state)
             add("cold parallel", together)
             add("cold parallel, prepare", prepare)
@@ -293,11 +281,11 @@ def main() -> int:
         _show(f"parallel, {way}: sleep 1", figures[f"{way} parallel"])
         _show("  its prepare", figures[f"{way} parallel, prepare"])
     _show("sequential: in the workspace", figures["sequential"])
-    print("cold groups, run by run: creating a file beside the worktrees first, then the group")
+    print("cold groups, run by run: the session's kernel CPU time, and the group's wall time")
     for name in ("cold overhead", "cold parallel"):
         groups = figures[name.replace("overhead", "group")]
-        pairs = zip(figures[f"{name}, creation"], groups, strict=True)
-        shown = ", ".join(f"{micro:.0f} µs → {seconds:.3f} s" for micro, seconds in pairs)
+        pairs = zip(KERNEL[name], groups, strict=True)
+        shown = ", ".join(f"{kernel:.2f} → {seconds:.3f}" for kernel, seconds in pairs)
         print(f"  {name:28s} {shown}")
     print("CPU time, user + system, this process and its children (median / max, seconds):")
     for name in ("cold overhead", "warm overhead", "warm parallel", "cold parallel", "sequential"):
