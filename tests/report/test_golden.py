@@ -191,3 +191,10 @@ def test_tasks_fold_integration_capture_loss_and_interruption() -> None:
     assert lexer["applied"] == ["src/tokens.py"]
     assert [item["path"] for item in lexer["refused"]] == ["src/lexer.py"]
     assert "worktree NOT removed" in markdown
+    # A spare refused when parked after the task, and one refused when claimed for a task
+    # (before its task.started): each is the task's.
+    discarded = {item["id"]: item["sparesDiscarded"] for item in document["tasks"]}
+    assert [len(discarded[key]) for key in ("lexer", "parser", "survey", "fixer")] == [1, 0, 0, 1]
+    assert "still works in it" in discarded["lexer"][0]
+    assert "differ from the base" in discarded["fixer"][0]
+    assert markdown.count("spare worktree discarded") == 2

@@ -840,18 +840,22 @@ class Checkpoints(Section):
 class Tasks(Section):
     """Delegated tasks as their events record them: per task id, its role, how many
     attempts, the last attempt's state, the files captured (and how many the caps left
-    out), applied and refused, and worktrees that could not be removed. A task the plan
+    out), applied and refused, the spare worktrees refused for it (claimed for it, or
+    parked after it: ``worktree.discarded``) and worktrees that could not be removed. A
+    task the plan
     names but no event does (queued, blocked, parent-owned) is not listed: the report
     reads the log, not the plan."""
 
     name = "tasks"
     title = "Tasks"
-    handles = ("task.*", "worktree.removed", "session.started")
+    handles = ("task.*", "worktree.removed", "worktree.discarded", "session.started")
 
     def __init__(self) -> None:
         self.tasks: dict[str, dict[str, Any]] = {}
         # (group, taskId) of each attempt, to its task's entry.
         self.open: dict[tuple[str, str], dict[str, Any]] = {}
+        # A spare refused while the group was prepared comes before its task.started.
+        self.refused_spares: dict[tuple[str, str], list[str]] = {}
 
     def consume(self, event: Event, ctx: Context) -> None:
         kind = event["type"]
@@ -862,6 +866,9 @@ class Tasks(Section):
             return
         group, task = event.get("group"), event.get("taskId")
         if not isinstance(group, str) or not isinstance(task, str):
+            return
+        if kind == "worktree.discarded" and (group, task) not in self.open:
+            self.refused_spares.setdefault((group, task), []).append(str(event.get("reason")))
             return
         if kind == "task.started":
             entry = self.tasks.setdefault(task, {"id": task, "attempts": 0})
@@ -874,6 +881,7 @@ class Tasks(Section):
                 omitted=0,
                 applied=[],
                 refused=[],
+                sparesDiscarded=self.refused_spares.pop((group, task), []),
                 worktreeNotRemoved=[],
             )
             entry["attempts"] += 1
@@ -911,6 +919,8 @@ class Tasks(Section):
             entry["reason"] = event.get("reason")
         elif kind == "worktree.removed" and event.get("ok") is not True:
             entry["worktreeNotRemoved"].append(str(event.get("reason")))
+        elif kind == "worktree.discarded":
+            entry["sparesDiscarded"].append(str(event.get("reason")))
 
     def to_json(self, ctx: Context) -> Any:
         return [_task_view(self.tasks[key]) for key in self.tasks]
@@ -939,6 +949,8 @@ class Tasks(Section):
                 body.append(f"  - applied: {applied}")
             for refusal in view["refused"]:
                 body.append(f"  - refused {code(refusal['path'])}: {shown(refusal['reason'])}")
+            for why in view["sparesDiscarded"]:
+                body.append(f"  - spare worktree discarded: {shown(why)}")
             for why in view["worktreeNotRemoved"]:
                 body.append(f"  - worktree NOT removed: {shown(why)}")
         return lines + _none(body)
@@ -965,6 +977,7 @@ def _task_view(entry: dict[str, Any]) -> dict[str, Any]:
         "omitted": entry["omitted"],
         "applied": entry["applied"],
         "refused": entry["refused"],
+        "sparesDiscarded": entry["sparesDiscarded"],
         "worktreeNotRemoved": entry["worktreeNotRemoved"],
     }
 
