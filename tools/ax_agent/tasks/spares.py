@@ -4,12 +4,12 @@ A checkout of a 2,500-file repository is 2,500 new inodes, and creating an inode
 more than rewriting a file's bytes (on an ext4 without a journal, for minutes after
 many deletions nearby, some forty times more: its allocator skips recently freed
 inodes one by one): three fresh checkouts per group are up to seconds of kernel time.
-So ``release_group`` parks a
-task's worktree here, ``<project>/worktrees/spares/<parked at>.<random>`` (the name
-records when it was parked, for the age limit), at most ``MAX_SPARE_WORKTREES`` of
-them, and ``prepare_group`` claims one per task before it adds any: a ``reset --hard
-<base>`` then rewrites only the files that differ, and ``clean -ffdxq`` removes what
-the previous task left, untracked and ignored alike.
+So ``release_group`` parks a task's worktree here,
+``<project>/worktrees/spares/<parked at>.<random>`` (the name records when it was
+parked, for the age limit), at most ``MAX_SPARE_WORKTREES`` of them, and
+``prepare_group`` claims one per task before it adds any: a ``reset --hard <base>``
+then rewrites only the files that differ, and ``clean -ffdxq`` removes what the
+previous task left, untracked and ignored alike.
 
 A spare is the untrusted leftovers of an earlier task. What this module proves of one
 (``layout_problem``), before it is parked and again before it is claimed: its ``.git``
