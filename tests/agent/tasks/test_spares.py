@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -460,28 +462,34 @@ def test_a_spare_derives_no_trust_whatever_sits_beside_it(workspace: Path, state
         release_group(base, Recorder())
 
 
-def test_a_worktree_a_process_still_works_in_is_not_parked(
-    workspace: Path, state_dir: Path
-) -> None:
-    """A process a task left running (one ax-exec's kill missed) would write into the next
-    task's worktree after its checks: that worktree is removed, never parked."""
-    import subprocess
-    import sys
-
-    _repo(workspace)
-    layout = _layout(workspace, state_dir)
-    base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+def _release_beside(base: GroupBase, script: str, *args: str, cwd: Path) -> tuple[Recorder, int]:
+    """Release ``base`` while a Python process running ``script`` in ``cwd`` lingers (it
+    prints "ready" first); the release's recorder and the process's pid."""
     lingering = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], cwd=base.trees["t1"] / "src"
+        [sys.executable, "-c", script, *args], cwd=cwd, stdout=subprocess.PIPE, text=True
     )
     try:
+        assert lingering.stdout is not None and lingering.stdout.readline() == "ready\n"
         recorder = Recorder()
         release_group(base, recorder)
     finally:
         lingering.kill()
         lingering.wait()
+    return recorder, lingering.pid
+
+
+def test_a_worktree_a_process_still_works_in_is_not_parked(
+    workspace: Path, state_dir: Path
+) -> None:
+    """A process a task left running (one ax-exec's kill missed) would write into the next
+    task's worktree after its checks: that worktree is removed, never parked."""
+    _repo(workspace)
+    layout = _layout(workspace, state_dir)
+    base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
+    script = "import time; print('ready', flush=True); time.sleep(60)"
+    recorder, pid = _release_beside(base, script, cwd=base.trees["t1"] / "src")
     [said] = recorder.of("worktree.discarded")
-    assert f"process {lingering.pid}" in said["reason"]
+    assert f"process {pid}" in said["reason"]
     assert [e["parked"] for e in recorder.of("worktree.removed")] == [False]
     assert _spares(layout) == []
 
@@ -492,14 +500,12 @@ def test_a_worktree_a_process_still_maps_a_file_of_is_not_parked(
     """A writable mapping outlives its file descriptor, and a write through it need not
     change the file's ctime (which a spare's record trusts): a process that maps a file
     of the worktree, from anywhere, keeps it from being parked."""
-    import subprocess
-    import sys
-
     _repo(workspace)
     layout = _layout(workspace, state_dir)
     base = prepare_group(layout, "s1", "g1", ["t1"], ENV)
-    # libc's mmap itself: Python's mmap module keeps a descriptor of its own open.
-    holder = (
+    # libc's mmap itself: Python's mmap module keeps a descriptor of its own open. The
+    # process checks it holds no descriptor of the file before it says it is ready.
+    script = (
         "import ctypes, mmap, os, sys, time\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "libc.mmap.restype = ctypes.c_void_p\n"
@@ -509,28 +515,20 @@ def test_a_worktree_a_process_still_maps_a_file_of_is_not_parked(
         "how = mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED\n"
         "assert libc.mmap(None, 4096, *how, fd, 0) not in (None, ctypes.c_void_p(-1).value)\n"
         "os.close(fd)\n"
-        "print('mapped', flush=True)\n"
+        "held = []\n"
+        "for n in os.listdir('/proc/self/fd'):\n"
+        "    try:\n"
+        "        held.append(os.readlink(f'/proc/self/fd/{n}'))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "assert sys.argv[1] not in held, held\n"
+        "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
-    lingering = subprocess.Popen(
-        [sys.executable, "-c", holder, str(base.trees["t1"] / "src" / "b.txt")],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert lingering.stdout is not None and lingering.stdout.readline() == "mapped\n"
-        assert not any(
-            os.readlink(f"/proc/{lingering.pid}/fd/{fd}").startswith(str(base.trees["t1"]))
-            for fd in os.listdir(f"/proc/{lingering.pid}/fd")
-        )
-        recorder = Recorder()
-        release_group(base, recorder)
-    finally:
-        lingering.kill()
-        lingering.wait()
+    tree = base.trees["t1"]
+    recorder, pid = _release_beside(base, script, str(tree / "src" / "b.txt"), cwd=tmp_path)
     [said] = recorder.of("worktree.discarded")
-    assert f"process {lingering.pid}" in said["reason"] and "src/b.txt" in said["reason"]
+    assert f"process {pid}" in said["reason"] and "src/b.txt" in said["reason"]
     assert _spares(layout) == []
 
 
