@@ -27,12 +27,13 @@ version, it vouches for nothing and every file is hashed.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from libcommon import jsonio
 
 # A record bigger than this is neither written nor read (about 600,000 files).
 RECORD_MAX_BYTES = 64 * 1024 * 1024
@@ -96,12 +97,12 @@ def write_record(path: Path, files: Mapping[str, str]) -> None:
             out.write(b"{}")
             out.flush()
             taken = os.fstat(out.fileno()).st_ctime_ns
-            body = json.dumps({"version": RECORD_VERSION, "taken": taken, "files": files})
+            body = jsonio.dumps({"version": RECORD_VERSION, "taken": taken, "files": files})
             if len(body) > RECORD_MAX_BYTES:
                 raise OSError("over RECORD_MAX_BYTES")
             out.seek(0)
             out.truncate()
-            out.write(body.encode())
+            out.write(body)
         os.replace(scratch, path)
     except OSError:
         with contextlib.suppress(OSError):
@@ -126,8 +127,8 @@ def take_record(path: Path) -> Record | None:
     if len(raw) > RECORD_MAX_BYTES:
         return None
     try:
-        loaded = json.loads(raw)
-    except ValueError:
+        loaded = jsonio.loads(raw)
+    except jsonio.JSONDecodeError:
         return None
     if not isinstance(loaded, dict) or loaded.get("version") != RECORD_VERSION:
         return None
