@@ -148,6 +148,7 @@ def test_a_written_record_is_read_once(tmp_path: Path) -> None:
     assert set(now) == {"f.txt"}  # only the regular files the walk saw
     where = tmp_path / ".stat-tree"
     write_record(where, now)
+    assert where.stat().st_mode & 0o777 == 0o600  # the state root's, as its other files
     record = take_record(where)
     assert record is not None and not where.exists()
     assert record.files == now and record.vouched(now, found) == {"f.txt"}

@@ -91,7 +91,8 @@ def write_record(path: Path, files: Mapping[str, str]) -> None:
     change). Best effort: a record not written only means a full hash next time."""
     scratch = path.with_name(f"{path.name}.tmp")
     try:
-        with open(scratch, "wb") as out:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(scratch, flags, 0o600), "wb") as out:
             # The file system's own clock, read after every file of the tree was: see
             # the module docstring.
             out.write(b"{}")
