@@ -31,19 +31,19 @@ of the workspace; in the group an executor's first command takes none (its workt
 is the group's task-base checkpoint).
 
 Prints the load average first and last, each figure's median and max over ``--runs``,
-each cold group beside its session's kernel CPU time (the three checkouts' new files
-are most of it: about 0.3 s on an ext4 at rest, and several seconds on one without a
-journal for minutes after many deletions, whose inode allocator then skips every
-recently freed inode one by one: leave a few minutes between runs), the splits (the
-parallel group's prepare apart from the rest too), the CPU time each scenario cost
-(this process and every child it waited for, user plus system, the background
-deletion of released or discarded worktrees included: the next scenario starts once
-it is done, and the wall time it took after the call is shown too), the spares a warm
-group discarded (``worktree.discarded``: none expected), and the goals of issue 21
-(group overhead under 1 s; parallel under 0.5x the sequential run), cold and warm
-each, met or NOT MET. Wall time on a shared machine: compare several runs. ``--dir``
-puts the repository and the state roots in another folder (a tmpfs, say, to tell the
-disk's part of the checkout cost from ax's).
+each cold group beside its session's kernel CPU time (0.5 to 1 s on the development
+machine's ext4 at rest; the three checkouts' new files take several seconds more on an
+ext4 without a journal for minutes after many deletions, whose inode allocator then
+skips every recently freed inode one by one: leave a few minutes between runs), the
+splits (the parallel group's prepare apart from the rest too), the CPU time each
+scenario cost (this process and every child it waited for, user plus system, the
+background deletion of released or discarded worktrees included: the next scenario
+starts once it is done, and the wall time it took after the call is shown too), the
+spares a warm group discarded (``worktree.discarded``: none expected), and the goals of
+issue 21 (group overhead under 1 s; parallel under 0.5x the sequential run), cold and
+warm each, met or NOT MET. Wall time on a shared machine: compare several runs.
+``--dir`` puts the repository and the state roots in another folder (a tmpfs, say, to
+tell the disk's part of the checkout cost from ax's).
 """
 
 from __future__ import annotations
@@ -260,8 +260,7 @@ def main() -> int:
             together, prepare = parallel("warm parallel", repo, state)
             add("warm parallel", together)
             add("warm parallel, prepare", prepare)
-            cold_state = _state(root, f"cold{run}", repo)
-            together, prepare = parallel("cold parallel", repo, cold_state)
+            together, prepare = parallel("cold parallel", repo, _state(root, f"cold{run}", repo))
             add("cold parallel", together)
             add("cold parallel, prepare", prepare)
             add("sequential", sequential(repo, state))
