@@ -18,9 +18,10 @@ The interface the delegation side calls (issue 21):
   are written) and ``clean -ffdxq`` (untracked and ignored files alike) in a claimed
   spare. A spare is the previous task's leftovers: it is claimed only when its
   ``.git`` and admin folder pass ``spares.layout_problem``, and after its checkout
-  every file is hashed and compared with the commit's blob (with its kind, executable
-  bit, link target, and nothing else in the tree: the stat cache ``reset --hard``
-  trusts is the previous task's to forge); one that fails is discarded and the task
+  every file is compared with the commit's blob (with its kind, executable bit, link
+  target, and nothing else in the tree: the stat cache ``reset --hard`` trusts is the
+  previous task's to forge), hashed unless the spare's record from its last proof
+  vouches for it (``tasks.records``); one that fails is discarded and the task
   gets a fresh worktree, never a refusal of the group (``record`` gets a
   ``worktree.discarded`` body per spare refused). Before anything is returned the
   end-of-line check compares the first fresh worktree's files, and the workspace's,
