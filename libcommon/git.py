@@ -18,7 +18,8 @@ worktree file (``status`` on a file whose stat changed),
 ``diff.<driver>.textconv``/``command`` on a diff. Every such driver the
 repository's config names (includes followed, as git reads them) is overridden
 for the run (``_DRIVER_PROGRAMS``), so no attribute can reach its program. Its
-output is read up to a cap and the run is bounded in time; stderr is discarded.
+output is read up to a cap and the run is bounded in time; of stderr only the end is
+kept (``GIT_STDERR_MAX_BYTES``), for a failure's message (``GitOutput.said``).
 Submodules are the caller's to keep out (``--ignore-submodules=all``): git
 runs in them with their own config.
 
@@ -47,6 +48,12 @@ MAX_CHECKPOINTS_PER_SESSION = 20
 # At most this many content drivers are neutralised; a config naming more is refused.
 MAX_CONTENT_DRIVERS = 64
 GIT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# Of what git writes on stderr, the end kept (its last line is why it failed), and the
+# most of that one line a message quotes.
+GIT_STDERR_MAX_BYTES = 4096
+GIT_SAID_MAX_CHARS = 300
+# How git begins the line that says why it failed (its messages are read with LC_ALL=C).
+_GIT_FAILURES = ("fatal:", "error:")
 # The most commands one run_git_batch starts at once (each is a process and a pipe).
 MAX_BATCH_COMMANDS = 8
 _READ_CHUNK = 64 * 1024
@@ -105,6 +112,8 @@ class GitOutput:
     stdout: bytes
     # True when the output reached the cap: the run was killed and stdout is its start.
     truncated: bool = False
+    # The end of what git wrote on stderr (``GIT_STDERR_MAX_BYTES``).
+    stderr: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -112,6 +121,22 @@ class GitOutput:
 
     def text(self) -> str:
         return self.stdout.decode("utf-8", "replace")
+
+    def said(self) -> str:
+        """Why a failed command failed, in git's words, for a message: its last ``fatal:``
+        or ``error:`` line on stderr (usage hints may follow it), else its last line that
+        says something, cut at ``GIT_SAID_MAX_CHARS``; "" when it said nothing."""
+        lines = [line.strip() for line in self.stderr.decode("utf-8", "replace").splitlines()]
+        lines = [line for line in lines if line]
+        why = next((line for line in reversed(lines) if line.startswith(_GIT_FAILURES)), None)
+        return (why or (lines[-1] if lines else ""))[:GIT_SAID_MAX_CHARS]
+
+
+def git_said(done: GitOutput | None) -> str:
+    """``": <what git said>"`` to end a failure's message, or "" (no run, or git said
+    nothing)."""
+    said = done.said() if done is not None else ""
+    return f": {said}" if said else ""
 
 
 def git_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -449,7 +474,9 @@ class GitRunner:
 def _run_all(
     argvs: list[list[str]], env: dict[str, str], deadline: float, max_output_bytes: int
 ) -> list[GitOutput | None]:
-    """Run every argv at once, reading each one's stdout up to the cap until the deadline."""
+    """Run every argv at once, reading each one's stdout up to the cap until the deadline,
+    and the end of its stderr. The run ends with stdout: a process git left behind that
+    holds stderr open is not waited for."""
     processes: list[subprocess.Popen[bytes] | None] = []
     try:
         for argv in argvs:
@@ -458,27 +485,36 @@ def _run_all(
                     argv,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
                     env=env,
                 )
             except OSError:
                 process = None
             processes.append(process)
         outputs = [bytearray() for _ in argvs]
+        errors = [b""] * len(argvs)
         # Whose stdout was read to its end, or cut at the cap (and the process killed).
         ended = [False] * len(argvs)
         truncated = [False] * len(argvs)
         with selectors.DefaultSelector() as selector:
+            reading = 0
             for index, process in enumerate(processes):
                 if process is not None:
-                    assert process.stdout is not None
-                    selector.register(process.stdout, selectors.EVENT_READ, index)
-            while selector.get_map():
+                    assert process.stdout is not None and process.stderr is not None
+                    os.set_blocking(process.stderr.fileno(), False)
+                    selector.register(process.stdout, selectors.EVENT_READ, (index, False))
+                    selector.register(process.stderr, selectors.EVENT_READ, (index, True))
+                    reading += 1
+            while reading:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 for key, _events in selector.select(remaining):
-                    index = key.data
+                    index, is_stderr = key.data
+                    if is_stderr:
+                        if _keep_stderr(key.fd, errors, index) is False:
+                            selector.unregister(key.fileobj)
+                        continue
                     chunk = os.read(key.fd, _READ_CHUNK)
                     data = outputs[index]
                     room = max_output_bytes - len(data)
@@ -486,6 +522,7 @@ def _run_all(
                     if chunk and len(chunk) <= room:
                         continue
                     selector.unregister(key.fileobj)
+                    reading -= 1
                     ended[index] = True
                     if chunk:
                         truncated[index] = True
@@ -502,7 +539,12 @@ def _run_all(
             except subprocess.TimeoutExpired:
                 results.append(None)
                 continue
-            results.append(GitOutput(returncode, bytes(outputs[index]), truncated[index]))
+            assert process.stderr is not None
+            while _keep_stderr(process.stderr.fileno(), errors, index):
+                pass
+            results.append(
+                GitOutput(returncode, bytes(outputs[index]), truncated[index], errors[index])
+            )
         return results
     finally:
         for process in processes:
@@ -511,8 +553,20 @@ def _run_all(
             if process.poll() is None:
                 process.kill()
                 process.wait()
-            assert process.stdout is not None
+            assert process.stdout is not None and process.stderr is not None
             process.stdout.close()
+            process.stderr.close()
+
+
+def _keep_stderr(fd: int, errors: list[bytes], index: int) -> bool | None:
+    """Read a chunk of stderr ``fd`` (non-blocking) into ``errors[index]``, keeping its end:
+    True when one was read, None when none is there now, False when stderr ended."""
+    try:
+        chunk = os.read(fd, _READ_CHUNK)
+    except BlockingIOError:
+        return None
+    errors[index] = (errors[index] + chunk)[-GIT_STDERR_MAX_BYTES:]
+    return bool(chunk)
 
 
 # --- A person's deliberate git: their hooks and identity, everything else hardened ----------

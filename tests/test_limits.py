@@ -129,6 +129,9 @@ def test_libcommon_git_limits() -> None:
 
     assert git.GIT_TIMEOUT_S == 5.0
     assert git.GIT_MAX_OUTPUT_BYTES == 16 * 1024 * 1024
+    # Of stderr, the end kept for a failure's message, and the most of one line quoted.
+    assert git.GIT_STDERR_MAX_BYTES == 4096
+    assert git.GIT_SAID_MAX_CHARS == 300
     assert git.MAX_CONTENT_DRIVERS == 64
     assert git.MAX_BATCH_COMMANDS == 8
     assert git.GIT_WRITE_TIMEOUT_S == 60.0

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from libcommon.git import MAX_BATCH_COMMANDS, run_git, run_git_batch
+from libcommon import git as git_module
+from libcommon.git import MAX_BATCH_COMMANDS, git_said, run_git, run_git_batch
 
 
 @pytest.fixture
@@ -49,6 +51,43 @@ def test_output_is_read_up_to_the_cap(repo: Path) -> None:
     done = run_git(repo, ["ls-files", "-z", "--others"], os.environ, max_output_bytes=100)
     assert done is not None
     assert (done.truncated, len(done.stdout), done.ok) == (True, 100, False)
+
+
+def test_a_failure_keeps_what_git_said_and_a_success_says_nothing(repo: Path) -> None:
+    commands = [["rev-parse", "--verify", "--end-of-options", "no-such-ref"], ["ls-files"]]
+    failed, listed = run_git_batch(repo, commands, os.environ)
+    assert failed is not None and not failed.ok
+    assert failed.said() == "fatal: Needed a single revision"
+    assert git_said(failed) == ": fatal: Needed a single revision"
+    assert listed is not None and listed.ok and listed.said() == "" and git_said(listed) == ""
+    assert git_said(None) == ""
+    # The reason, not the usage hint printed after it.
+    ambiguous = run_git(repo, ["show", "no-such-ref"], os.environ)
+    assert ambiguous is not None and ambiguous.stderr.count(b"\n") > 1
+    assert ambiguous.said().startswith("fatal: ambiguous argument 'no-such-ref'")
+
+
+def test_only_the_end_of_stderr_is_kept_and_one_line_quoted(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_module, "GIT_STDERR_MAX_BYTES", 64)
+    monkeypatch.setattr(git_module, "GIT_SAID_MAX_CHARS", 40)
+    done = run_git(repo, ["show", "r" * 500], os.environ)
+    assert done is not None and not done.ok
+    assert len(done.stderr) == 64 and done.stderr.endswith(b"\n")
+    assert len(done.said()) == 40
+
+
+def test_a_process_git_leaves_holding_stderr_is_not_waited_for(repo: Path) -> None:
+    # An alias's shell starts a sleep that keeps the run's stderr, and prints its pid.
+    alias = "alias.linger=!sleep 60 >/dev/null & echo $!"
+    began = time.monotonic()
+    done = run_git(repo, ["-c", alias, "linger"], os.environ, timeout_s=30)
+    elapsed = time.monotonic() - began
+    assert done is not None and done.ok
+    os.kill(int(done.text()), signal.SIGKILL)
+    # Waiting for that stderr to end would have taken the whole 30 s timeout.
+    assert elapsed < 15
 
 
 def test_no_git_and_a_hung_git_are_none(repo: Path, tmp_path: Path) -> None:

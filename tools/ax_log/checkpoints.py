@@ -56,6 +56,7 @@ from libcommon.git import (
     GitOutput,
     GitRunner,
     git_problem,
+    git_said,
     split_z,
 )
 from libcommon.locks import flock_lock
@@ -665,12 +666,14 @@ def _write_tree(repo: _Repository, excluded: Sequence[str]) -> str:
         if added is None or not added.ok:
             raise OperationFailed(
                 "git add -A into the checkpoint's temporary index failed (an unreadable file "
-                "or a full disk?)",
+                f"or a full disk?){git_said(added)}",
                 hint="nothing of yours was changed; fix the cause and checkpoint again",
             )
         tree = repo.git(["write-tree"], set_env=set_env, timeout_s=GIT_WRITE_TIMEOUT_S)
         if tree is None or not tree.ok:
-            raise OperationFailed("git write-tree failed for the checkpoint's temporary index")
+            raise OperationFailed(
+                f"git write-tree failed for the checkpoint's temporary index{git_said(tree)}"
+            )
         return tree.text().strip()
 
 

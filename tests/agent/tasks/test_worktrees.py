@@ -304,6 +304,24 @@ def test_a_failed_removal_is_recorded_and_not_raised(
     assert release_group(base, Recorder()).failed == ()
 
 
+def test_a_worktree_git_cannot_add_is_refused_in_gits_words(
+    workspace: Path, state_dir: Path
+) -> None:
+    from dataclasses import replace
+
+    _dirty_repo(workspace)
+    base = prepare_group(_layout(workspace, state_dir), "s1", "g1", ["t1"], ENV)
+    try:
+        # A base commit the repository does not have: git refuses the add and says why.
+        broken = replace(base, commit="0" * 40, trees={"t2": base.folder / "t2"})
+        with pytest.raises(OperationFailed) as refused:
+            worktrees._add_tree(worktrees._runner(workspace, ENV), broken, "t2")
+        assert "could not add the worktree of task t2" in refused.value.message
+        assert ": fatal: " in refused.value.message and "0" * 40 in refused.value.message
+    finally:
+        release_group(base, Recorder())
+
+
 def test_a_worktree_of_a_trusted_workspace_is_trusted_and_never_stored(
     workspace: Path, state_dir: Path
 ) -> None:

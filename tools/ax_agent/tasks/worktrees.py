@@ -98,6 +98,7 @@ from libcommon.git import (
     GitOutput,
     GitRunner,
     git_problem,
+    git_said,
     parse_status_z,
 )
 from libcommon.locks import flock_lock
@@ -362,7 +363,7 @@ def _add_tree(runner: GitRunner, base: GroupBase, task: str) -> None:
     )
     if added is None or not added.ok:
         raise OperationFailed(
-            f"git could not add the worktree of task {task} at {path}",
+            f"git could not add the worktree of task {task} at {path}{git_said(added)}",
             hint="`git worktree list` shows the repository's worktrees",
         )
 
@@ -388,7 +389,7 @@ def _claim_spare(
             )
             if moved is not None and moved.ok and target.is_dir() and not spare.path.exists():
                 return spare.path.name, take_record(record_path(folder, spare.path.name))
-            why = "git could not move it into the group"
+            why = f"git could not move it into the group{git_said(moved)}"
             if target.exists():
                 # Half moved: its place in the group is set aside as well.
                 aside.append(_set_aside(target, base.folder / f"{DISCARDED_PREFIX}{task}"))
@@ -429,10 +430,11 @@ def _checkout(runner: GitRunner, base: GroupBase, tasks: Sequence[str]) -> dict[
             continue
         if task not in base.reused:
             raise OperationFailed(
-                f"git could not check out the worktree of task {task} at {base.trees[task]}",
+                f"git could not check out the worktree of task {task} at {base.trees[task]}"
+                + git_said(done),
                 hint="a full disk or a file git cannot write there refuses",
             )
-        refused[task] = "git could not reset it to the group's base"
+        refused[task] = f"git could not reset it to the group's base{git_said(done)}"
     cleaning = [task for task in tasks if task in base.reused and task not in refused]
     cleans = runner.batch(
         [["-C", str(base.trees[task]), "clean", "-ffdxq"] for task in cleaning],
@@ -440,7 +442,7 @@ def _checkout(runner: GitRunner, base: GroupBase, tasks: Sequence[str]) -> dict[
     )
     for task, done in zip(cleaning, cleans, strict=True):
         if done is None or not done.ok:
-            refused[task] = "git could not clean what its previous task left"
+            refused[task] = f"git could not clean what its previous task left{git_said(done)}"
     return refused
 
 
@@ -1062,7 +1064,7 @@ def _park(
                         parked.add(task)
                         room -= 1
                         continue
-                    why = "git could not move it to the spares"
+                    why = f"git could not move it to the spares{git_said(moved)}"
                 discarded.append((task, tree, why))
     except AxError:
         return parked
