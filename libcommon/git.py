@@ -57,6 +57,7 @@ _GIT_FAILURES = ("fatal:", "error:")
 # The most commands one run_git_batch starts at once (each is a process and a pipe).
 MAX_BATCH_COMMANDS = 8
 _READ_CHUNK = 64 * 1024
+_STDERR_READS_AFTER_EXIT = 16
 # The only GIT_* variables a child git sees from ax's environment: who a person's
 # commit is by, and where the user's own global config is (the same authority as
 # HOME, never the repository's). Every other GIT_* is dropped: GIT_DIR, GIT_WORK_TREE,
@@ -540,8 +541,10 @@ def _run_all(
                 results.append(None)
                 continue
             assert process.stderr is not None
-            while _keep_stderr(process.stderr.fileno(), errors, index):
-                pass
+            # What is left in the pipe; bounded, as a process git left may still write.
+            for _read in range(_STDERR_READS_AFTER_EXIT):
+                if not _keep_stderr(process.stderr.fileno(), errors, index):
+                    break
             results.append(
                 GitOutput(returncode, bytes(outputs[index]), truncated[index], errors[index])
             )
