@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from libcommon import jsonio
+from libcommon.errors import AxError
+from libcommon.safeopen import open_state_file
 
 # A record bigger than this is neither written nor read (about 600,000 files).
 RECORD_MAX_BYTES = 64 * 1024 * 1024
@@ -91,8 +93,8 @@ def write_record(path: Path, files: Mapping[str, str]) -> None:
     change). Best effort: a record not written only means a full hash next time."""
     scratch = path.with_name(f"{path.name}.tmp")
     try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-        with os.fdopen(os.open(scratch, flags, 0o600), "wb") as out:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        with os.fdopen(open_state_file(scratch, flags), "wb") as out:
             # The file system's own clock, read after every file of the tree was: see
             # the module docstring.
             out.write(b"{}")
@@ -105,7 +107,7 @@ def write_record(path: Path, files: Mapping[str, str]) -> None:
             out.truncate()
             out.write(body)
         os.replace(scratch, path)
-    except OSError:
+    except (OSError, AxError):
         with contextlib.suppress(OSError):
             scratch.unlink()
 
@@ -114,8 +116,8 @@ def take_record(path: Path) -> Record | None:
     """Read the record at ``path`` and delete it (a record serves one verification); None
     when there is none to use."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        fd = open_state_file(path, os.O_RDONLY)
+    except (OSError, AxError):
         return None
     try:
         with os.fdopen(fd, "rb") as source:
